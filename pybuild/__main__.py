@@ -1,0 +1,303 @@
+"""Command line: ``python -m pybuild <command>``. ``main(argv)`` returns the exit code."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+import traceback
+from collections.abc import Sequence
+from pathlib import Path
+
+from . import __version__
+from .errors import PybuildError, UsageError
+from .ui import Reporter, error, human_size, out_console
+
+EPILOG = "Run `python -m pybuild <command> --help` for a command's options."
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that raises UsageError (one line, exit 2) instead of printing usage and exiting."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise UsageError(f"{self.prog}: {message} (see --help)")
+
+
+# --------------------------------------------------------------------------------------------
+# Shared helpers
+
+
+def _farm_root() -> Path:
+    from .variants import find_variants_file
+
+    return find_variants_file().parent
+
+
+def _kernel_dirs(args_dirs: Sequence[str]) -> list[Path]:
+    """The kernel folders named, or every ``kernels/*`` with a build.toml when none is named."""
+    if args_dirs:
+        dirs = []
+        for d in args_dirs:
+            p = Path(d)
+            if not (p / "build.toml").is_file():
+                raise UsageError(f"{p}: not a kernel folder (no build.toml); pass e.g. kernels/img2gray")
+            dirs.append(p)
+        return dirs
+    root = _farm_root() / "kernels"
+    dirs = sorted(p.parent for p in root.glob("*/build.toml"))
+    if not dirs:
+        raise UsageError(f"no kernels found under {root}; pass a kernel folder")
+    return dirs
+
+
+def _matrix(args: argparse.Namespace):  # noqa: ANN202
+    from .variants import find_variants_file, load_matrix
+
+    path = Path(args.variants) if getattr(args, "variants", None) else find_variants_file()
+    return load_matrix(path)
+
+
+# --------------------------------------------------------------------------------------------
+# variants
+
+
+def cmd_variants(args: argparse.Namespace) -> int:
+    from .host import host_variants
+    from .manifest import load_manifest
+
+    matrix = _matrix(args)
+    variants = list(matrix.variants)
+    manifest = load_manifest(Path(args.kernel)) if args.kernel else None
+    if manifest is not None:
+        variants = [v for v in variants if manifest.accepts(v)]
+    try:
+        host = {v.name for v in host_variants()}
+    except PybuildError:
+        host = set()
+    if args.json:
+        out = [
+            {
+                "name": v.name,
+                "torch": v.torch,
+                "backend": v.backend,
+                "backend-version": v.backend_version,
+                "cxx-abi": v.cxx_abi,
+                "system": v.system,
+                "host": v.name in host,
+            }
+            for v in variants
+        ]
+        print(json.dumps(out, indent=2))
+        return 0
+    title = f"{len(variants)} variants from {matrix.path}" + (f" for {manifest.name}" if manifest else "")
+    rows = [(v.name, v.torch, v.backend_tag, v.cxx_abi or "-", v.system, "◀ host" if v.name in host else "")
+            for v in variants]
+    Reporter().table(title, ["variant", "torch", "backend", "abi", "system", ""], rows)
+    if not host & {v.name for v in variants}:
+        print("(this machine's variant is not in the list)" if host else "(no torch installed: host variant unknown)")
+    return 0
+
+
+# --------------------------------------------------------------------------------------------
+# generate / clean
+
+
+def cmd_generate(args: argparse.Namespace) -> int:
+    from .digest import ops_name, source_hash
+    from .generate import ProjectSpec, write_project
+    from .host import host_variants
+    from .manifest import cuda_capabilities_for, load_manifest
+
+    manifest = load_manifest(Path(args.kernel_dir))
+    backend = args.backend
+    if backend is None:
+        host = [v for v in host_variants() if v.backend in manifest.backends]
+        if not host:
+            msg = (f"{manifest.path}: this machine builds {[v.name for v in host_variants()]}, none of this "
+                   f"kernel's backends {list(manifest.backends)}; pass --backend")
+            raise UsageError(msg)
+        variant = host[-1]  # CUDA over CPU where both are possible
+        backend = variant.backend
+        archs = cuda_capabilities_for(manifest, variant.backend_version) if backend == "cuda" and \
+            variant.backend_version else ()
+    else:
+        if backend not in manifest.backends:
+            raise UsageError(f"--backend {backend}: build.toml has kernels for {list(manifest.backends)}")
+        archs = manifest.cuda_capabilities() if backend == "cuda" else ()
+    spec = ProjectSpec(backend=backend, ops_name=ops_name(manifest, backend, source_hash(manifest)), cuda_archs=archs)
+    written = write_project(manifest, spec)
+    rep = Reporter(quiet=args.quiet)
+    for rel, changed in written:
+        rep.info(f"  {'wrote    ' if changed else 'unchanged'} {manifest.root / rel}")
+    rep.info(f"generated the CMake project of {manifest.name} ({backend}, op namespace {spec.ops_name}); "
+             f"next: pip install --no-build-isolation -e {manifest.root}")
+    return 0
+
+
+def cmd_clean(args: argparse.Namespace) -> int:
+    import shutil
+
+    from .build import BUILD_DIR, WORK_DIR
+    from .generate import clean_project
+    from .manifest import load_manifest
+
+    rep = Reporter(quiet=args.quiet)
+    for d in _kernel_dirs(args.kernel_dirs):
+        manifest = load_manifest(d)
+        removed = clean_project(manifest)
+        for rel in removed:
+            rep.info(f"  removed {d / rel}")
+        if args.build:
+            for extra in (BUILD_DIR, WORK_DIR):
+                if (d / extra).is_dir():
+                    shutil.rmtree(d / extra)
+                    rep.info(f"  removed {d / extra}/")
+            if (d / "compile_commands.json").is_file():
+                (d / "compile_commands.json").unlink()
+                rep.info(f"  removed {d / 'compile_commands.json'}")
+        if not removed and not args.build:
+            rep.info(f"  {d}: nothing to clean")
+    return 0
+
+
+# --------------------------------------------------------------------------------------------
+# build
+
+
+def cmd_build(args: argparse.Namespace) -> int:
+    from .build import BuildOptions, BuildResult, build_variant
+    from .host import host_variants
+    from .manifest import load_manifest
+
+    rep = Reporter(quiet=args.quiet, json_mode=args.json)
+    matrix = _matrix(args)
+    matrix_names = set(matrix.names())
+    manifests = [load_manifest(d) for d in _kernel_dirs(args.kernel_dirs)]  # validate all before building
+    archs = tuple(a for a in args.cuda_archs.split(",") if a) if args.cuda_archs else None
+    options = BuildOptions(cuda_archs=archs, force=args.force, jobs=args.jobs)
+    results: list[BuildResult] = []
+    failed = False
+    for manifest in manifests:
+        variants = [v for v in host_variants() if manifest.accepts(v)]
+        if args.variant:
+            variants = [v for v in variants if v.name in args.variant]
+        if not variants:
+            rep.info(f"{manifest.name}: no host variant to build (kernel backends {list(manifest.backends)}, "
+                     f"host {[v.name for v in host_variants()]})")
+            continue
+        for variant in variants:
+            if variant.name not in matrix_names:
+                rep.info(f"note: {variant.name} is not in {matrix.path.name}; building it for local use")
+            label = f"{manifest.name} {variant.name}"
+            start = time.monotonic()
+            try:
+                with rep.task(label) as update:
+                    result = build_variant(manifest, variant, options, progress=update)
+            except PybuildError as e:
+                failed = True
+                error(f"{label}: {e}")
+                result = BuildResult(manifest.name, variant.name, "failed", time.monotonic() - start, 0,
+                                     manifest.root / "build" / variant.name, str(e))
+                results.append(result)
+                if not args.keep_going:
+                    break
+                continue
+            results.append(result)
+            if result.status == "up to date":
+                rep.info(f"{label}: up to date ({result.seconds:.2f} s)")
+            else:
+                rep.info(f"{label}: built in {result.seconds:.1f} s -> {result.path}")
+        if failed and not args.keep_going:
+            break
+    rows = [(r.kernel, r.variant, r.status, f"{r.seconds:.1f} s", human_size(r.size) if r.size else "-")
+            for r in results]
+    rep.table("Build summary", ["kernel", "variant", "status", "time", "size"], rows)
+    return 1 if failed else 0
+
+
+# --------------------------------------------------------------------------------------------
+# Parser
+
+
+def _add_output_flags(p: argparse.ArgumentParser, json_flag: bool = True) -> None:
+    p.add_argument("-q", "--quiet", action="store_true", help="print only errors")
+    if json_flag:
+        p.add_argument("--json", action="store_true", help="print the result as JSON")
+
+
+def make_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="python -m pybuild",
+        description="Kernel build farm: build PyTorch custom-op kernels for every variant, check and publish them.",
+        epilog=EPILOG,
+    )
+    parser.add_argument("--version", action="version", version=f"pybuild {__version__}")
+    parser.add_argument("--debug", action="store_true", help="show tracebacks on errors")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+
+    p = sub.add_parser("variants", help="list the variant matrix (host variant marked)",
+                       description="List the variants of variants.json; the host's own variant is marked.")
+    p.add_argument("--kernel", metavar="DIR", help="only the variants this kernel builds for")
+    p.add_argument("--variants", metavar="FILE", help="variants.json to read (default: nearest one)")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.set_defaults(func=cmd_variants)
+
+    p = sub.add_parser("generate", help="write a kernel's CMake project (dev loop)",
+                       description="Write CMakeLists.txt, setup.py, pyproject.toml, cmake/, "
+                                   "torch-ext/registration.h and _ops.py from build.toml, so that "
+                                   "`pip install --no-build-isolation -e KERNEL_DIR` builds it.")
+    p.add_argument("kernel_dir", metavar="KERNEL_DIR")
+    p.add_argument("--backend", help="backend to generate for (default: the host's)")
+    _add_output_flags(p, json_flag=False)
+    p.set_defaults(func=cmd_generate)
+
+    p = sub.add_parser("clean", help="remove generated files (and with --build, build outputs)",
+                       description="Remove exactly the files `generate` wrote; with --build also the "
+                                   "kernel's build/ and .pybuild/ folders.")
+    p.add_argument("kernel_dirs", nargs="*", metavar="KERNEL_DIR", help="default: every kernel")
+    p.add_argument("--build", action="store_true", help="also remove build/ and .pybuild/")
+    _add_output_flags(p, json_flag=False)
+    p.set_defaults(func=cmd_clean)
+
+    p = sub.add_parser("build", help="build the host variant(s) into <kernel>/build/<variant>/",
+                       description="Build every kernel (or the ones named) for this machine's variants: "
+                                   "CPU always, CUDA too when torch has CUDA and nvcc is present.")
+    p.add_argument("kernel_dirs", nargs="*", metavar="KERNEL_DIR", help="default: every kernel under kernels/")
+    p.add_argument("--variant", action="append", metavar="NAME", help="only this host variant (repeatable)")
+    p.add_argument("--cuda-archs", metavar="LIST", help="override CUDA capabilities, e.g. 9.0 or 8.0,9.0")
+    p.add_argument("--force", action="store_true", help="rebuild even when up to date")
+    p.add_argument("-j", "--jobs", type=int, metavar="N", help="parallel compile jobs (default: ninja's)")
+    p.add_argument("-k", "--keep-going", action="store_true", help="build the other kernels after a failure")
+    p.add_argument("--variants", metavar="FILE", help="variants.json to read (default: nearest one)")
+    _add_output_flags(p)
+    p.set_defaults(func=cmd_build)
+
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    debug = "--debug" in argv
+    try:
+        args = make_parser().parse_args(argv)
+        if not getattr(args, "command", None):
+            make_parser().print_help()
+            return 2
+        return int(args.func(args))
+    except PybuildError as e:
+        if debug:
+            traceback.print_exc()
+        error(str(e))
+        return e.exit_code
+    except KeyboardInterrupt:
+        error("interrupted; build/ was left as it was")
+        return 130
+
+
+def entry() -> None:
+    sys.exit(main())
+
+
+if __name__ == "__main__":
+    entry()

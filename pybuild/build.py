@@ -1,0 +1,263 @@
+"""Build the host variant(s) of a kernel with CMake + ninja into ``<kernel>/build/<variant>/``.
+
+Each variant is compiled in ``<kernel>/.pybuild/<variant>/`` (kept for incremental builds and
+``compile_commands.json``), installed into a fresh staging directory, completed with ``_ops.py``,
+the Python package and ``metadata.json``, and only then swapped into ``build/`` in one step.
+A build whose inputs (sources, variant, torch, templates, flags) are unchanged is skipped.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from . import __version__
+from .digest import ops_name as make_ops_name
+from .digest import source_hash
+from .elf import bad_rpaths
+from .errors import BuildError, ToolchainError
+from .fsutil import dir_size, locked, new_staging_dir, remove_stale_staging, replace_dir
+from .generate import ProjectSpec, render_ops_py, template_fingerprint, write_project
+from .host import cmake_and_ninja, ccache, find_nvcc, nvcc_version, torch_info
+from .manifest import Manifest, cuda_capabilities_for
+from .metadata import METADATA, make_metadata, write_metadata
+from .variants import Variant
+
+WORK_DIR = ".pybuild"
+BUILD_DIR = "build"
+
+Progress = Callable[[str, float | None], None]  # (message, fraction done or None)
+
+
+@dataclass(frozen=True)
+class BuildOptions:
+    cuda_archs: tuple[str, ...] | None = None  # override build.toml, e.g. ("9.0",) for a quick dev build
+    force: bool = False
+    jobs: int | None = None
+
+
+@dataclass(frozen=True)
+class BuildResult:
+    kernel: str
+    variant: str
+    status: str  # "built" | "up to date" | "failed"
+    seconds: float
+    size: int
+    path: Path
+    message: str = ""
+
+
+def _no_progress(message: str, fraction: float | None) -> None:
+    return None
+
+
+def _cuda_archs(manifest: Manifest, variant: Variant, options: BuildOptions) -> tuple[str, ...]:
+    if variant.backend != "cuda":
+        return ()
+    if options.cuda_archs:
+        return options.cuda_archs
+    env = os.environ.get("PYBUILD_CUDA_ARCHS")
+    if env:
+        return tuple(a.strip() for a in re.split(r"[;, ]+", env) if a.strip())
+    assert variant.backend_version is not None
+    return cuda_capabilities_for(manifest, variant.backend_version)
+
+
+def _build_key(manifest: Manifest, variant: Variant, src_hash: str, archs: tuple[str, ...]) -> str:
+    info = torch_info()
+    key = {
+        "source": src_hash,
+        "variant": variant.name,
+        "torch": info.version,
+        "python": sys.executable,
+        "templates": template_fingerprint(),
+        "cuda-archs": list(archs),
+        "cflags": [os.environ.get(v, "") for v in ("CXXFLAGS", "CUDAFLAGS", "LDFLAGS")],
+    }
+    return hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def is_up_to_date(final: Path, stamp: Path, key: str) -> bool:
+    try:
+        data = json.loads(stamp.read_text())
+        return data["key"] == key and data["metadata-sha256"] == _sha256(final / METADATA)
+    except (OSError, ValueError, KeyError):
+        return False
+
+
+def _check_variant_buildable(variant: Variant) -> None:
+    info = torch_info()
+    if variant.torch != info.major_minor:
+        msg = f"variant {variant.name} needs torch {variant.torch}, but this Python has torch {info.version}"
+        raise ToolchainError(msg)
+    if variant.backend == "cuda":
+        if not info.cuda:
+            raise ToolchainError(f"variant {variant.name} needs a CUDA build of torch; torch {info.version} has none")
+        nvcc = find_nvcc()
+        if nvcc is None:
+            raise ToolchainError(f"variant {variant.name} needs nvcc; install the CUDA toolkit or set CUDA_HOME")
+    elif variant.backend != "cpu":
+        raise ToolchainError(f"variant {variant.name}: backend {variant.backend} cannot be built on this host")
+
+
+def _run_logged(cmd: list[str], log: Path, cwd: Path | None, on_line: Callable[[str], None] | None = None,
+                env: dict[str, str] | None = None) -> None:
+    """Run ``cmd`` appending its output to ``log``; raise BuildError with the log's tail on failure."""
+    with log.open("a") as f:
+        f.write(f"$ {' '.join(cmd)}\n")
+        f.flush()
+        proc = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                env=env, errors="replace")
+        assert proc.stdout is not None
+        tail: list[str] = []
+        for line in proc.stdout:
+            f.write(line)
+            tail = (tail + [line.rstrip()])[-25:]
+            if on_line:
+                on_line(line)
+        rc = proc.wait()
+    if rc != 0:
+        errors = [t for t in tail if re.search(r"error|Error|ERROR|fatal", t)]
+        first = errors[0].strip() if errors else (tail[-1].strip() if tail else "")
+        msg = f"`{Path(cmd[0]).name} {cmd[1] if len(cmd) > 1 else ''}` failed (exit {rc}): {first[:300]} (full log: {log})"
+        raise BuildError(msg)
+
+
+def build_variant(
+    manifest: Manifest,
+    variant: Variant,
+    options: BuildOptions = BuildOptions(),
+    progress: Progress = _no_progress,
+) -> BuildResult:
+    """Build one variant of one kernel on this host."""
+    start = time.monotonic()
+    root = manifest.root
+    final = root / BUILD_DIR / variant.name
+    work = root / WORK_DIR / variant.name
+    stamp = work / "stamp.json"
+    _check_variant_buildable(variant)
+
+    src_hash = source_hash(manifest)
+    ops = make_ops_name(manifest, variant.backend, src_hash)
+    archs = _cuda_archs(manifest, variant, options)
+    key = _build_key(manifest, variant, src_hash, archs)
+    if not options.force and is_up_to_date(final, stamp, key):
+        return BuildResult(manifest.name, variant.name, "up to date", time.monotonic() - start, dir_size(final), final)
+
+    with locked(root / WORK_DIR / f"{variant.name}.lock"):
+        remove_stale_staging(root / WORK_DIR)
+        work.mkdir(parents=True, exist_ok=True)
+        log = work / "build.log"
+        log.write_text(f"pybuild {__version__} building {manifest.name} for {variant.name}\n")
+        project = work / "project"
+        spec = ProjectSpec(backend=variant.backend, ops_name=ops, cuda_archs=archs)
+        write_project(manifest, spec, dest=project)
+
+        cmake, ninja = cmake_and_ninja()
+        cmake_dir = work / "cmake"
+        args = [
+            cmake, "-S", str(project), "-B", str(cmake_dir), "-G", "Ninja",
+            f"-DCMAKE_MAKE_PROGRAM={ninja}",
+            "-DCMAKE_BUILD_TYPE=Release",
+            f"-DPython3_EXECUTABLE={sys.executable}",
+            f"-DPYBUILD_SOURCE_DIR={root.resolve()}",
+            f"-DPYBUILD_BACKEND={variant.backend}",
+            f"-DOPS_NAME={ops}",
+            f"-DPYBUILD_CUDA_ARCHS={';'.join(archs)}",
+        ]
+        launcher = ccache()
+        if launcher:
+            args += [f"-DCMAKE_CXX_COMPILER_LAUNCHER={launcher}", f"-DCMAKE_CUDA_COMPILER_LAUNCHER={launcher}"]
+        if variant.backend == "cuda":
+            nvcc = find_nvcc()
+            assert nvcc is not None
+            args.append(f"-DCMAKE_CUDA_COMPILER={nvcc}")
+            toolkit = nvcc_version(nvcc)
+            if variant.backend_version and toolkit.split(".")[0] != variant.backend_version.split(".")[0]:
+                msg = f"variant {variant.name} needs CUDA {variant.backend_version}, but nvcc is CUDA {toolkit}"
+                raise ToolchainError(msg)
+        configure_key = hashlib.sha256("\0".join(args).encode()).hexdigest()
+        configure_stamp = work / "configure.sha256"
+        env = dict(os.environ)
+        if archs:
+            env["TORCH_CUDA_ARCH_LIST"] = ";".join(archs)
+        if not (cmake_dir / "CMakeCache.txt").is_file() or not configure_stamp.is_file() \
+                or configure_stamp.read_text() != configure_key:
+            progress("configuring (CMake)", None)
+            _run_logged(args, log, cwd=work, env=env)
+            configure_stamp.write_text(configure_key)
+
+        def on_line(line: str) -> None:
+            m = re.match(r"\[(\d+)/(\d+)\] (.*)", line)
+            if m:
+                done, total = int(m[1]), int(m[2])
+                what = m[3].split(" ")
+                target = Path(what[-1]).name if what else ""
+                progress(f"compiling [{done}/{total}] {target}", done / total)
+
+        build_cmd = [cmake, "--build", str(cmake_dir)]
+        if options.jobs:
+            build_cmd += ["--parallel", str(options.jobs)]
+        progress("compiling", 0.0)
+        _run_logged(build_cmd, log, cwd=work, on_line=on_line, env=env)
+
+        progress("assembling", None)
+        staging = new_staging_dir(root / WORK_DIR, variant.name)
+        try:
+            _run_logged([cmake, "--install", str(cmake_dir), "--prefix", str(staging)], log, cwd=work)
+            pkg_dest = staging / manifest.python_name
+            _copy_python_package(root / "torch-ext" / manifest.python_name, pkg_dest)
+            (pkg_dest / "_ops.py").write_text(render_ops_py(ops))
+            for so in pkg_dest.glob("*.so"):
+                bad = bad_rpaths(so)
+                if bad:
+                    msg = f"{so.name}: RPATH points into build directories ({', '.join(bad)}); " \
+                          "CMAKE_INSTALL_RPATH must stay empty"
+                    raise BuildError(msg)
+            info = torch_info()
+            extra = {
+                "version": __version__,
+                "variant": variant.name,
+                "torch": info.version,
+                "cuda": info.cuda if variant.backend == "cuda" else None,
+                "source-hash": src_hash,
+            }
+            metadata = make_metadata(manifest, ops_name=ops, backend=variant.backend, cuda_archs=archs,
+                                     variant_dir=staging, extra=extra)
+            write_metadata(staging, metadata)
+            replace_dir(staging, final)
+        except BaseException:
+            shutil.rmtree(staging, ignore_errors=True)
+            raise
+        stamp.write_text(json.dumps({"key": key, "metadata-sha256": _sha256(final / METADATA)}))
+        commands = cmake_dir / "compile_commands.json"
+        if commands.is_file():
+            shutil.copyfile(commands, root / "compile_commands.json")
+    return BuildResult(manifest.name, variant.name, "built", time.monotonic() - start, dir_size(final), final)
+
+
+def _copy_python_package(src: Path, dest: Path) -> None:
+    dest.mkdir(parents=True, exist_ok=True)
+    for p in sorted(src.rglob("*")):
+        rel = p.relative_to(src)
+        if "__pycache__" in rel.parts or p.suffix in (".so", ".pyc") or rel.as_posix() == "_ops.py":
+            continue
+        target = dest / rel
+        if p.is_dir():
+            target.mkdir(parents=True, exist_ok=True)
+        elif p.is_file():
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(p, target)

@@ -1,0 +1,55 @@
+"""Content hashes: the source hash that names a build, and the per-file digest in metadata.json."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+from pathlib import Path
+
+from .manifest import Manifest
+
+SOURCE_HASH_LEN = 10
+#: Files the ``kernels`` loader leaves out of a variant's digest.
+DIGEST_EXCLUDED = ("metadata.json", "metadata.json.sigstore")
+
+
+def source_hash(manifest: Manifest) -> str:
+    """sha256 over every source file's path and bytes (hex). Two kernels differ iff this differs."""
+    h = hashlib.sha256()
+    for rel in manifest.source_files():
+        h.update(rel.encode() + b"\0")
+        h.update(hashlib.sha256((manifest.root / rel).read_bytes()).digest())
+    return h.hexdigest()
+
+
+def ops_name(manifest: Manifest, backend: str, src_hash: str) -> str:
+    """The unique op namespace and metadata ``id``: ``_<name>_<backend>_<short source hash>``."""
+    return f"_{manifest.python_name}_{backend}_{src_hash[:SOURCE_HASH_LEN]}"
+
+
+def file_sha256_b64(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return base64.b64encode(h.digest()).decode()
+
+
+def digest_files(variant_dir: Path) -> dict[str, str]:
+    """``{relpath: base64 sha256}`` for every file of a variant, as the ``kernels`` loader hashes it."""
+    files: dict[str, str] = {}
+    for p in sorted(variant_dir.rglob("*")):
+        rel = p.relative_to(variant_dir)
+        if "__pycache__" in rel.parts or not p.is_file() or str(rel) in DIGEST_EXCLUDED:
+            continue
+        files[rel.as_posix()] = file_sha256_b64(p)
+    return files
+
+
+def digest_mismatches(variant_dir: Path, expected: dict[str, str]) -> list[str]:
+    """Human-readable differences between a variant's files and its recorded digest (empty = match)."""
+    actual = digest_files(variant_dir)
+    problems = [f"missing file {p}" for p in sorted(set(expected) - set(actual))]
+    problems += [f"unexpected file {p}" for p in sorted(set(actual) - set(expected))]
+    problems += [f"changed file {p}" for p in sorted(set(expected) & set(actual)) if expected[p] != actual[p]]
+    return problems

@@ -1,0 +1,36 @@
+"""Reading the dynamic section of a built extension (RPATH/RUNPATH, NEEDED) with ``readelf``."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+from .errors import ToolchainError
+
+
+def dynamic_entries(so: Path) -> list[tuple[str, str]]:
+    """``[(tag, value)]`` of the dynamic section, e.g. ``("RUNPATH", "/x:/y")``, ``("NEEDED", "libc.so.6")``."""
+    readelf = shutil.which("readelf")
+    if readelf is None:
+        raise ToolchainError("`readelf` not found; install binutils (apt-get install binutils)")
+    out = subprocess.run([readelf, "-d", "-W", str(so)], capture_output=True, text=True, check=False)
+    if out.returncode != 0:
+        raise ToolchainError(f"{so}: readelf failed: {out.stderr.strip()}")
+    entries = []
+    for line in out.stdout.splitlines():
+        m = re.match(r"\s*0x[0-9a-f]+\s+\((\w+)\)\s+.*?\[(.*)\]\s*$", line)
+        if m:
+            entries.append((m[1], m[2]))
+    return entries
+
+
+def rpaths(so: Path) -> list[str]:
+    return [p for tag, v in dynamic_entries(so) if tag in ("RPATH", "RUNPATH") for p in v.split(":") if p]
+
+
+def bad_rpaths(so: Path) -> list[str]:
+    """RPATH/RUNPATH entries other than ``$ORIGIN``-relative ones: they point into the machine
+    that built the file (its build tree or toolchain) and do not exist where the kernel is loaded."""
+    return [p for p in rpaths(so) if not p.startswith("$ORIGIN")]

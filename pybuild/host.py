@@ -1,0 +1,143 @@
+"""What this machine can build: the installed torch, its CUDA, nvcc, CMake, ninja, ccache.
+
+Detection never imports torch (that takes seconds): it reads the installed distribution's
+metadata and ``torch/version.py``, so ``pybuild build`` on an up-to-date tree stays fast.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.metadata
+import importlib.util
+import os
+import platform
+import re
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from .errors import ToolchainError
+from .variants import Variant
+
+
+@dataclass(frozen=True)
+class TorchInfo:
+    version: str  # full version, e.g. "2.13.0+cpu"
+    cuda: str | None  # "13.0" or None
+    hip: str | None
+    path: Path  # the torch package folder
+
+    @property
+    def major_minor(self) -> str:
+        m = re.match(r"(\d+)\.(\d+)", self.version)
+        assert m, self.version
+        return f"{m[1]}.{m[2]}"
+
+    @property
+    def cxx_abi(self) -> str:
+        """torch >= 2.7 ships only the cxx11 ABI; older builds are asked."""
+        major, minor = (int(x) for x in self.major_minor.split("."))
+        if (major, minor) >= (2, 7):
+            return "cxx11"
+        out = subprocess.run(
+            [sys.executable, "-c", "import torch; print(int(torch._C._GLIBCXX_USE_CXX11_ABI))"],
+            capture_output=True, text=True, check=False,
+        )
+        return "cxx11" if out.stdout.strip() == "1" else "cxx98"
+
+
+@functools.lru_cache(maxsize=1)
+def torch_info() -> TorchInfo:
+    """The installed torch, without importing it."""
+    spec = importlib.util.find_spec("torch")
+    if spec is None or spec.origin is None:
+        msg = "torch is not installed in this Python; install it first (e.g. pip install torch==2.13.0)"
+        raise ToolchainError(msg)
+    path = Path(spec.origin).parent
+    version = importlib.metadata.version("torch")
+    cuda = hip = None
+    version_py = path / "version.py"
+    if version_py.is_file():
+        text = version_py.read_text()
+        m = re.search(r"^cuda(?:: \S+)? = '([\d.]+)'", text, re.M)
+        cuda = m[1] if m else None
+        m = re.search(r"^hip(?:: \S+)? = '([\d.]+)'", text, re.M)
+        hip = m[1] if m else None
+    return TorchInfo(version=version, cuda=cuda, hip=hip, path=path)
+
+
+def host_system() -> str:
+    machine = platform.machine().lower()
+    machine = {"amd64": "x86_64", "arm64": "aarch64"}.get(machine, machine)
+    system = platform.system().lower()
+    return f"{machine}-{system}"
+
+
+def find_nvcc() -> Path | None:
+    for env in ("CUDACXX",):
+        if os.environ.get(env):
+            return Path(os.environ[env])
+    for env in ("CUDA_HOME", "CUDA_PATH"):
+        if os.environ.get(env) and (Path(os.environ[env]) / "bin" / "nvcc").is_file():
+            return Path(os.environ[env]) / "bin" / "nvcc"
+    found = shutil.which("nvcc")
+    if found:
+        return Path(found)
+    default = Path("/usr/local/cuda/bin/nvcc")
+    return default if default.is_file() else None
+
+
+@functools.lru_cache(maxsize=None)
+def nvcc_version(nvcc: Path) -> str:
+    out = subprocess.run([str(nvcc), "--version"], capture_output=True, text=True, check=False).stdout
+    m = re.search(r"release (\d+\.\d+)", out)
+    if not m:
+        raise ToolchainError(f"{nvcc}: could not read the CUDA version from `nvcc --version`")
+    return m[1]
+
+
+def cuda_major_minor(v: str) -> str:
+    major, minor = v.split(".")[:2]
+    return f"{major}.{minor}"
+
+
+def host_variants(require_nvcc: bool = True) -> list[Variant]:
+    """The variants this machine builds: CPU always; CUDA too when torch has CUDA and nvcc is here."""
+    info = torch_info()
+    system = host_system()
+    abi: str | None = None if system.endswith("-darwin") else info.cxx_abi
+    variants = [Variant(info.major_minor, "cpu", None, abi, system)]
+    if info.cuda:
+        if not require_nvcc or find_nvcc() is not None:
+            variants.append(Variant(info.major_minor, "cuda", cuda_major_minor(info.cuda), abi, system))
+    return variants
+
+
+def tool(name: str, hint: str) -> str:
+    found = shutil.which(name)
+    if not found:
+        raise ToolchainError(f"`{name}` not found on PATH; {hint}")
+    return found
+
+
+def cmake_and_ninja() -> tuple[str, str]:
+    """CMake and ninja, from PATH or from the pip packages of the same names."""
+    cmake = shutil.which("cmake")
+    ninja = shutil.which("ninja")
+    if cmake is None or ninja is None:
+        scripts = Path(sys.executable).parent
+        cmake = cmake or (str(scripts / "cmake") if (scripts / "cmake").exists() else None)
+        ninja = ninja or (str(scripts / "ninja") if (scripts / "ninja").exists() else None)
+    if cmake is None:
+        raise ToolchainError("`cmake` not found; install it (apt-get install cmake, or pip install cmake)")
+    if ninja is None:
+        raise ToolchainError("`ninja` not found; install it (apt-get install ninja-build, or pip install ninja)")
+    return cmake, ninja
+
+
+def ccache() -> str | None:
+    if os.environ.get("PYBUILD_NO_CCACHE"):
+        return None
+    return shutil.which("ccache")

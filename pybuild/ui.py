@@ -1,0 +1,84 @@
+"""Terminal output: progress while building, a summary table at the end, one-line errors."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+from rich.console import Console
+from rich.markup import escape
+from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+# Without a terminal (CI logs, pipes) rich would wrap at 80 columns; tables stay readable at 160.
+err_console = Console(stderr=True, highlight=False, width=None if sys.stderr.isatty() else 160)
+out_console = Console(highlight=False, width=None if sys.stdout.isatty() else 160)
+
+
+def human_size(n: int) -> str:
+    size = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if size < 1024 or unit == "GiB":
+            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1024
+    return f"{n} B"
+
+
+class Reporter:
+    """Progress for long steps (to stderr); quiet mode prints nothing but errors."""
+
+    def __init__(self, quiet: bool = False, json_mode: bool = False):
+        self.quiet = quiet or json_mode
+        self.json_mode = json_mode
+
+    def info(self, message: str) -> None:
+        if not self.quiet:
+            err_console.print(escape(message))
+
+    @contextmanager
+    def task(self, label: str) -> Iterator[Any]:
+        """Yields ``update(message, fraction)`` that drives one progress line."""
+        if self.quiet or not sys.stderr.isatty():
+            last: list[str] = []
+
+            def update(message: str, fraction: float | None) -> None:
+                # Without a terminal, print each new phase once (not every compiler line).
+                phase = message.split(" [")[0]
+                if not self.quiet and (not last or last[-1] != phase):
+                    last.append(phase)
+                    err_console.print(escape(f"  {label}: {message}"))
+
+            yield update
+            return
+        with Progress(
+            SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn(),
+            console=err_console, transient=True,
+        ) as progress:
+            task_id = progress.add_task(label, total=None)
+
+            def update(message: str, fraction: float | None) -> None:
+                progress.update(task_id, description=escape(f"{label}: {message}"),
+                                total=None if fraction is None else 1.0,
+                                completed=fraction or 0.0)
+
+            yield update
+
+    def table(self, title: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
+        if self.json_mode:
+            out_console.print_json(json.dumps([dict(zip(columns, map(str, r))) for r in rows]))
+            return
+        if self.quiet:
+            return
+        table = Table(title=title, title_justify="left")
+        for c in columns:
+            table.add_column(c)
+        for r in rows:
+            table.add_row(*(escape(str(x)) for x in r))
+        out_console.print(table)
+
+
+def error(message: str) -> None:
+    err_console.print(f"[bold red]error:[/] {escape(message)}", markup=True, highlight=False, soft_wrap=True)

@@ -1,0 +1,240 @@
+"""The variant matrix: ``variants.json`` in, a sorted list of :class:`Variant` out.
+
+A variant is one (torch version, backend + version, C++ ABI, system) combination. Its name is
+exactly what the ``kernels`` loader parses, e.g. ``torch213-cxx11-cpu-x86_64-linux`` or
+``torch211-cxx11-cu130-x86_64-linux``; darwin drops the ABI part (``torch212-metal-aarch64-darwin``)
+and pure-Python kernels use ``torch-universal``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal, get_args
+
+from .errors import VariantsError
+
+Backend = Literal["cuda", "rocm", "cpu", "metal", "xpu"]
+BACKENDS: tuple[str, ...] = get_args(Backend)
+#: Backends whose matrix entry is a list of toolkit versions (the others are a boolean).
+VERSIONED_BACKENDS = ("cuda", "rocm", "xpu")
+CXX_ABIS = ("cxx11", "cxx98")
+SYSTEMS = ("x86_64-linux", "aarch64-linux", "aarch64-darwin")
+EXCLUDE_KEYS = ("torch", "backend", "backend-version", "cxx-abi", "system", "reason")
+UNIVERSAL = "torch-universal"
+
+_BACKEND_PREFIX = {"cuda": "cu", "rocm": "rocm", "xpu": "xpu"}
+_NAME_RE = re.compile(
+    r"^torch(?P<major>\d)(?P<minor>\d+)"
+    r"(?:-(?P<abi>cxx11|cxx98))?"
+    r"-(?P<backend>cpu|metal|cu\d{3,}|rocm\d{2,}|xpu\d{4,})"
+    r"-(?P<system>x86_64-linux|aarch64-linux|aarch64-darwin)$"
+)
+
+
+@dataclass(frozen=True, order=True)
+class Variant:
+    """One build variant. Ordering: torch, backend, backend version, ABI, system."""
+
+    torch: str  # "2.13"
+    backend: str  # one of BACKENDS
+    backend_version: str | None  # "13.0" for CUDA, None for cpu/metal
+    cxx_abi: str | None  # "cxx11"; None on darwin
+    system: str  # "x86_64-linux"
+
+    @property
+    def name(self) -> str:
+        major, minor = self.torch.split(".")
+        parts = [f"torch{major}{minor}"]
+        if self.cxx_abi is not None:
+            parts.append(self.cxx_abi)
+        parts.append(self.backend_tag)
+        parts.append(self.system)
+        return "-".join(parts)
+
+    @property
+    def backend_tag(self) -> str:
+        """``cpu``, ``cu130``, ``rocm71``, ``metal``: the backend part of the name."""
+        if self.backend_version is None:
+            return self.backend
+        return _BACKEND_PREFIX[self.backend] + self.backend_version.replace(".", "")
+
+    @property
+    def torch_tuple(self) -> tuple[int, int]:
+        major, minor = self.torch.split(".")
+        return int(major), int(minor)
+
+    def __str__(self) -> str:
+        return self.name
+
+
+def _version_key(version: str) -> tuple[int, ...]:
+    return tuple(int(p) for p in version.split("."))
+
+
+def _sort_key(v: Variant) -> tuple[Any, ...]:
+    return (
+        v.torch_tuple,
+        BACKENDS.index(v.backend),
+        _version_key(v.backend_version) if v.backend_version else (),
+        v.cxx_abi or "",
+        v.system,
+    )
+
+
+def parse_variant_name(name: str) -> Variant:
+    """Parse ``torch213-cxx11-cpu-x86_64-linux`` back into a :class:`Variant`."""
+    m = _NAME_RE.match(name)
+    if not m:
+        msg = (
+            f"variant name {name!r} does not parse; expected e.g. "
+            "'torch213-cxx11-cpu-x86_64-linux' or 'torch211-cxx11-cu130-x86_64-linux'"
+        )
+        raise VariantsError(msg)
+    tag = m["backend"]
+    backend_version: str | None = None
+    if tag in ("cpu", "metal"):
+        backend = tag
+    else:
+        backend = next(b for b, p in _BACKEND_PREFIX.items() if tag.startswith(p))
+        digits = tag[len(_BACKEND_PREFIX[backend]) :]
+        backend_version = f"{digits[:-1]}.{digits[-1]}"
+    return Variant(
+        torch=f"{m['major']}.{m['minor']}",
+        backend=backend,
+        backend_version=backend_version,
+        cxx_abi=m["abi"],
+        system=m["system"],
+    )
+
+
+@dataclass(frozen=True)
+class Matrix:
+    """The expanded matrix and where it came from."""
+
+    path: Path
+    variants: tuple[Variant, ...]
+    excluded: tuple[tuple[Variant, str], ...]  # (variant, reason)
+
+    def names(self) -> list[str]:
+        return [v.name for v in self.variants]
+
+
+def _fail(path: Path, where: str, msg: str) -> VariantsError:
+    return VariantsError(f"{path}: {where}: {msg}")
+
+
+def _str_list(path: Path, where: str, value: Any, pattern: str, example: str) -> list[str]:
+    if not isinstance(value, list) or not all(isinstance(x, str) for x in value):
+        raise _fail(path, where, f"must be a list of strings, e.g. {example}; found {value!r}")
+    for x in value:
+        if not re.fullmatch(pattern, x):
+            raise _fail(path, where, f"invalid entry {x!r}, e.g. {example}")
+    return value
+
+
+def expand_matrix(data: Any, path: Path = Path("variants.json")) -> Matrix:
+    """Expand parsed ``variants.json`` data into the sorted variant list. Pure."""
+    if not isinstance(data, dict):
+        raise _fail(path, "top level", "must be a JSON object with keys torch, cxx-abi, systems")
+    unknown = set(data) - {"schema", "torch", "cxx-abi", "systems", "exclude", "$comment"}
+    if unknown:
+        raise _fail(path, "top level", f"unknown key(s) {sorted(unknown)}; allowed: torch, cxx-abi, systems, exclude")
+    torch_entries = data.get("torch")
+    if not isinstance(torch_entries, list) or not torch_entries:
+        raise _fail(path, "torch", 'must be a non-empty list like [{"version": "2.13", "cuda": ["13.0"], "cpu": true}]')
+    abis = _str_list(path, "cxx-abi", data.get("cxx-abi"), "cxx11|cxx98", '["cxx11"]')
+    systems = _str_list(path, "systems", data.get("systems"), "|".join(SYSTEMS), '["x86_64-linux"]')
+    excludes = data.get("exclude", [])
+    if not isinstance(excludes, list):
+        raise _fail(path, "exclude", "must be a list of objects")
+    for i, ex in enumerate(excludes):
+        if not isinstance(ex, dict) or not ex or set(ex) - set(EXCLUDE_KEYS):
+            raise _fail(path, f"exclude[{i}]", f"must be an object with keys from {list(EXCLUDE_KEYS)}; found {ex!r}")
+
+    variants: set[Variant] = set()
+    excluded: dict[Variant, str] = {}
+    seen_torch: set[str] = set()
+    for i, entry in enumerate(torch_entries):
+        where = f"torch[{i}]"
+        if not isinstance(entry, dict):
+            raise _fail(path, where, "must be an object")
+        version = entry.get("version")
+        if not isinstance(version, str) or not re.fullmatch(r"\d\.\d+", version):
+            raise _fail(path, f"{where}.version", f'must be "major.minor" like "2.13"; found {version!r}')
+        if version in seen_torch:
+            raise _fail(path, f"{where}.version", f"torch {version} is listed twice")
+        seen_torch.add(version)
+        unknown = set(entry) - {"version", *BACKENDS}
+        if unknown:
+            raise _fail(path, where, f"unknown key(s) {sorted(unknown)}; allowed: version, {', '.join(BACKENDS)}")
+        for backend in BACKENDS:
+            if backend not in entry:
+                continue
+            value = entry[backend]
+            if backend in VERSIONED_BACKENDS:
+                versions = _str_list(path, f"{where}.{backend}", value, r"\d+\.\d", '["12.8", "13.0"]')
+                backend_versions: list[str | None] = list(versions)
+            else:
+                if not isinstance(value, bool):
+                    raise _fail(path, f"{where}.{backend}", f"must be true or false; found {value!r}")
+                backend_versions = [None] if value else []
+            for bv in backend_versions:
+                for system in systems:
+                    darwin = system.endswith("-darwin")
+                    if darwin != (backend == "metal"):
+                        continue  # metal exists only on darwin, darwin has only metal
+                    for abi in [None] if darwin else abis:
+                        v = Variant(version, backend, bv, abi, system)
+                        reason = _excluded_by(v, excludes)
+                        if reason is None:
+                            variants.add(v)
+                        else:
+                            excluded[v] = reason
+    ordered = tuple(sorted(variants, key=_sort_key))
+    return Matrix(
+        path=path,
+        variants=ordered,
+        excluded=tuple(sorted(excluded.items(), key=lambda kv: _sort_key(kv[0]))),
+    )
+
+
+def _excluded_by(v: Variant, excludes: list[dict[str, str]]) -> str | None:
+    fields = {
+        "torch": v.torch,
+        "backend": v.backend,
+        "backend-version": v.backend_version,
+        "cxx-abi": v.cxx_abi,
+        "system": v.system,
+    }
+    for ex in excludes:
+        if all(fields[k] == val for k, val in ex.items() if k != "reason"):
+            return str(ex.get("reason", "excluded"))
+    return None
+
+
+def find_variants_file(start: Path | None = None) -> Path:
+    """The nearest ``variants.json`` at or above ``start`` (default: the working directory)."""
+    here = (start or Path.cwd()).resolve()
+    for d in [here, *here.parents]:
+        candidate = d / "variants.json"
+        if candidate.is_file():
+            return candidate
+    packaged = Path(__file__).resolve().parent.parent / "variants.json"
+    if packaged.is_file():
+        return packaged
+    msg = f"no variants.json found at or above {here}; run from the farm's root or pass --variants FILE"
+    raise VariantsError(msg)
+
+
+def load_matrix(path: Path) -> Matrix:
+    """Read and expand ``variants.json``."""
+    try:
+        data = json.loads(path.read_text())
+    except FileNotFoundError:
+        raise VariantsError(f"{path}: file not found") from None
+    except json.JSONDecodeError as e:
+        raise VariantsError(f"{path}:{e.lineno}:{e.colno}: invalid JSON: {e.msg}") from None
+    return expand_matrix(data, path)
