@@ -1,0 +1,74 @@
+"""Helpers for a kernel's own test-suite (``kernels/<name>/tests/``): build the host variant if
+needed, then load it the way the ``kernels`` loader does.
+
+``load_built_kernel`` uses the real ``kernels`` package when it is installed (so the suite also
+proves the build loads there) and otherwise imports the variant the same way the loader does
+(``build/<variant>/<python_name>/__init__.py`` under the module name ``metadata.id``): machines
+without ``kernels`` (a bare GPU host) still run every kernel test.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import subprocess
+import sys
+from pathlib import Path
+from types import ModuleType
+
+from .host import host_variants
+from .manifest import load_manifest
+
+
+def cuda_available() -> bool:
+    import torch
+
+    return torch.cuda.is_available()
+
+
+def ensure_built(kernel_dir: Path) -> None:
+    """Build the host variants of ``kernel_dir`` (a no-op in well under a second when up to date)."""
+    root = Path(__file__).resolve().parent.parent
+    cmd = [sys.executable, "-m", "pybuild", "build", "-q", str(kernel_dir)]
+    proc = subprocess.run(cmd, cwd=root, capture_output=True, text=True, check=False)
+    if proc.returncode != 0:
+        raise RuntimeError(f"building {kernel_dir} failed:\n{proc.stdout}\n{proc.stderr}")
+
+
+def variant_dir_for(kernel_dir: Path, backend: str | None = None) -> Path:
+    """The built variant this process would load: CUDA where available, else CPU."""
+    manifest = load_manifest(kernel_dir)
+    variants = [v for v in host_variants() if manifest.accepts(v)]
+    if backend is None:
+        backend = "cuda" if cuda_available() and any(v.backend == "cuda" for v in variants) else "cpu"
+    for v in variants:
+        if v.backend == backend:
+            return kernel_dir / "build" / v.name
+    raise RuntimeError(f"{kernel_dir}: no host variant with backend {backend} (host: {[v.name for v in variants]})")
+
+
+def _import_variant(variant_dir: Path) -> ModuleType:
+    meta = json.loads((variant_dir / "metadata.json").read_text())
+    module_id = meta["id"]
+    if module_id in sys.modules:
+        return sys.modules[module_id]
+    init = variant_dir / meta["name"].replace("-", "_") / "__init__.py"
+    spec = importlib.util.spec_from_file_location(module_id, init)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[module_id] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def load_built_kernel(kernel_dir: Path, backend: str | None = None, build: bool = True) -> ModuleType:
+    """Build (if needed) and load ``kernel_dir``'s host variant; CUDA where a GPU is present."""
+    kernel_dir = Path(kernel_dir).resolve()
+    if build:
+        ensure_built(kernel_dir)
+    variant_dir = variant_dir_for(kernel_dir, backend)
+    try:
+        import kernels
+    except ImportError:
+        return _import_variant(variant_dir)
+    return kernels.get_local_kernel(variant_dir)
