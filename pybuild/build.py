@@ -192,6 +192,9 @@ def build_variant(
         configure_key = hashlib.sha256("\0".join(args).encode()).hexdigest()
         configure_stamp = work / "configure.sha256"
         env = dict(os.environ)
+        # Paths relative to the kernel folder in ccache's hash: copies of a kernel share cache hits.
+        env.setdefault("CCACHE_BASEDIR", str(root.resolve()))
+        env.setdefault("CCACHE_NOHASHDIR", "1")
         if archs:
             env["TORCH_CUDA_ARCH_LIST"] = ";".join(archs)
         if not (cmake_dir / "CMakeCache.txt").is_file() or not configure_stamp.is_file() \

@@ -69,6 +69,8 @@ def load_built_kernel(kernel_dir: Path, backend: str | None = None, build: bool 
     variant_dir = variant_dir_for(kernel_dir, backend)
     try:
         import kernels
-    except ImportError:
+
+        get_local_kernel = kernels.get_local_kernel
+    except (ImportError, AttributeError):
         return _import_variant(variant_dir)
-    return kernels.get_local_kernel(variant_dir)
+    return get_local_kernel(variant_dir)

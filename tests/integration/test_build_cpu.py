@@ -1,0 +1,162 @@
+"""Build img2gray's CPU variant for real and load it with the real `kernels` package."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+KERNEL = REPO / "kernels" / "img2gray"
+VARIANT = "torch213-cxx11-cpu-x86_64-linux"
+
+pytestmark = pytest.mark.slow
+
+torch = pytest.importorskip("torch")
+if not torch.__version__.startswith("2.13") or os.uname().machine != "x86_64":
+    pytest.skip(f"these tests expect torch 2.13 on x86_64 (have {torch.__version__})", allow_module_level=True)
+
+
+def pybuild(*args: str, cwd: Path = REPO, timeout: int = 600) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "pybuild", *args], cwd=cwd, capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def python(code: str, env: dict[str, str] | None = None) -> str:
+    proc = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True,
+                          env={**os.environ, **(env or {})}, timeout=300, cwd=REPO)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout
+
+
+def tree_state(path: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(path)): p.read_bytes() for p in sorted(path.rglob("*")) if p.is_file()}
+
+
+@pytest.fixture(scope="module")
+def kernel_copy(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A private copy of kernels/img2gray, built once for this module."""
+    dest = tmp_path_factory.mktemp("farm") / "img2gray"
+    shutil.copytree(KERNEL, dest, ignore=shutil.ignore_patterns("build", ".pybuild", "__pycache__",
+                                                                  "compile_commands.json"))
+    proc = pybuild("build", str(dest))
+    assert proc.returncode == 0, proc.stderr
+    assert "Build summary" in proc.stdout and "built" in proc.stdout
+    return dest
+
+
+def test_layout_and_metadata(kernel_copy: Path) -> None:
+    variant = kernel_copy / "build" / VARIANT
+    pkg = variant / "img2gray"
+    sos = list(pkg.glob("_img2gray_cpu_*.abi3.so"))
+    assert len(sos) == 1 and (pkg / "__init__.py").is_file() and (pkg / "_ops.py").is_file()
+    meta = json.loads((variant / "metadata.json").read_text())
+    assert meta["name"] == "img2gray" and meta["version"] == 1 and meta["license"] == "Apache-2.0"
+    assert meta["id"] == sos[0].name.split(".")[0]
+    assert meta["backend"] == {"type": "cpu"}
+    assert meta["provenance"]["kernel-builder"]["version"].startswith("pybuild-")
+    assert f"torch.ops.{meta['id']}" in (pkg / "_ops.py").read_text()
+    # The loader's own parser and digest agree with what we wrote.
+    from kernels._rust import Digest, DigestAlgorithm, Metadata
+
+    parsed = Metadata.read_from_file(variant / "metadata.json")
+    assert parsed.id == meta["id"]
+    parsed.digest.validate(Digest.hash_variant(DigestAlgorithm.SHA256, variant))
+    # No RPATH into the build tree; compile_commands.json kept for IDEs.
+    out = subprocess.run(["readelf", "-d", str(sos[0])], capture_output=True, text=True).stdout
+    assert "RPATH" not in out and "RUNPATH" not in out
+    assert json.loads((kernel_copy / "compile_commands.json").read_text())
+
+
+def test_get_local_kernel_matches_reference(kernel_copy: Path) -> None:
+    out = python(f"""
+        from pathlib import Path
+        import torch, kernels
+        k = kernels.get_local_kernel(Path({str(kernel_copy)!r}))
+        torch.manual_seed(0)
+        for h, w in [(1, 1), (37, 53), (481, 263)]:
+            x = torch.randint(0, 256, (h, w, 3), dtype=torch.uint8)
+            ref = ((21 * x[..., 0].int() + 72 * x[..., 1].int() + 7 * x[..., 2].int() + 50) // 100).to(torch.uint8)
+            assert torch.equal(k.img2gray(x), ref), (h, w)
+        print("ok", k.__name__)
+    """)
+    assert out.startswith("ok _img2gray_cpu_")
+
+
+def test_local_kernels_env_and_get_kernel_version(kernel_copy: Path) -> None:
+    out = python("""
+        import torch, kernels
+        k = kernels.get_kernel("farm/img2gray", version=1)
+        x = torch.randint(0, 256, (5, 7, 3), dtype=torch.uint8)
+        ref = ((21 * x[..., 0].int() + 72 * x[..., 1].int() + 7 * x[..., 2].int() + 50) // 100).to(torch.uint8)
+        assert torch.equal(k.img2gray(x), ref)
+        print("ok")
+    """, env={"LOCAL_KERNELS": f"farm/img2gray={kernel_copy}"})
+    assert out.strip() == "ok"
+
+
+def test_rebuild_is_a_noop(kernel_copy: Path) -> None:
+    before = tree_state(kernel_copy / "build")
+    start = time.monotonic()
+    proc = pybuild("build", str(kernel_copy))
+    elapsed = time.monotonic() - start
+    assert proc.returncode == 0, proc.stderr
+    assert "up to date" in proc.stderr + proc.stdout
+    assert elapsed < 1.5, f"no-op build took {elapsed:.2f} s (process start included)"
+    assert tree_state(kernel_copy / "build") == before
+
+
+def test_changed_source_rebuilds_with_new_id(kernel_copy: Path) -> None:
+    init = kernel_copy / "torch-ext" / "img2gray" / "__init__.py"
+    old_id = json.loads((kernel_copy / "build" / VARIANT / "metadata.json").read_text())["id"]
+    init.write_text(init.read_text() + "\n# touched\n")
+    proc = pybuild("build", str(kernel_copy))
+    assert proc.returncode == 0, proc.stderr
+    new_id = json.loads((kernel_copy / "build" / VARIANT / "metadata.json").read_text())["id"]
+    assert new_id != old_id and new_id.startswith("_img2gray_cpu_")
+    assert len(list((kernel_copy / "build" / VARIANT / "img2gray").glob("*.so"))) == 1
+
+
+def test_killed_build_leaves_build_dir_as_it_was(kernel_copy: Path) -> None:
+    before = tree_state(kernel_copy / "build")
+    proc = subprocess.Popen([sys.executable, "-m", "pybuild", "build", "--force", str(kernel_copy)], cwd=REPO,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    log = kernel_copy / ".pybuild" / VARIANT / "build.log"
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        if log.is_file() and "cmake --build" in log.read_text() or "--build" in (log.read_text() if log.is_file() else ""):
+            break
+        time.sleep(0.05)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    assert tree_state(kernel_copy / "build") == before
+    # The next build completes normally and cleans up the abandoned staging area.
+    done = pybuild("build", "--force", str(kernel_copy))
+    assert done.returncode == 0, done.stderr
+    assert not list((kernel_copy / ".pybuild").glob("staging-*"))
+
+
+def test_dev_loop_editable_install(kernel_copy: Path, tmp_path: Path) -> None:
+    """The guide's dev loop: generate, `pip install --no-build-isolation -e`, import."""
+    assert pybuild("generate", str(kernel_copy)).returncode == 0
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)], check=True)
+    py = str(venv / "bin" / "python")
+    pip = subprocess.run([py, "-m", "pip", "install", "-q", "--no-build-isolation", "--no-deps", "-e",
+                          str(kernel_copy)], capture_output=True, text=True, timeout=600)
+    assert pip.returncode == 0, pip.stdout + pip.stderr
+    code = ("import torch, img2gray; x = torch.randint(0, 256, (9, 11, 3), dtype=torch.uint8); "
+            "ref = ((21*x[...,0].int() + 72*x[...,1].int() + 7*x[...,2].int() + 50)//100).to(torch.uint8); "
+            "assert torch.equal(img2gray.img2gray(x), ref); print(img2gray.ops)")
+    run = subprocess.run([py, "-c", code], capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    assert run.returncode == 0, run.stderr
+    clean = pybuild("clean", str(kernel_copy))
+    assert clean.returncode == 0 and not (kernel_copy / "CMakeLists.txt").exists()

@@ -1,0 +1,63 @@
+"""The CLI: --help everywhere, one-line errors with distinct exit codes, nothing written on bad input."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from pybuild.__main__ import main
+
+REPO = Path(__file__).resolve().parents[2]
+COMMANDS = ["variants", "generate", "clean", "build"]
+
+
+@pytest.mark.parametrize("command", [None, *COMMANDS])
+def test_help(command: str | None, capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["--help"] if command is None else [command, "--help"]
+    with pytest.raises(SystemExit) as info:
+        main(argv)
+    assert info.value.code == 0
+    assert "usage: python -m pybuild" in capsys.readouterr().out
+
+
+def test_unknown_flag_is_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["build", "--frobnicate"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "unrecognized arguments: --frobnicate" in err
+    assert len(err.splitlines()) == 1
+
+
+def test_not_a_kernel_folder(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["build", str(tmp_path)]) == 2
+    assert "not a kernel folder (no build.toml)" in capsys.readouterr().err
+
+
+def test_broken_manifest_one_line_nothing_written(guide_kernel: Path) -> None:
+    """Through a real subprocess: exit code 3, one line on stderr, no traceback, no files."""
+    toml = guide_kernel / "build.toml"
+    toml.write_text(toml.read_text().replace('depends = ["torch"]', 'depends = ["torch"]\ncuda-capabilites = ["9.0"]'))
+    before = sorted(guide_kernel.rglob("*"))
+    for command in (["build"], ["generate"]):
+        proc = subprocess.run([sys.executable, "-m", "pybuild", *command, str(guide_kernel)],
+                              cwd=REPO, capture_output=True, text=True, timeout=60)
+        assert proc.returncode == 3, proc.stderr
+        lines = proc.stderr.strip().splitlines()
+        assert len(lines) == 1, proc.stderr
+        assert "Traceback" not in proc.stderr
+        assert "did you mean `cuda-capabilities`?" in lines[0]
+        assert sorted(guide_kernel.rglob("*")) == before
+
+
+def test_variants_json(capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    assert main(["variants", "--json", "--kernel", str(REPO / "kernels" / "img2gray")]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    names = [r["name"] for r in rows]
+    assert "torch213-cxx11-cpu-x86_64-linux" in names
+    assert not any("rocm" in n for n in names)  # img2gray has no ROCm kernel
+    host = [r["name"] for r in rows if r["host"]]
+    assert host == ["torch213-cxx11-cpu-x86_64-linux"] or all("x86_64" in h or "aarch64" in h for h in host)

@@ -1,0 +1,113 @@
+"""build.toml parsing: the guide's manifest unmodified, the optional keys, and a table of errors."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from pybuild.errors import ManifestError
+from pybuild.manifest import load_manifest, parse_manifest
+from pybuild.variants import parse_variant_name
+
+GUIDE = """\
+[general]
+name = "img2gray"
+universal = false
+[torch]
+src = ["torch-ext/torch_binding.cpp", "torch-ext/torch_binding.h"]
+[kernel.img2gray]
+backend = "cuda"
+depends = ["torch"]
+src = ["csrc/img2gray.cu"]
+"""
+
+
+def test_guide_manifest_parses_unmodified(guide_kernel: Path) -> None:
+    m = load_manifest(guide_kernel)
+    assert m.name == "img2gray"
+    assert m.backends == ("cuda",)
+    assert m.version == 1 and m.license == "Apache-2.0"
+    assert m.kernels[0].src == ("csrc/img2gray.cu",)
+    assert m.accepts(parse_variant_name("torch211-cxx11-cu130-x86_64-linux"))
+    assert not m.accepts(parse_variant_name("torch213-cxx11-cpu-x86_64-linux"))
+
+
+def test_optional_keys(guide_kernel: Path) -> None:
+    text = GUIDE.replace('universal = false', 'universal = false\nversion = 2\nlicense = "MIT"') + """\
+include = ["csrc"]
+cuda-capabilities = ["8.0", "9.0a"]
+cuda-flags = ["-O3"]
+cxx-flags = ["-O2"]
+[kernel.img2gray_cpu]
+backend = "cpu"
+depends = ["torch"]
+src = ["csrc/cpu.cpp"]
+"""
+    (guide_kernel / "csrc" / "cpu.cpp").write_text("// cpu\n")
+    m = parse_manifest(text, guide_kernel / "build.toml")
+    assert (m.version, m.license) == (2, "MIT")
+    assert m.backends == ("cuda", "cpu")
+    cuda = m.kernels[0]
+    assert cuda.include == ("csrc",) and cuda.cuda_capabilities == ("8.0", "9.0a")
+    assert cuda.cuda_flags == ("-O3",) and cuda.cxx_flags == ("-O2",)
+    assert [k.name for k in m.kernels_for("cpu")] == ["img2gray_cpu"]
+    assert [k.name for k in m.kernels_for("cuda")] == ["img2gray", "img2gray_cpu"]
+
+
+def test_torch_bounds_narrow_variants(guide_kernel: Path) -> None:
+    text = GUIDE.replace('[torch]\n', '[torch]\nminver = "2.12"\n')
+    m = parse_manifest(text, guide_kernel / "build.toml")
+    assert not m.accepts(parse_variant_name("torch211-cxx11-cu130-x86_64-linux"))
+    assert m.accepts(parse_variant_name("torch212-cxx11-cu130-x86_64-linux"))
+
+
+# (what to change in the guide's manifest, exact fragment of the one-line error)
+ERRORS = [
+    (lambda t: t.replace('depends = ["torch"]', 'depends = ["torch"]\ncuda-capabilites = ["9.0"]'),
+     "unknown key `cuda-capabilites` in [kernel.img2gray]; did you mean `cuda-capabilities`?"),
+    (lambda t: t.replace('universal = false', 'universal = false\nlicence = "MIT"'),
+     "unknown key `licence` in [general]; did you mean `license`?"),
+    (lambda t: t.replace('name = "img2gray"', 'name = "Img2Gray"'), "`name` in [general] is 'Img2Gray'"),
+    (lambda t: t.replace('name = "img2gray"', 'name = "img2gray-"'), "`name` in [general] is 'img2gray-'"),
+    (lambda t: t.replace('"csrc/img2gray.cu"', '"csrc/missing.cu"'),
+     "source file 'csrc/missing.cu' does not exist"),
+    (lambda t: t.replace('"csrc/img2gray.cu"', '"../outside.cu"'), "escapes the kernel folder"),
+    (lambda t: t.replace('"csrc/img2gray.cu"', '"/etc/passwd.cu"'), "is absolute"),
+    (lambda t: t.replace('"csrc/img2gray.cu"', '"csrc/link.cu"'), "resolves outside the kernel folder"),
+    (lambda t: t.replace('backend = "cuda"', 'backend = "cdua"'), "unknown backend; did you mean 'cuda'?"),
+    (lambda t: t.replace('depends = ["torch"]', 'depends = ["torch"]\ncuda-capabilities = ["9.1"]'),
+     "has '9.1', which no supported CUDA toolkit knows"),
+    (lambda t: t.replace('src = ["csrc/img2gray.cu"]', 'src = []'), "`src` in [kernel.img2gray] is empty"),
+    (lambda t: t.split("[kernel.img2gray]")[0], "no [kernel.<name>] section"),
+    (lambda t: t.replace('universal = false', 'universal = fals'), "TOML syntax error"),
+    (lambda t: t.replace('universal = false', 'universal = "no"'), "`universal` in [general] must be a bool"),
+    (lambda t: t.replace('[general]\n', ''), "unknown key `name` in [top level]"),
+    (lambda t: t.replace('universal = false', 'version = 0'), "must be a positive integer"),
+    (lambda t: t.replace('[torch]\n', '[torch]\nminver = "2.13"\nmaxver = "2.12"\n'), "no torch version is left"),
+]
+
+
+@pytest.mark.parametrize(("change", "fragment"), ERRORS, ids=[e[1][:40] for e in ERRORS])
+def test_manifest_errors(guide_kernel: Path, change, fragment: str) -> None:  # noqa: ANN001
+    outside = guide_kernel.parent / "outside.cu"
+    outside.write_text("// outside\n")
+    os.symlink(outside, guide_kernel / "csrc" / "link.cu")
+    text = change(GUIDE)
+    with pytest.raises(ManifestError) as info:
+        parse_manifest(text, guide_kernel / "build.toml")
+    message = str(info.value)
+    assert fragment in message
+    assert str(guide_kernel / "build.toml") in message
+    assert "\n" not in message
+
+
+def test_toml_syntax_error_has_line_and_column(guide_kernel: Path) -> None:
+    with pytest.raises(ManifestError, match=r"line 3, column"):
+        parse_manifest(GUIDE.replace("universal = false", "universal = fals"), guide_kernel / "build.toml")
+
+
+def test_missing_build_toml(tmp_path: Path) -> None:
+    with pytest.raises(ManifestError, match="not found; a kernel folder needs a build.toml"):
+        load_manifest(tmp_path)

@@ -1,0 +1,115 @@
+"""variants.json expansion and variant names, checked against the `kernels` loader's own parser."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from pybuild.errors import VariantsError
+from pybuild.variants import Variant, expand_matrix, load_matrix, parse_variant_name
+
+REPO = Path(__file__).resolve().parents[2]
+
+NAMES = [
+    (Variant("2.13", "cpu", None, "cxx11", "x86_64-linux"), "torch213-cxx11-cpu-x86_64-linux"),
+    (Variant("2.11", "cuda", "13.0", "cxx11", "x86_64-linux"), "torch211-cxx11-cu130-x86_64-linux"),
+    (Variant("2.12", "cuda", "12.8", "cxx98", "aarch64-linux"), "torch212-cxx98-cu128-aarch64-linux"),
+    (Variant("2.12", "rocm", "7.1", "cxx11", "x86_64-linux"), "torch212-cxx11-rocm71-x86_64-linux"),
+    (Variant("2.12", "metal", None, None, "aarch64-darwin"), "torch212-metal-aarch64-darwin"),
+]
+
+
+@pytest.mark.parametrize(("variant", "name"), NAMES, ids=[n for _, n in NAMES])
+def test_variant_name_round_trip(variant: Variant, name: str) -> None:
+    assert variant.name == name
+    assert parse_variant_name(name) == variant
+
+
+def test_default_matrix_contains_the_buildable_variants() -> None:
+    names = load_matrix(REPO / "variants.json").names()
+    assert "torch213-cxx11-cpu-x86_64-linux" in names  # this CPU machine
+    assert "torch211-cxx11-cu130-x86_64-linux" in names  # the GPU machine
+    assert "torch211-cxx11-cu126-aarch64-linux" not in names  # excluded explicitly
+    assert not [n for n in names if "rocm" in n and "aarch64" in n]
+    assert len(names) == len(set(names))
+
+
+def test_every_name_parses_in_the_kernels_loader() -> None:
+    """Feed every matrix name to the installed `kernels` package's variant parser; fields must match."""
+    kv = pytest.importorskip("kernels.variants")
+    for v in load_matrix(REPO / "variants.json").variants:
+        parsed = kv.parse_variant(v.name)
+        assert parsed.variant_str == v.name
+        fw = parsed.framework
+        assert (fw.version.major, fw.version.minor) == v.torch_tuple
+        assert fw.cxx11_abi == (v.cxx_abi == "cxx11")
+        assert f"{parsed.arch.platform}-{parsed.arch.os}" == v.system
+        backend = parsed.arch.backend
+        assert backend.name == v.backend
+        if v.backend_version:
+            assert str(backend.version) == v.backend_version
+
+
+def test_exclusions_and_order() -> None:
+    data = {
+        "torch": [{"version": "2.13", "cuda": ["13.0", "12.8"], "cpu": True},
+                  {"version": "2.9", "cpu": True}],
+        "cxx-abi": ["cxx11"],
+        "systems": ["x86_64-linux", "aarch64-linux"],
+        "exclude": [{"backend": "cuda", "backend-version": "12.8", "system": "aarch64-linux", "reason": "none"}],
+    }
+    m = expand_matrix(data)
+    assert m.names() == [
+        "torch29-cxx11-cpu-aarch64-linux",
+        "torch29-cxx11-cpu-x86_64-linux",
+        "torch213-cxx11-cu128-x86_64-linux",
+        "torch213-cxx11-cu130-aarch64-linux",
+        "torch213-cxx11-cu130-x86_64-linux",
+        "torch213-cxx11-cpu-aarch64-linux",
+        "torch213-cxx11-cpu-x86_64-linux",
+    ]
+    assert [(v.name, r) for v, r in m.excluded] == [("torch213-cxx11-cu128-aarch64-linux", "none")]
+
+
+BAD = [
+    ({"torch": [], "cxx-abi": ["cxx11"], "systems": ["x86_64-linux"]}, "torch: must be a non-empty list"),
+    ({"torch": [{"version": "213", "cpu": True}], "cxx-abi": ["cxx11"], "systems": ["x86_64-linux"]},
+     'torch[0].version: must be "major.minor"'),
+    ({"torch": [{"version": "2.13", "cuda": "13.0"}], "cxx-abi": ["cxx11"], "systems": ["x86_64-linux"]},
+     "torch[0].cuda: must be a list of strings"),
+    ({"torch": [{"version": "2.13", "cdua": ["13.0"]}], "cxx-abi": ["cxx11"], "systems": ["x86_64-linux"]},
+     "unknown key(s) ['cdua']"),
+    ({"torch": [{"version": "2.13", "cpu": True}], "cxx-abi": ["cxx11"], "systems": ["x86_64-windows"]},
+     "systems: invalid entry 'x86_64-windows'"),
+    ({"torch": [{"version": "2.13", "cpu": True}], "cxx-abi": ["cxx11"], "systems": ["x86_64-linux"],
+      "exclude": [{"sytem": "x"}]}, "exclude[0]: must be an object with keys"),
+]
+
+
+@pytest.mark.parametrize(("data", "fragment"), BAD, ids=[b[1][:30] for b in BAD])
+def test_matrix_errors(data: dict, fragment: str) -> None:
+    with pytest.raises(VariantsError) as info:
+        expand_matrix(data, Path("variants.json"))
+    assert fragment in str(info.value)
+
+
+def test_invalid_json_names_line(tmp_path: Path) -> None:
+    p = tmp_path / "variants.json"
+    p.write_text('{"torch": [\n  {"version": "2.13",}\n]}')
+    with pytest.raises(VariantsError, match=r"variants.json:2:\d+: invalid JSON"):
+        load_matrix(p)
+
+
+def test_bad_variant_name() -> None:
+    with pytest.raises(VariantsError, match="does not parse"):
+        parse_variant_name("torch213-cpu-x86_64")
+
+
+def test_variants_json_is_documented() -> None:
+    data = json.loads((REPO / "variants.json").read_text())
+    readme = (REPO / "README.md").read_text()
+    assert "variants.json" in readme
+    for key in ("cxx-abi", "systems", "exclude"):
+        assert key in data
