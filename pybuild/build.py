@@ -27,7 +27,7 @@ from .elf import bad_rpaths
 from .errors import BuildError, ToolchainError
 from .fsutil import dir_size, locked, new_staging_dir, remove_stale_staging, replace_dir
 from .generate import ProjectSpec, render_ops_py, template_fingerprint, write_project
-from .host import cmake_and_ninja, ccache, find_nvcc, nvcc_version, torch_info
+from .host import cmake_and_ninja, ccache, find_nvcc, nvcc_capabilities, nvcc_version, torch_info
 from .manifest import Manifest, cuda_capabilities_for
 from .metadata import METADATA, make_metadata, write_metadata
 from .variants import Variant
@@ -144,7 +144,7 @@ def build_variant(
 ) -> BuildResult:
     """Build one variant of one kernel on this host."""
     start = time.monotonic()
-    root = manifest.root
+    root = manifest.root.resolve()  # absolute: CMake runs with cwd=.pybuild/<variant>
     final = root / BUILD_DIR / variant.name
     work = root / WORK_DIR / variant.name
     stamp = work / "stamp.json"
@@ -186,6 +186,12 @@ def build_variant(
             assert nvcc is not None
             args.append(f"-DCMAKE_CUDA_COMPILER={nvcc}")
             toolkit = nvcc_version(nvcc)
+            known = nvcc_capabilities(nvcc)
+            unknown = [a for a in archs if known and a.rstrip("af") not in known]
+            if unknown:
+                msg = (f"CUDA capabilities {unknown} are unknown to {nvcc} (CUDA {toolkit}); it knows "
+                       f"{sorted(known, key=float)}. Fix cuda-capabilities in {manifest.path} or --cuda-archs")
+                raise ToolchainError(msg)
             if variant.backend_version and toolkit.split(".")[0] != variant.backend_version.split(".")[0]:
                 msg = f"variant {variant.name} needs CUDA {variant.backend_version}, but nvcc is CUDA {toolkit}"
                 raise ToolchainError(msg)

@@ -98,6 +98,13 @@ def nvcc_version(nvcc: Path) -> str:
     return m[1]
 
 
+@functools.lru_cache(maxsize=None)
+def nvcc_capabilities(nvcc: Path) -> frozenset[str]:
+    """Capabilities this nvcc can target, as "9.0" strings (from ``nvcc --list-gpu-arch``)."""
+    out = subprocess.run([str(nvcc), "--list-gpu-arch"], capture_output=True, text=True, check=False).stdout
+    return frozenset(f"{m[1][:-1]}.{m[1][-1]}" for m in re.finditer(r"compute_(\d+)", out))
+
+
 def cuda_major_minor(v: str) -> str:
     major, minor = v.split(".")[:2]
     return f"{major}.{minor}"
