@@ -109,29 +109,31 @@ def cmd_generate(args: argparse.Namespace) -> int:
     from .host import host_variants
     from .manifest import cuda_capabilities_for, load_manifest
 
-    manifest = load_manifest(Path(args.kernel_dir))
-    backend = args.backend
-    if backend is None:
-        host = [v for v in host_variants() if v.backend in manifest.backends]
-        if not host:
-            msg = (f"{manifest.path}: this machine builds {[v.name for v in host_variants()]}, none of this "
-                   f"kernel's backends {list(manifest.backends)}; pass --backend")
-            raise UsageError(msg)
-        variant = host[-1]  # CUDA over CPU where both are possible
-        backend = variant.backend
-        archs = cuda_capabilities_for(manifest, variant.backend_version) if backend == "cuda" and \
-            variant.backend_version else ()
-    else:
-        if backend not in manifest.backends:
-            raise UsageError(f"--backend {backend}: build.toml has kernels for {list(manifest.backends)}")
-        archs = manifest.cuda_capabilities() if backend == "cuda" else ()
-    spec = ProjectSpec(backend=backend, ops_name=ops_name(manifest, backend, source_hash(manifest)), cuda_archs=archs)
-    written = write_project(manifest, spec)
     rep = Reporter(quiet=args.quiet)
-    for rel, changed in written:
-        rep.info(f"  {'wrote    ' if changed else 'unchanged'} {manifest.root / rel}")
-    rep.info(f"generated the CMake project of {manifest.name} ({backend}, op namespace {spec.ops_name}); "
-             f"next: pip install --no-build-isolation -e {manifest.root}")
+    manifests = [load_manifest(d) for d in _kernel_dirs(args.kernel_dirs)]  # validate all first
+    for manifest in manifests:
+        backend = args.backend
+        archs: tuple[str, ...] = ()
+        if backend is None:
+            host = [v for v in host_variants() if v.backend in manifest.backends]
+            if not host:
+                msg = (f"{manifest.path}: this machine builds {[v.name for v in host_variants()]}, none of "
+                       f"this kernel's backends {list(manifest.backends)}; pass --backend")
+                raise UsageError(msg)
+            variant = host[-1]  # CUDA over CPU where both are possible
+            backend = variant.backend
+            if backend == "cuda" and variant.backend_version:
+                archs = cuda_capabilities_for(manifest, variant.backend_version)
+        else:
+            if backend not in manifest.backends:
+                raise UsageError(f"--backend {backend}: {manifest.path} has kernels for {list(manifest.backends)}")
+            archs = manifest.cuda_capabilities() if backend == "cuda" else ()
+        spec = ProjectSpec(backend=backend, ops_name=ops_name(manifest, backend, source_hash(manifest)),
+                           cuda_archs=archs)
+        for rel, changed in write_project(manifest, spec):
+            rep.info(f"  {'wrote    ' if changed else 'unchanged'} {manifest.root / rel}")
+        rep.info(f"generated the CMake project of {manifest.name} ({backend}, op namespace {spec.ops_name}); "
+                 f"next: pip install --no-build-isolation -e {manifest.root}")
     return 0
 
 
@@ -247,7 +249,7 @@ def make_parser() -> argparse.ArgumentParser:
                        description="Write CMakeLists.txt, setup.py, pyproject.toml, cmake/, "
                                    "torch-ext/registration.h and _ops.py from build.toml, so that "
                                    "`pip install --no-build-isolation -e KERNEL_DIR` builds it.")
-    p.add_argument("kernel_dir", metavar="KERNEL_DIR")
+    p.add_argument("kernel_dirs", nargs="*", metavar="KERNEL_DIR", help="default: every kernel under kernels/")
     p.add_argument("--backend", help="backend to generate for (default: the host's)")
     _add_output_flags(p, json_flag=False)
     p.set_defaults(func=cmd_generate)
