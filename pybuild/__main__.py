@@ -219,6 +219,133 @@ def cmd_build(args: argparse.Namespace) -> int:
 
 
 # --------------------------------------------------------------------------------------------
+# check / publish / wheel
+
+
+def _check_rows(report) -> list[tuple[str, str, str, str]]:  # noqa: ANN001
+    mark = {"pass": "pass", "fail": "FAIL", "skip": "skip"}
+    return [(r.variant, r.check, mark[r.status], r.detail) for r in report.results]
+
+
+def _print_check(rep: Reporter, report) -> None:  # noqa: ANN001
+    rep.table(f"check {report.kernel} ({report.build_dir})", ["variant", "check", "result", "detail"],
+              _check_rows(report))
+    for r in report.results:
+        if r.check == "variants" and r.data.get("missing") and not rep.quiet:
+            out_console.print(f"missing variants of {report.kernel} ({len(r.data['missing'])}): "
+                              f"{', '.join(r.data['missing'])}", markup=False)
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    from .check import check_kernel, failure_summary
+    from .errors import CheckError
+
+    rep = Reporter(quiet=args.quiet)
+    matrix = _matrix(args)
+    paths = [Path(p) for p in args.paths] or _kernel_dirs([])
+    reports = []
+    for path in paths:
+        with rep.task(f"checking {path}") as update:
+            update("metadata, digests, ABI, imports", None)
+            reports.append(check_kernel(path, matrix, variants=args.variant, run_import=not args.no_import))
+    if args.json:
+        print(json.dumps([r.to_json() for r in reports], indent=2))
+    else:
+        for report in reports:
+            _print_check(rep, report)
+    failed = [r for r in reports if not r.ok]
+    if failed:
+        msg = "; ".join(f"{r.kernel}: {len(r.failures)} check(s) failed: {failure_summary(r)}" for r in failed)
+        raise CheckError(msg + ("" if args.json else " (see the table above)"))
+    rep.info(f"all checks passed for {', '.join(r.kernel for r in reports)}")
+    return 0
+
+
+def cmd_publish(args: argparse.Namespace) -> int:
+    from .check import check_kernel
+    from .errors import PublishError
+    from .manifest import load_manifest
+    from .publish import hub_error, kernel_repo_type, make_api, make_plan, publish_plan
+    from .ui import err_console
+
+    rep = Reporter(quiet=args.quiet)
+    manifest = load_manifest(Path(args.kernel_dir))
+    with rep.task(f"checking {manifest.root}") as update:
+        update("metadata, digests, ABI, imports", None)
+        report = check_kernel(manifest.root, _matrix(args))
+    if not report.ok:
+        _print_check(rep, report)
+    plan = make_plan(manifest, repo_id=args.repo_id, version=args.version, report=report,
+                     allow_noncompliant=args.allow_noncompliant, repo_type=kernel_repo_type())
+    if plan.noncompliant:  # loud on purpose, even with -q
+        err_console.print(f"[bold yellow]WARNING: publishing a NON-COMPLIANT build of {plan.kernel} "
+                          f"(--allow-noncompliant); the kernel card says so:[/]", highlight=False)
+        for line in plan.noncompliant:
+            err_console.print(f"  - {line}", style="yellow", highlight=False, markup=False)
+    if args.dry_run:
+        from huggingface_hub import constants
+
+        if args.json:
+            print(json.dumps({"repo-id": plan.repo_id, "repo-type": plan.repo_type, "endpoint": constants.ENDPOINT,
+                              "branch": plan.branch, "tag": plan.tag, "total-size": plan.total_size,
+                              "noncompliant": list(plan.noncompliant),
+                              "files": [{"path": f.path, "size": f.size, "sha256": f.sha256} for f in plan.files]},
+                             indent=2))
+            return 0
+        rows = [(f.path, human_size(f.size), "generated" if f.source is None else "") for f in plan.files]
+        Reporter().table(f"dry run: {len(plan.files)} files, {human_size(plan.total_size)} for {plan.repo_id} "
+                         f"{plan.version}", ["path", "size", ""], rows)
+        url = f"{constants.ENDPOINT}/{'kernels/' if plan.repo_type == 'kernel' else ''}{plan.repo_id}"
+        print(f"would write to {url} (repo type {plan.repo_type}; created if missing):")
+        print(f"  branch {plan.branch}: one commit 'Release {plan.kernel} {plan.version}' with exactly these files "
+              f"(created from the default branch if missing)")
+        print(f"  tag {plan.tag}: on that commit (refused if it exists with other content)")
+        print("nothing was sent (dry run)")
+        return 0
+    if args.quiet:
+        from huggingface_hub.utils import disable_progress_bars
+
+        disable_progress_bars()
+    api = make_api()
+    try:
+        with rep.task(f"publishing {plan.repo_id} {plan.version}") as update:
+            result = publish_plan(api, plan, retries=args.retries, info=rep.info, progress=update)
+    except PublishError:
+        raise
+    except Exception as e:  # noqa: BLE001 (whatever huggingface_hub raised, as one line)
+        raise hub_error(e, plan) from e
+    rep.table(f"{plan.repo_id} {plan.version}: {result.status}", ["ref", "commit", ""],
+              [(f"branch {result.branch}", result.commit, "get_kernel(..., version=%s)" % plan.branch[1:]),
+               (f"tag {result.tag}", result.commit, f'get_kernel(..., revision="{result.tag}")')])
+    rep.info(f"{result.status}: {result.url} ({len(plan.files)} files, {human_size(plan.total_size)})")
+    return 0
+
+
+def cmd_wheel(args: argparse.Namespace) -> int:
+    from .check import MANYLINUX, find_target
+    from .wheel import build_wheel
+
+    rep = Reporter(quiet=args.quiet)
+    target = find_target(Path(args.kernel_dir))
+    dirs = [d for d in target.variant_dirs if not args.variant or d.name in args.variant]
+    if args.variant and len(dirs) != len(set(args.variant)):
+        missing = sorted(set(args.variant) - {d.name for d in dirs})
+        raise UsageError(f"--variant {', '.join(missing)}: not built under {target.build_dir}")
+    if not dirs:
+        raise UsageError(f"{target.build_dir}: nothing built; run `python -m pybuild build` first")
+    version = args.version or f"{target.manifest.version if target.manifest else 1}.0.0"
+    rows = []
+    for d in dirs:
+        path = build_wheel(d, version, Path(args.out_dir))
+        rows.append((d.name, str(path), human_size(path.stat().st_size)))
+        if f"-{MANYLINUX}_" not in path.name and path.name.endswith(("linux_x86_64.whl", "linux_aarch64.whl")):
+            rep.info(f"note: {path.name} is tagged linux_*, not {MANYLINUX}: a host build; PyPI refuses such wheels "
+                     "(build the variant with Nix or in a manylinux_2_28 container for a portable one)")
+    rep.table(f"{len(rows)} wheel(s) of {target.kernel} {version}", ["variant", "wheel", "size"], rows)
+    return 0
+
+
+# --------------------------------------------------------------------------------------------
 # Parser
 
 
@@ -274,6 +401,47 @@ def make_parser() -> argparse.ArgumentParser:
     p.add_argument("--variants", metavar="FILE", help="variants.json to read (default: nearest one)")
     _add_output_flags(p)
     p.set_defaults(func=cmd_build)
+
+    p = sub.add_parser("check", help="check built variants: metadata, digests, abi3, manylinux, RPATH, import",
+                       description="Check every built variant of a kernel before it is published: metadata.json as "
+                                   "the kernels loader reads it, digests, abi3 and manylinux_2_28 symbols "
+                                   "(kernel-abi-check), RPATH, import in a fresh interpreter, and that every "
+                                   "variant the matrix requires is present. Exit 8 on any failure.")
+    p.add_argument("paths", nargs="*", metavar="KERNEL_DIR|BUILD_DIR", help="default: every kernel under kernels/")
+    p.add_argument("--variant", action="append", metavar="NAME", help="only this built variant (repeatable; "
+                   "skips the required-variants check)")
+    p.add_argument("--no-import", action="store_true", help="skip the import check")
+    p.add_argument("--variants", metavar="FILE", help="variants.json to read (default: nearest one)")
+    _add_output_flags(p)
+    p.set_defaults(func=cmd_check)
+
+    p = sub.add_parser("publish", help="publish a kernel release to the Hugging Face Hub (branch v<N> + tag)",
+                       description="Upload the kernel's sources, a generated kernel card and build/ as one commit "
+                                   "on branch v<major>, then tag v<X.Y.Z> on that commit. Safe to re-run; never "
+                                   "moves a tag. Token: HF_TOKEN or the saved login.")
+    p.add_argument("kernel_dir", metavar="KERNEL_DIR")
+    p.add_argument("--repo-id", required=True, metavar="ORG/NAME", help="the Hub repo, e.g. my-org/img2gray")
+    p.add_argument("--version", required=True, metavar="X.Y.Z", help="release version; X must equal build.toml's")
+    p.add_argument("--dry-run", action="store_true", help="list files, sizes and refs; no network at all")
+    p.add_argument("--allow-noncompliant", action="store_true",
+                   help="publish even if `check` fails (said loudly, recorded in the kernel card)")
+    p.add_argument("--retries", type=int, default=4, metavar="N",
+                   help="retries per request on transient errors (HTTP 5xx/429, dropped connections); default 4")
+    p.add_argument("--variants", metavar="FILE", help="variants.json to read (default: nearest one)")
+    _add_output_flags(p)
+    p.set_defaults(func=cmd_publish)
+
+    p = sub.add_parser("wheel", help="one pip wheel per built variant",
+                       description="Pack each built variant as a wheel, e.g. "
+                                   "img2gray-1.1.2+torch213cpucxx11-cp39-abi3-linux_x86_64.whl, requiring the "
+                                   "torch minor it was built for. The platform tag is manylinux_2_28 only if the "
+                                   "build fits it.")
+    p.add_argument("kernel_dir", metavar="KERNEL_DIR")
+    p.add_argument("--variant", action="append", metavar="NAME", help="only this built variant (repeatable)")
+    p.add_argument("--version", metavar="X.Y.Z", help="wheel version (default: <build.toml version>.0.0)")
+    p.add_argument("-o", "--out-dir", default="dist", metavar="DIR", help="where to write the wheels (default: dist)")
+    _add_output_flags(p, json_flag=False)
+    p.set_defaults(func=cmd_wheel)
 
     return parser
 

@@ -1,0 +1,220 @@
+"""One wheel per built variant, for users who install kernels with pip instead of the ``kernels`` loader.
+
+A variant ``build/torch213-cxx11-cpu-x86_64-linux/img2gray/`` becomes
+``img2gray-1.1.2+torch213cpucxx11-cp39-abi3-linux_x86_64.whl``: the package as built, a
+``Requires-Dist: torch==2.13.*`` (the extension binds to that torch's C++ ABI), and a platform tag
+that tells the truth: ``manylinux_2_28_<arch>`` only when ``kernel-abi-check`` says the extensions
+fit it, else ``linux_<arch>``. Wheels are written with the standard library (PEP 427/491): sorted
+entries, fixed timestamps (``SOURCE_DATE_EPOCH`` or 1980-01-01), a RECORD with sha256 of every file,
+and the file is moved into place only when complete.
+"""
+
+from __future__ import annotations
+
+import ast
+import base64
+import hashlib
+import json
+import os
+import re
+import tempfile
+import time
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from . import __version__
+from .check import MACOS, MANYLINUX, PYTHON_ABI
+from .errors import PybuildError, UsageError
+from .metadata import METADATA
+from .variants import Variant, parse_variant_name
+
+ZIP_EPOCH = (1980, 1, 1, 0, 0, 0)
+
+
+@dataclass(frozen=True)
+class WheelSpec:
+    """Everything that names and describes one wheel."""
+
+    name: str  # distribution name, e.g. "img2gray" or "rms-norm"
+    version: str  # full version with local label, e.g. "1.1.2+torch213cpucxx11"
+    python_tag: str
+    abi_tag: str
+    platform_tag: str
+    requires: tuple[str, ...]
+    summary: str
+    license: str
+
+    @property
+    def dist_name(self) -> str:
+        """The name as it appears in file names (PEP 491 escaping)."""
+        return re.sub(r"[-_.]+", "_", self.name).lower()
+
+    @property
+    def tag(self) -> str:
+        return f"{self.python_tag}-{self.abi_tag}-{self.platform_tag}"
+
+    @property
+    def filename(self) -> str:
+        return f"{self.dist_name}-{self.version}-{self.tag}.whl"
+
+    @property
+    def dist_info(self) -> str:
+        return f"{self.dist_name}-{self.version}.dist-info"
+
+
+def local_label(variant: Variant) -> str:
+    """``torch213cpucxx11``, ``torch211cu130cxx11``, ``torch212metal`` (the guide's ``torch27cu128cxx11``)."""
+    major, minor = variant.torch.split(".")
+    return f"torch{major}{minor}{variant.backend_tag}{variant.cxx_abi or ''}"
+
+
+def platform_tag(variant: Variant, extensions: list[Path]) -> str:
+    """The most specific platform tag the extensions truthfully satisfy."""
+    arch = variant.system.split("-")[0]
+    if not extensions:
+        return "any"
+    import kernel_abi_check as kac
+
+    if variant.system.endswith("-darwin"):
+        if any(kac.ObjectFile(p).check_macos(MACOS) for p in extensions):
+            raise PybuildError(f"{extensions[0].parent}: needs a macOS newer than {MACOS}; no truthful wheel tag known")
+        mac_arch = "arm64" if arch == "aarch64" else arch
+        return f"macosx_{MACOS.replace('.', '_')}_{mac_arch}"
+    ok = all(not kac.ObjectFile(p).check_manylinux(MANYLINUX) for p in extensions)
+    return f"{MANYLINUX}_{arch}" if ok else f"linux_{arch}"
+
+
+def _extensions(pkg: Path) -> list[Path]:
+    return sorted(p for p in pkg.rglob("*") if p.is_file() and p.suffix in (".so", ".dylib", ".pyd"))
+
+
+def _summary(pkg: Path) -> str:
+    try:
+        doc = ast.get_docstring(ast.parse((pkg / "__init__.py").read_text())) or ""
+    except (OSError, SyntaxError):
+        return ""
+    return doc.strip().splitlines()[0] if doc.strip() else ""
+
+
+def _python_requirements(names: list[str], backend: str) -> list[str]:
+    """Map metadata ``python-depends`` names to pip requirements with the loader's own table."""
+    try:
+        from importlib.resources import files
+
+        table = json.loads(files("kernels").joinpath("python_depends.json").read_text())
+    except (ImportError, OSError, ValueError, ModuleNotFoundError):
+        return list(names)
+    out = []
+    for n in names:
+        entry = table.get("general", {}).get(n) or table.get("backends", {}).get(backend, {}).get(n)
+        pkgs = [p["pkg"] for p in entry.get("python", [])] if entry else [n]
+        out += pkgs
+    return out
+
+
+def _package_dir(variant_dir: Path, meta: dict) -> Path:
+    pkg = variant_dir / str(meta.get("name", "")).replace("-", "_")
+    if (pkg / "__init__.py").is_file():
+        return pkg
+    if (variant_dir / "__init__.py").is_file():
+        return variant_dir  # flat layout: the variant folder is the package
+    raise PybuildError(f"{variant_dir}: no {pkg.name}/__init__.py; not a built variant")
+
+
+def wheel_spec(variant_dir: Path, version: str) -> tuple[WheelSpec, Path]:
+    """The spec of ``variant_dir``'s wheel and the package folder it packs."""
+    try:
+        meta = json.loads((variant_dir / METADATA).read_text())
+    except (OSError, ValueError) as e:
+        raise PybuildError(f"{variant_dir / METADATA}: unreadable ({e}); rebuild the variant") from None
+    variant = parse_variant_name(variant_dir.name)
+    pkg = _package_dir(variant_dir, meta)
+    if not re.fullmatch(r"\d+\.\d+\.\d+", version):
+        raise UsageError(f"--version {version!r}: expected MAJOR.MINOR.PATCH, e.g. 1.0.0")
+    exts = _extensions(pkg)
+    requires = [f"torch=={variant.torch}.*", *_python_requirements(list(meta.get("python-depends", [])), variant.backend)]
+    spec = WheelSpec(
+        name=str(meta["name"]),
+        version=f"{version}+{local_label(variant)}",
+        python_tag=f"cp{PYTHON_ABI.replace('.', '')}" if exts else "py3",
+        abi_tag="abi3" if exts else "none",
+        platform_tag=platform_tag(variant, exts),
+        requires=tuple(requires),
+        summary=_summary(pkg),
+        license=str(meta.get("license") or ""),
+    )
+    return spec, pkg
+
+
+def _metadata_text(spec: WheelSpec) -> str:
+    lines = ["Metadata-Version: 2.1", f"Name: {spec.name}", f"Version: {spec.version}"]
+    if spec.summary:
+        lines.append(f"Summary: {spec.summary}")
+    if spec.license:
+        lines.append(f"License: {spec.license}")
+    lines.append(f"Requires-Python: >={PYTHON_ABI}")
+    lines += [f"Requires-Dist: {r}" for r in spec.requires]
+    return "\n".join(lines) + "\n"
+
+
+def _wheel_text(spec: WheelSpec) -> str:
+    return (f"Wheel-Version: 1.0\nGenerator: pybuild {__version__}\nRoot-Is-Purelib: "
+            f"{'true' if spec.abi_tag == 'none' else 'false'}\nTag: {spec.tag}\n")
+
+
+def _record_hash(data: bytes) -> str:
+    return "sha256=" + base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+
+
+def _zip_time() -> tuple[int, int, int, int, int, int]:
+    epoch = os.environ.get("SOURCE_DATE_EPOCH")
+    if epoch and epoch.isdigit():
+        t = time.gmtime(max(int(epoch), 315532800))  # zip cannot go before 1980
+        return (t.tm_year, t.tm_mon, t.tm_mday, t.tm_hour, t.tm_min, t.tm_sec)
+    return ZIP_EPOCH
+
+
+def wheel_entries(spec: WheelSpec, pkg: Path, variant_dir: Path) -> list[tuple[str, bytes, bool]]:
+    """``(archive path, bytes, executable)`` of every file, RECORD last."""
+    top = re.sub(r"[-.]+", "_", spec.name)
+    entries: list[tuple[str, bytes, bool]] = []
+    for p in sorted(pkg.rglob("*")):
+        rel = p.relative_to(pkg)
+        if not p.is_file() or "__pycache__" in rel.parts or p.suffix == ".pyc" or \
+                (pkg == variant_dir and rel.as_posix() in (METADATA, f"{METADATA}.sigstore")):
+            continue
+        entries.append((f"{top}/{rel.as_posix()}", p.read_bytes(), p.suffix in (".so", ".dylib")))
+    di = spec.dist_info
+    entries.append((f"{di}/METADATA", _metadata_text(spec).encode(), False))
+    entries.append((f"{di}/WHEEL", _wheel_text(spec).encode(), False))
+    entries.append((f"{di}/kernel-metadata.json", (variant_dir / METADATA).read_bytes(), False))
+    record = [f"{path},{_record_hash(data)},{len(data)}" for path, data, _ in entries]
+    record.append(f"{di}/RECORD,,")
+    entries.append((f"{di}/RECORD", ("\n".join(record) + "\n").encode(), False))
+    return entries
+
+
+def build_wheel(variant_dir: Path, version: str, out_dir: Path) -> Path:
+    """Write the wheel of one built variant into ``out_dir``; returns its path."""
+    spec, pkg = wheel_spec(variant_dir, version)
+    entries = wheel_entries(spec, pkg, variant_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    final = out_dir / spec.filename
+    date = _zip_time()
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{spec.filename}.", dir=out_dir)
+    os.close(fd)
+    tmp = Path(tmp_name)
+    try:
+        with zipfile.ZipFile(tmp, "w", compression=zipfile.ZIP_DEFLATED) as zf:
+            for path, data, executable in entries:
+                info = zipfile.ZipInfo(path, date_time=date)
+                info.external_attr = (0o100755 if executable else 0o100644) << 16
+                info.compress_type = zipfile.ZIP_DEFLATED
+                info.create_system = 3  # unix, so the modes above are honoured
+                zf.writestr(info, data)
+        os.replace(tmp, final)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    return final
