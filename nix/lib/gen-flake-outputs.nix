@@ -1,0 +1,216 @@
+{ lib }:
+let
+  inherit (lib)
+    concatMap
+    elem
+    filter
+    findKernels
+    genAttrs
+    kernelAccepts
+    kernelSource
+    last
+    lazyDerivation
+    listToAttrs
+    map
+    mergeAttrsList
+    nameValuePair
+    optionalAttrs
+    pathExists
+    pybuildSource
+    readMatrix
+    unique
+    ;
+in
+{
+  /**
+    The flake outputs of a farm (`kernels/<name>/build.toml`) or of one kernel repository
+    (`build.toml` at `path`), for every variant of `variants.json` each kernel builds for.
+
+    - `packages.<system>.<kernel>`: all its variants joined, `result/<variant>/...`;
+      `<kernel>-<system>`: that system's variants only; `<kernel>-<variant>`: one variant;
+      `default`: every kernel (`result/<variant>/` for one kernel, `result/<kernel>/<variant>/` for several).
+      A variant builds on a machine of its own system: local, or a remote builder.
+    - `devShells.<system>.<variant>`: that variant's torch, compilers, CMake, ninja and pybuild;
+      also reachable as `.#devShells.<variant>` (through `legacyPackages.<system>.devShells`);
+      `default`: the newest torch's CPU variant.
+    - `checks.<system>.nix-lib-tests`: this library's tests.
+
+    Every output's name is known without evaluating the toolchain, so `nix flake show` lists
+    them offline; only building needs nixpkgs.
+
+    # Inputs
+
+    `path`
+    : The farm root or the kernel folder (`./.` in its flake).
+
+    `toolchain`
+    : What builds a variant: `nixpkgsToolchain { nixpkgs; }` (the farm flake's default) or
+      `hostToolchainImpure { ... }`.
+
+    `variants`
+    : The matrix file. Default: `path/variants.json` if present, else the farm's.
+
+    `systems`
+    : Systems to make outputs for. Default: the matrix's systems (those the toolchain runs on).
+
+    `self`, `rev`
+    : Accepted for the guide's per-kernel flake; unused (a build's op namespace comes from its
+      source hash, not the git revision).
+
+    # Type
+
+    ```
+    genFlakeOutputs :: { path :: Path, toolchain :: Toolchain, variants :: Path?, systems :: [String]?, ... } -> AttrSet
+    ```
+
+    # Examples
+
+    ```nix
+    builtins.attrNames (genFlakeOutputs { path = ./kernels/img2gray; toolchain = hostToolchainImpure { variants = [ ]; }; })
+    => [ "checks" "devShells" "legacyPackages" "packages" ]
+    ```
+  */
+  genFlakeOutputs =
+    {
+      path,
+      toolchain ? throw "genFlakeOutputs: no toolchain given; use the farm flake's lib.genFlakeOutputs (nixpkgs toolchain) or pass toolchain = lib.hostToolchainImpure { variants = [ ... ]; }",
+      variants ? (if pathExists (path + "/variants.json") then path + "/variants.json" else ../../variants.json),
+      systems ? null,
+      self ? null,
+      rev ? null,
+    }:
+    let
+      matrix = readMatrix variants;
+      found = findKernels path;
+      kernels =
+        if found == [ ] then
+          throw "genFlakeOutputs: no build.toml at ${toString path} and none under its kernels/<name>/; pass the kernel folder, e.g. path = ./.;"
+        else
+          found;
+      variantsFile = builtins.path {
+        path = variants;
+        name = "variants.json";
+      };
+      pybuild = pybuildSource;
+      suffix = toolchain.nameSuffix;
+
+      # Per kernel: the variants it builds with this toolchain, and one derivation per variant.
+      builds = map (
+        kernel:
+        let
+          vs = filter (v: kernelAccepts kernel v && toolchain.supports v) matrix;
+          src = kernelSource kernel;
+        in
+        {
+          inherit kernel;
+          variants = vs;
+          drvs = listToAttrs (
+            map (
+              variant:
+              nameValuePair variant.name (toolchain.mkVariant {
+                inherit
+                  kernel
+                  variant
+                  src
+                  pybuild
+                  variantsFile
+                  ;
+              })
+            ) vs
+          );
+        }
+      ) kernels;
+
+      matrixSystems = unique (map (v: v.system) matrix);
+      outSystems = filter (s: toolchain.systems == null || elem s toolchain.systems) (
+        if systems == null then matrixSystems else systems
+      );
+
+      # A tree of symlinks `<entry>` -> path; what `nix build` leaves in `result/`.
+      join =
+        system: name: entries:
+        lazyDerivation {
+          name = name + suffix;
+          derivation = toolchain.mkJoin { inherit name system entries; };
+        };
+      variantEntries = drvs: lib.mapAttrs (v: drv: "${drv}/${v}") drvs;
+
+      kernelPackages =
+        system: b:
+        let
+          k = b.kernel.name;
+          drvsOf = vs: listToAttrs (map (v: nameValuePair v.name b.drvs.${v.name}) vs);
+          single = map (
+            v:
+            nameValuePair "${k}-${v.name}" (lazyDerivation {
+              name = "${k}-${v.name}${suffix}";
+              derivation = b.drvs.${v.name};
+            })
+          ) b.variants;
+          perSystem = concatMap (
+            s:
+            let
+              vs = filter (v: v.system == s) b.variants;
+            in
+            lib.optional (vs != [ ]) (nameValuePair "${k}-${s}" (join system "${k}-${s}" (variantEntries (drvsOf vs))))
+          ) matrixSystems;
+        in
+        listToAttrs (single ++ perSystem) // optionalAttrs (b.variants != [ ]) { ${k} = join system k (variantEntries b.drvs); };
+
+      packagesFor =
+        system:
+        let
+          perKernel = mergeAttrsList (map (kernelPackages system) builds);
+          nonEmpty = filter (b: b.variants != [ ]) builds;
+          default =
+            if builtins.length nonEmpty == 1 then
+              perKernel.${(builtins.head nonEmpty).kernel.name}
+            else
+              join system "kernels" (
+                listToAttrs (map (b: nameValuePair b.kernel.name "${perKernel.${b.kernel.name}}") nonEmpty)
+              );
+        in
+        perKernel // optionalAttrs (nonEmpty != [ ]) { inherit default; };
+
+      devShellsFor =
+        system:
+        let
+          vs = filter (v: v.system == system && builtins.any (b: elem v b.variants) builds) matrix;
+          shells = listToAttrs (
+            map (
+              variant:
+              nameValuePair variant.name (lazyDerivation {
+                name = variant.name + suffix;
+                derivation = toolchain.mkDevShell { inherit variant pybuild; };
+              })
+            ) vs
+          );
+          cpu = filter (v: v.backend == "cpu") vs;
+        in
+        shells // optionalAttrs (vs != [ ]) { default = shells.${(last (if cpu != [ ] then cpu else vs)).name}; };
+
+      checksFor = system: {
+        nix-lib-tests = lazyDerivation {
+          name = "nix-lib-tests" + suffix;
+          derivation = toolchain.mkCheck {
+            name = "nix-lib-tests";
+            inherit system;
+            failures = import ../tests;
+          };
+        };
+      };
+
+      perSystem = f: genAttrs outSystems f;
+      devShells = perSystem devShellsFor;
+    in
+    {
+      packages = perSystem packagesFor;
+      inherit devShells;
+      # `nix develop .#devShells.<variant>` (the guide's spelling) is looked up as
+      # legacyPackages.<system>.devShells.<variant>; `nix flake show` does not list these twice.
+      legacyPackages = perSystem (system: {
+        devShells = devShells.${system};
+      });
+      checks = perSystem checksFor;
+    };
+}

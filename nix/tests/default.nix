@@ -1,0 +1,18 @@
+# The Nix library's tests: `nix-instantiate --eval --strict nix/tests` prints [ ] when all pass,
+# else one { name; expected; result; } per failing test. Also the flake's checks.<system>.
+let
+  lib = import ../lib;
+in
+lib.runTests (
+  lib.mergeAttrsList (
+    map (f: import f { inherit lib; }) [
+      ./backends.nix
+      ./variants.nix
+      ./kernels.nix
+      ./sources.nix
+      ./torch-wheels.nix
+      ./toolchains.nix
+      ./gen-flake-outputs.nix
+    ]
+  )
+)

@@ -1,0 +1,59 @@
+{ lib }:
+let
+  inherit (lib) findKernels kernelAccepts readKernel;
+  farm = ./fixtures/farm;
+in
+{
+  testReadKernelBackendsInMatrixOrder = {
+    expr = (readKernel (farm + "/kernels/img2gray")).backends;
+    expected = [ "cuda" "cpu" ];
+  };
+  testReadKernelNarrowedByGeneralBackendsAndMinver = {
+    expr =
+      let
+        k = readKernel (farm + "/kernels/cpu-only-from-212");
+      in
+      {
+        inherit (k) name pythonName backends torchMinver torchMaxver;
+      };
+    expected = {
+      name = "cpu-only-from-212";
+      pythonName = "cpu_only_from_212";
+      backends = [ "cpu" ];
+      torchMinver = [ 2 12 ];
+      torchMaxver = null;
+    };
+  };
+  testKernelAcceptsBelowMinver = {
+    expr = kernelAccepts {
+      backends = [ "cpu" ];
+      torchMinver = [ 2 12 ];
+      torchMaxver = null;
+    } { torch = "2.11"; backend = "cpu"; };
+    expected = false;
+  };
+  testKernelAcceptsAtMaxver = {
+    expr = kernelAccepts {
+      backends = [ "cuda" ];
+      torchMinver = null;
+      torchMaxver = [ 2 11 ];
+    } { torch = "2.11"; backend = "cuda"; };
+    expected = true;
+  };
+  testKernelAcceptsOtherBackend = {
+    expr = kernelAccepts {
+      backends = [ "cuda" ];
+      torchMinver = null;
+      torchMaxver = null;
+    } { torch = "2.11"; backend = "rocm"; };
+    expected = false;
+  };
+  testFindKernelsFarmSkipsFoldersWithoutBuildToml = {
+    expr = map (k: k.name) (findKernels farm);
+    expected = [ "cpu-only-from-212" "img2gray" ];
+  };
+  testFindKernelsKernelRepo = {
+    expr = map (k: k.name) (findKernels ./fixtures/kernel-repo);
+    expected = [ "relu" ];
+  };
+}
