@@ -88,6 +88,7 @@ def use_hub_in_process(monkeypatch, endpoint: str, tmp_path, **kwargs) -> dict[s
     ``endpoint`` for the current test, using pytest's ``monkeypatch`` so it is undone
     afterwards.  Returns the env from ``hub_env``."""
     import huggingface_hub.hf_api
+    import huggingface_hub.utils._detect_agent as hf_detect_agent
     import huggingface_hub.utils._http as hf_http
     from huggingface_hub import constants
 
@@ -97,22 +98,28 @@ def use_hub_in_process(monkeypatch, endpoint: str, tmp_path, **kwargs) -> dict[s
     for name, value in env.items():
         monkeypatch.setenv(name, value)
 
-    old_endpoint = constants.ENDPOINT
+    old_endpoint, old_home, home = constants.ENDPOINT, constants.HF_HOME, env["HF_HOME"]
     parts = urlsplit(endpoint)
     patched = {
+        # Every path derived from HF_HOME at import (token, xet cache, agent registry, update checks...).
+        name: home + value[len(old_home):]
+        for name, value in vars(constants).items()
+        if name.isupper() and isinstance(value, str) and (value == old_home or value.startswith(old_home + os.sep))
+    }
+    patched.update({
         "ENDPOINT": endpoint,
         "HUGGINGFACE_CO_URL_TEMPLATE": endpoint + "/{repo_id}/resolve/{revision}/{filename}",
         "HF_URL_HOSTS": constants.HF_URL_HOSTS | {parts.hostname},
-        "HF_HOME": env["HF_HOME"],
+        "HF_HOME": home,
         "HF_HUB_CACHE": env["HF_HUB_CACHE"],
         "HUGGINGFACE_HUB_CACHE": env["HF_HUB_CACHE"],
-        "HF_ASSETS_CACHE": os.path.join(env["HF_HOME"], "assets"),
-        "HF_XET_CACHE": os.path.join(env["HF_HOME"], "xet"),
-        "HF_TOKEN_PATH": os.path.join(env["HF_HOME"], "token"),
-        "HF_STORED_TOKENS_PATH": os.path.join(env["HF_HOME"], "stored_tokens"),
+        "HF_ASSETS_CACHE": os.path.join(home, "assets"),
+        "HF_XET_CACHE": os.path.join(home, "xet"),
+        "HF_TOKEN_PATH": os.path.join(home, "token"),
+        "HF_STORED_TOKENS_PATH": os.path.join(home, "stored_tokens"),
         "HF_HUB_OFFLINE": env["HF_HUB_OFFLINE"] == "1",
         "HF_HUB_DISABLE_TELEMETRY": False,
-    }
+    })
     for name, value in patched.items():
         monkeypatch.setattr(constants, name, value)
     # Modules that did `from .constants import ENDPOINT` hold their own copy.
@@ -124,6 +131,9 @@ def use_hub_in_process(monkeypatch, endpoint: str, tmp_path, **kwargs) -> dict[s
     monkeypatch.setattr(hf_http, "_HUB_ORIGINS", hf_http._HUB_ORIGINS | {origin})
     # The module-level HfApi behind `huggingface_hub.list_repo_refs(...)` & co.
     monkeypatch.setattr(huggingface_hub.hf_api.api, "endpoint", endpoint)
+    # The agent-harness registry (fetched from ENDPOINT for the user agent) is cached per process:
+    # let it be fetched from the fixture, and restore whatever was there after the test.
+    monkeypatch.setattr(hf_detect_agent, "_registry", hf_detect_agent._registry)
 
     # kernels copies KERNELS_CACHE into `CACHE_DIR` at import, then re-imports it by name.
     try:

@@ -42,9 +42,9 @@ URL_PREFIX = {"model": "", "dataset": "datasets/", "space": "spaces/", "kernel":
 # Route names, as used by the request log and by fault injection.
 ROUTES = frozenset(
     {
-        "whoami", "org_overview", "create_repo", "delete_repo", "repo_info", "refs", "tree",
+        "whoami", "org_overview", "agent_harnesses", "create_repo", "delete_repo", "repo_info", "refs", "tree",
         "commits", "preupload", "commit", "create_branch", "delete_branch", "create_tag",
-        "delete_tag", "resolve",
+        "delete_tag", "resolve", "validate_yaml",
     }
 )
 
@@ -528,6 +528,10 @@ class HubServer:
         if seg[:1] == ["api"]:
             if seg[1:] == ["whoami-v2"]:
                 return bind("whoami", self._whoami, ("GET",))
+            if seg[1:] == ["agent-harnesses"]:  # huggingface_hub fetches it to build its user agent
+                return bind("agent_harnesses", lambda **_: _json({"standardEnvVars": [], "harnesses": {}}), ("GET",))
+            if seg[1:] == ["validate-yaml"]:  # create_commit validates an added README.md's metadata here first
+                return bind("validate_yaml", lambda **_: _json({"errors": [], "warnings": []}), ("POST",))
             if len(seg) == 4 and seg[1] == "organizations" and seg[3] == "overview":
                 return bind("org_overview", self._org_overview, ("GET",), seg[2])
             if seg[1:] == ["repos", "create"]:

@@ -133,9 +133,15 @@ def test_hfapi_branches_tags_uploads_and_downloads(hub, api, tmp_path):
         HfApi(endpoint=hub.endpoint, token=False).create_branch(repo, branch="x", repo_type=KERNEL)
     assert err.value.response.status_code == 401
 
+    # A README.md commit first goes through the Hub's metadata validation route.
+    card = b"---\nlicense: apache-2.0\n---\n# demo\n"
+    api.upload_file(path_or_fileobj=card, path_in_repo="README.md", repo_id=repo, repo_type=KERNEL)
+    assert [r[3] for r in hub.requests("validate_yaml")] == [200]
+    assert hub.store.read_file(KERNEL, repo, "main", "README.md") == card
+
     api.delete_tag(repo, tag="v1.0.0", repo_type=KERNEL)
     api.delete_branch(repo, branch="v1", repo_type=KERNEL)
-    assert refs_of(api, repo) == ({"main": main0}, {})
+    assert refs_of(api, repo)[1] == {} and list(refs_of(api, repo)[0]) == ["main"]
 
 
 # --------------------------------------------------------------------------- 2. kernels loader + CLI
@@ -160,7 +166,8 @@ def kernels_cli() -> list[str]:
 
 def run(cmd: list[str], env: dict, cwd: Path) -> subprocess.CompletedProcess:
     proc = subprocess.run(cmd, env=env, cwd=cwd, capture_output=True, text=True, timeout=180)
-    assert proc.returncode == 0, f"{cmd} failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}"
+    if proc.returncode != 0:
+        raise RuntimeError(f"{cmd} failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
     return proc
 
 
@@ -173,8 +180,9 @@ def run_py(code: str, env: dict, cwd: Path) -> dict:
 def publish_tinykern(api: HfApi, tmp_path: Path, *, only_build: bool = True) -> str:
     """Upload a pure-Python noarch kernel to org/tinykern on branch v1, tagged v1.0.0.
 
-    With ``only_build``, the Hub's seed ``.gitattributes`` is deleted in the same commit, so the
-    repo holds nothing but the variant (see test_offline_load_with_files_outside_the_variant).
+    With ``only_build``, the Hub's seed ``.gitattributes`` is then deleted (upload_folder's
+    delete_patterns never deletes it), so the tagged commit holds nothing but the variant
+    (see test_offline_load_with_files_outside_the_variant).
     """
     variant = tmp_path / "tinykern_src" / "build" / "torch-cpu"  # noarch variant selected on CPU-only torch
     write_tree(variant, {
@@ -184,13 +192,14 @@ def publish_tinykern(api: HfApi, tmp_path: Path, *, only_build: bool = True) -> 
     api.create_repo("org/tinykern", repo_type=KERNEL)
     api.create_branch("org/tinykern", branch="v1", repo_type=KERNEL)
     commit = api.upload_folder(folder_path=variant.parents[1], repo_id="org/tinykern", repo_type=KERNEL,
-                               revision="v1", delete_patterns=[".gitattributes"] if only_build else None)
+                               revision="v1")
+    if only_build:
+        commit = api.delete_file(".gitattributes", "org/tinykern", repo_type=KERNEL, revision="v1")
     api.create_tag("org/tinykern", tag="v1.0.0", revision=commit.oid, repo_type=KERNEL)
     return commit.oid
 
 
-def test_kernels_get_kernel_lock_download_and_offline_load(hub, tmp_path):
-    api = HfApi(endpoint=hub.endpoint, token=DUMMY_TOKEN)
+def test_kernels_get_kernel_lock_download_and_offline_load(hub, api, tmp_path):
     commit = publish_tinykern(api, tmp_path)
     env = hub_subprocess_env(hub.endpoint, tmp_path)
     work = tmp_path / "work"  # cwd for subprocesses, away from any source tree named `kernels`
@@ -207,19 +216,14 @@ def test_kernels_get_kernel_lock_download_and_offline_load(hub, tmp_path):
     assert f"snapshots/{commit}/build/torch-cpu/tinykern/__init__.py" in out["file"]
     assert any(r[1] == "org_overview" and r[2] == "/api/organizations/org/overview" for r in hub.requests())
 
-    # Publisher trust is configurable: an untrusted org is refused unless trust_remote_code=True.
+    # Publisher trust is configurable.  Checked in-process (the refusal comes before any import),
+    # which also shows that use_hub_in_process reaches the kernels client.
     hub.trusted_orgs = {"someone-else"}
-    out = run_py("""
-        import json, kernels
-        try:
-            kernels.get_kernel("org/tinykern", version=1)
-            refused = None
-        except ValueError as e:
-            refused = str(e)
-        ok = kernels.get_kernel("org/tinykern", version=1, trust_remote_code=True).add_one(0)
-        print(json.dumps({"refused": refused, "ok": ok}))
-    """, env, work)
-    assert "not from a trusted publisher" in out["refused"] and out["ok"] == 1
+    import kernels  # `api` (fixture) has already pointed this process at the hub
+
+    with pytest.raises(ValueError, match="not from a trusted publisher"):
+        kernels.get_kernel("org/tinykern", version=1)
+    assert hub.requests()[-1][1:] == ("org_overview", "/api/organizations/org/overview", 200)
     hub.trusted_orgs = None
 
     # `kernels lock` + `kernels download` on a project, in a fresh cache.
@@ -266,13 +270,15 @@ def lock_download_and_load_offline(hub: HubServer, tmp_path: Path) -> subprocess
                           text=True, timeout=180)
 
 
-@pytest.mark.xfail(strict=False, reason=(
+@pytest.mark.xfail(strict=False, raises=AssertionError, reason=(
     "huggingface_hub 2.4 caches the full tree listing of a commit and, offline, refuses a snapshot missing any "
     "listed file; kernels 0.17.2 `download` fetches only build/<variant>/* but `load_kernel` asks for the whole "
     "snapshot. So any other file in the repo (.gitattributes, README, other variants) breaks offline loading."))
-def test_offline_load_with_files_outside_the_variant(hub, tmp_path):
-    publish_tinykern(HfApi(endpoint=hub.endpoint, token=DUMMY_TOKEN), tmp_path, only_build=False)
+def test_offline_load_with_files_outside_the_variant(hub, api, tmp_path):
+    publish_tinykern(api, tmp_path, only_build=False)
     proc = lock_download_and_load_offline(hub, tmp_path)
+    if proc.returncode != 0 and "is incomplete" not in proc.stderr:
+        raise RuntimeError(f"unexpected failure:\n{proc.stderr}")  # not the known issue: a real failure
     assert proc.returncode == 0, proc.stderr[-2000:]
 
 
@@ -335,13 +341,15 @@ def test_upload_folder_retries_a_dropped_commit(hub, api, demo_repo, tmp_path):
     assert len(hub.store.get_repo(KERNEL, demo_repo).commits) == before + 1
     assert hub.store.refs(KERNEL, demo_repo)["branches"]["v1"] == info.oid
 
-    # A lost *response* is different: the retry re-applies the same change as a second commit.
+    # A lost *response* is different: the write happened, so the retry applies it a second time.
     hub.faults.drop_next("commit", after_apply=True)
     src2 = write_tree(tmp_path / "src2", {"g.txt": "g2\n"})
     info2 = api.upload_folder(folder_path=src2, repo_id=demo_repo, repo_type=KERNEL, revision="v1")
-    history = api.list_repo_commits(demo_repo, repo_type=KERNEL, revision="v1")
-    assert history[0].commit_id == info2.oid and history[1].commit_id != info.oid  # duplicate on top of info
-    assert history[2].commit_id == info.oid
+    assert hub.faults.triggered[-1] == ("commit", "POST", "drop")
+    newest, lost, previous = (c.commit_id for c in api.list_repo_commits(demo_repo, repo_type=KERNEL, revision="v1")[:3])
+    assert (newest, previous) == (info2.oid, info.oid) and lost not in (info.oid, info2.oid)
+    commits = hub.store.get_repo(KERNEL, demo_repo).commits
+    assert commits[newest].files == commits[lost].files  # a duplicate commit with the same tree
 
 
 def test_fault_api_is_validated(hub):
