@@ -237,12 +237,14 @@ def _print_check(rep: Reporter, report) -> None:  # noqa: ANN001
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    from .check import check_kernel, failure_summary
+    from .check import check_kernel, failure_summary, find_target, select_variant_dirs
     from .errors import CheckError
 
     rep = Reporter(quiet=args.quiet)
     matrix = _matrix(args)
     paths = [Path(p) for p in args.paths] or _kernel_dirs([])
+    for path in paths:  # every argument is valid before any work starts
+        select_variant_dirs(find_target(path), args.variant)
     reports = []
     for path in paths:
         with rep.task(f"checking {path}") as update:
@@ -346,6 +348,21 @@ def cmd_wheel(args: argparse.Namespace) -> int:
 
 
 # --------------------------------------------------------------------------------------------
+# collect
+
+
+def cmd_collect(args: argparse.Namespace) -> int:
+    from .collect import collect
+
+    farm = Path(args.farm) if args.farm else _farm_root()
+    rep = Reporter(quiet=args.quiet, json_mode=args.json)
+    results = collect(Path(args.result_dir), farm)
+    rows = [(c.kernel, c.variant, c.status, str(c.path)) for c in results]
+    rep.table(f"Collected {len(rows)} variant(s) from {args.result_dir}", ["kernel", "variant", "status", "path"], rows)
+    return 0
+
+
+# --------------------------------------------------------------------------------------------
 # Parser
 
 
@@ -442,6 +459,16 @@ def make_parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--out-dir", default="dist", metavar="DIR", help="where to write the wheels (default: dist)")
     _add_output_flags(p, json_flag=False)
     p.set_defaults(func=cmd_wheel)
+
+    p = sub.add_parser("collect", help="copy a `nix build` result/ into kernels/<name>/build/ (verified, atomic)",
+                       description="Copy every result/<variant>/ (or result/<kernel>/<variant>/) into the kernel's "
+                                   "build/<variant>/, the kernel named by each variant's metadata.json. Every digest "
+                                   "is verified first and each variant is replaced in one step; a corrupt or partial "
+                                   "result changes nothing.")
+    p.add_argument("result_dir", metavar="RESULT_DIR", help="what `nix build` left, e.g. result")
+    p.add_argument("--farm", metavar="DIR", help="the farm root holding kernels/ (default: the nearest variants.json's folder)")
+    _add_output_flags(p)
+    p.set_defaults(func=cmd_collect)
 
     return parser
 

@@ -478,10 +478,8 @@ def check_coverage(target: Target, matrix: Matrix) -> CheckResult:
     return CheckResult("*", "variants", "pass", f"all {len(required)} required variants present{note}", data)
 
 
-def check_kernel(path: Path, matrix: Matrix, *, variants: list[str] | None = None,
-                 run_import: bool = True) -> CheckReport:
-    """Check every built variant of the kernel at ``path`` (or only ``variants``)."""
-    target = find_target(path)
+def select_variant_dirs(target: Target, variants: list[str] | None) -> list[Path]:
+    """The variant folders to check: all, or the ones named (each must exist)."""
     dirs = list(target.variant_dirs)
     if variants:
         unknown = sorted(set(variants) - {d.name for d in dirs})
@@ -489,6 +487,14 @@ def check_kernel(path: Path, matrix: Matrix, *, variants: list[str] | None = Non
             raise UsageError(f"--variant {', '.join(unknown)}: not built under {target.build_dir} "
                              f"(built: {', '.join(d.name for d in dirs) or 'none'})")
         dirs = [d for d in dirs if d.name in variants]
+    return dirs
+
+
+def check_kernel(path: Path, matrix: Matrix, *, variants: list[str] | None = None,
+                 run_import: bool = True) -> CheckReport:
+    """Check every built variant of the kernel at ``path`` (or only ``variants``)."""
+    target = find_target(path)
+    dirs = select_variant_dirs(target, variants)
     results: list[CheckResult] = []
     if not dirs:
         results.append(CheckResult("*", "build", "fail",
