@@ -267,11 +267,13 @@ def cmd_publish(args: argparse.Namespace) -> int:
     from .check import check_kernel
     from .errors import PublishError
     from .manifest import load_manifest
-    from .publish import hub_error, kernel_repo_type, make_api, make_plan, publish_plan
+    from .publish import check_repo_id, hub_error, kernel_repo_type, make_api, make_plan, parse_version, publish_plan
     from .ui import err_console
 
     rep = Reporter(quiet=args.quiet)
     manifest = load_manifest(Path(args.kernel_dir))
+    check_repo_id(args.repo_id)  # argument errors before the (slower) check
+    parse_version(args.version, manifest)
     with rep.task(f"checking {manifest.root}") as update:
         update("metadata, digests, ABI, imports", None)
         report = check_kernel(manifest.root, _matrix(args))
@@ -360,6 +362,59 @@ def cmd_collect(args: argparse.Namespace) -> int:
     rows = [(c.kernel, c.variant, c.status, str(c.path)) for c in results]
     rep.table(f"Collected {len(rows)} variant(s) from {args.result_dir}", ["kernel", "variant", "status", "path"], rows)
     return 0
+
+
+# --------------------------------------------------------------------------------------------
+# bench
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    from . import bench
+    from .errors import BuildError
+    from .manifest import load_manifest
+    from .testing import load_built_kernel
+
+    root = _farm_root()
+    if args.kernels:
+        dirs = []
+        for k in args.kernels:
+            p = Path(k) if (Path(k) / "build.toml").is_file() else root / "kernels" / k
+            if not (p / "build.toml").is_file():
+                raise UsageError(f"{k}: not a kernel name or folder (no build.toml); pass e.g. img2gray or kernels/img2gray")
+            dirs.append(p)
+    else:
+        dirs = [d for d in _kernel_dirs([])
+                if (root / "benchmarks" / f"{load_manifest(d).python_name}.py").is_file()]
+    device = bench.resolve_device(args.device)
+    rep = Reporter(quiet=args.quiet, json_mode=args.json)
+    modules = [(load_manifest(d), d) for d in dirs]
+    cases = [(m, d, bench.load_cases_module(root, m.python_name)) for m, d in modules]  # validate before building
+    loaded = []
+    for manifest, d, module in cases:
+        rep.info(f"{manifest.name}: building (if needed) and loading the host variant")
+        try:
+            kernel = load_built_kernel(d)
+        except RuntimeError as e:
+            raise BuildError(str(e).strip().splitlines()[0] + " (run `python -m pybuild build` for details)") from None
+        loaded.append((manifest.name, kernel, module))
+    compile_ = args.compile if args.compile is not None else device == "cuda"
+    command = args.record_command or " ".join(["python", "-m", "pybuild", *sys.argv[1:]])
+    doc = bench.run(loaded, device, quick=args.quick, compile_=compile_, command=command, log=rep.info)
+    if args.out:
+        for path in bench.write_outputs(doc, Path(args.out), args.name or bench.device_slug(doc)):
+            rep.info(f"wrote {path}")
+    if args.json:
+        print(json.dumps(doc, indent=1))
+    else:
+        env = doc["environment"]
+        title = (f"{env['device']['name']} · torch {env['torch']} · large copy {doc['copy_large']['gbps']:.0f} GB/s"
+                 f" · {doc['method']['timing']}")
+        Reporter(quiet=args.quiet).table(title, bench.SUMMARY_COLUMNS, bench.summary_rows(doc))
+    missed = [f"{r['kernel']} {r['op']} {r['label']} {r['dtype']}: {t['target']} (got {t['ratio'] or 0:.2f})"
+              for r in doc["results"] for t in r["targets"] if not t["met"]]
+    for m in missed:
+        rep.info(f"target missed: {m}")
+    return 1 if missed and args.strict else 0
 
 
 # --------------------------------------------------------------------------------------------
@@ -469,6 +524,24 @@ def make_parser() -> argparse.ArgumentParser:
     p.add_argument("--farm", metavar="DIR", help="the farm root holding kernels/ (default: the nearest variants.json's folder)")
     _add_output_flags(p)
     p.set_defaults(func=cmd_collect)
+
+    p = sub.add_parser("bench", help="time kernels against torch eager, torch.compile and a device copy",
+                       description="Run each kernel's benchmarks/<name>.py cases (building the host variant if "
+                                   "needed) on CUDA, or on the CPU where no GPU is present, next to torch eager, "
+                                   "torch.compile and a copy moving the same bytes; print a table, and with --out "
+                                   "write <name>.json and <name>.png.")
+    p.add_argument("kernels", nargs="*", metavar="KERNEL", help="kernel name or folder (default: every kernel with "
+                                                                  "benchmarks/<name>.py)")
+    p.add_argument("--device", choices=("auto", "cuda", "cpu"), default="auto", help="default: cuda when available")
+    p.add_argument("--quick", action="store_true", help="fewer sizes and repetitions")
+    p.add_argument("--compile", action=argparse.BooleanOptionalAction, default=None,
+                   help="time torch.compile too (default: on CUDA only)")
+    p.add_argument("--out", metavar="DIR", help="write the JSON results and the PNG plot there")
+    p.add_argument("--name", metavar="NAME", help="file name stem under --out (default: from the device, e.g. gpu-nvidia-h200)")
+    p.add_argument("--record-command", metavar="TEXT", help="command to record in the JSON (default: this one)")
+    p.add_argument("--strict", action="store_true", help="exit 1 when a performance target is missed")
+    _add_output_flags(p)
+    p.set_defaults(func=cmd_bench)
 
     return parser
 
