@@ -1,0 +1,98 @@
+"""`pybuild wheel`: names, tags that tell the truth, PEP 427 RECORD, reproducible bytes."""
+
+from __future__ import annotations
+
+import base64
+import csv
+import hashlib
+import io
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from pybuild.__main__ import main
+from pybuild.variants import parse_variant_name
+from pybuild.wheel import build_wheel, local_label
+from tests.fakebuild import GLIBC_232, host_cpu_variant, make_kernel, make_variant
+
+pytest.importorskip("kernel_abi_check")
+
+
+@pytest.mark.parametrize("name, label", [
+    ("torch213-cxx11-cpu-x86_64-linux", "torch213cpucxx11"),
+    ("torch27-cxx11-cu128-x86_64-linux", "torch27cu128cxx11"),  # the guide's wheel name
+    ("torch211-cxx11-rocm71-x86_64-linux", "torch211rocm71cxx11"),
+    ("torch212-metal-aarch64-darwin", "torch212metal"),
+])
+def test_local_version_label(name: str, label: str) -> None:
+    assert local_label(parse_variant_name(name)) == label
+
+
+def read_wheel(path: Path) -> dict[str, bytes]:
+    with zipfile.ZipFile(path) as zf:
+        return {i.filename: zf.read(i) for i in zf.infolist()}
+
+
+def test_wheel_name_metadata_and_record(tmp_path: Path) -> None:
+    vdir = make_variant(make_kernel(tmp_path))
+    whl = build_wheel(vdir, "1.1.2", tmp_path / "dist")
+    v = parse_variant_name(vdir.name)
+    arch = v.system.split("-")[0]
+    # A gcc-built extension using nothing newer than glibc 2.28 may say manylinux_2_28.
+    assert whl.name == f"tinyk-1.1.2+{local_label(v)}-cp39-abi3-manylinux_2_28_{arch}.whl"
+    files = read_wheel(whl)
+    di = f"tinyk-1.1.2+{local_label(v)}.dist-info"
+    assert sorted(files) == sorted([
+        "tinyk/__init__.py", "tinyk/_tinyk_ext.abi3.so",
+        f"{di}/METADATA", f"{di}/WHEEL", f"{di}/kernel-metadata.json", f"{di}/RECORD",
+    ])
+    assert list(files)[-1] == f"{di}/RECORD"
+    meta = files[f"{di}/METADATA"].decode()
+    assert "Name: tinyk\n" in meta and f"Version: 1.1.2+{local_label(v)}\n" in meta
+    assert f"Requires-Dist: torch=={v.torch}.*\n" in meta and "Requires-Python: >=3.9\n" in meta
+    wheel = files[f"{di}/WHEEL"].decode()
+    assert "Root-Is-Purelib: false\n" in wheel and f"Tag: cp39-abi3-manylinux_2_28_{arch}\n" in wheel
+    rows = list(csv.reader(io.StringIO(files[f"{di}/RECORD"].decode())))
+    assert {r[0] for r in rows} == set(files)
+    for path, digest, size in rows:
+        if path.endswith("RECORD"):
+            assert (digest, size) == ("", "")
+            continue
+        expected = base64.urlsafe_b64encode(hashlib.sha256(files[path]).digest()).rstrip(b"=").decode()
+        assert digest == f"sha256={expected}" and int(size) == len(files[path])
+    with zipfile.ZipFile(whl) as zf:
+        mode = zf.getinfo("tinyk/_tinyk_ext.abi3.so").external_attr >> 16
+        assert mode & 0o111, "the extension keeps its executable bit"
+
+
+def test_non_manylinux_build_gets_the_plain_linux_tag(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    kernel = make_kernel(tmp_path)
+    vdir = make_variant(kernel, so_source=GLIBC_232)
+    assert main(["wheel", str(kernel), "--version", "1.0.0", "-o", str(tmp_path / "dist")]) == 0
+    (whl,) = (tmp_path / "dist").glob("*.whl")
+    arch = parse_variant_name(vdir.name).system.split("-")[0]
+    assert whl.name.endswith(f"-cp39-abi3-linux_{arch}.whl") and "manylinux" not in whl.name
+    assert "not manylinux_2_28" in capsys.readouterr().err
+
+
+def test_reproducible_bytes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    vdir = make_variant(make_kernel(tmp_path))
+    a = build_wheel(vdir, "1.0.0", tmp_path / "a").read_bytes()
+    b = build_wheel(vdir, "1.0.0", tmp_path / "b").read_bytes()
+    assert a == b
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "1700000000")
+    c = build_wheel(vdir, "1.0.0", tmp_path / "c")
+    with zipfile.ZipFile(c) as zf:
+        assert zf.infolist()[0].date_time[0] == 2023
+
+
+def test_default_version_and_variant_selection(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    kernel = make_kernel(tmp_path)
+    make_variant(kernel)
+    out = tmp_path / "dist"
+    assert main(["wheel", str(kernel), "--variant", host_cpu_variant(), "-o", str(out)]) == 0
+    assert [p.name.split("+")[0] for p in out.glob("*.whl")] == ["tinyk-1.0.0"]  # build.toml version 1
+    assert main(["wheel", str(kernel), "--variant", "torch100-cxx11-cpu-x86_64-linux", "-o", str(out)]) == 2
+    assert "not built under" in capsys.readouterr().err
+    assert main(["wheel", str(kernel), "--version", "1.0", "-o", str(out)]) == 2
