@@ -1,0 +1,48 @@
+"""Benchmark cases for img2gray (run with `python -m pybuild bench img2gray`).
+
+Bytes per call: 3 read + 1 written per pixel. Targets (issue 5): at 4320x7680 and 8640x15360,
+>= 0.90 x the large-copy bandwidth and >= 1.6 x torch.compile; at 1080x1920 and 2160x3840,
+>= 0.90 x a copy moving the same bytes and faster than torch.compile.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from pybuild.bench import Case, Target
+
+LARGE = ((4320, 7680), (8640, 15360))
+SMALL = ((1080, 1920), (2160, 3840))
+LARGE_TARGETS = (Target("copy_large", 0.90), Target("compile", 1.6))
+SMALL_TARGETS = (Target("copy_same", 0.90), Target("compile", 1.0, strict=True))
+
+
+def eager(image: torch.Tensor) -> torch.Tensor:
+    """Plain torch, the same integer rounding rule: gray = (21 R + 72 G + 7 B + 50) // 100."""
+    rgb = image.to(torch.int32)
+    return ((21 * rgb[..., 0] + 72 * rgb[..., 1] + 7 * rgb[..., 2] + 50) // 100).to(torch.uint8)
+
+
+def cases(kernel, device: str, quick: bool) -> list[Case]:
+    if device == "cuda":
+        shapes = [(*s, SMALL_TARGETS) for s in SMALL] + [(*s, LARGE_TARGETS) for s in LARGE]
+        shapes.insert(2, (8, 1080, 1920, ()))  # a batch of N x H x W x 3
+    else:
+        shapes = [(270, 480, ()), (1080, 1920, ())]
+    if quick:
+        shapes = shapes[:1] + shapes[-1:]
+    out = []
+    for *dims, targets in shapes:
+        dims = tuple(dims)
+
+        def make(seed: int, dims: tuple[int, ...] = dims) -> tuple[torch.Tensor]:
+            g = torch.Generator(device=device).manual_seed(seed)
+            return (torch.randint(0, 256, (*dims, 3), dtype=torch.uint8, device=device, generator=g),)
+
+        pixels = 1
+        for d in dims:
+            pixels *= d
+        out.append(Case(kernel="img2gray", op="img2gray", label="x".join(map(str, dims)), dtype="uint8",
+                        bytes=4 * pixels, make=make, ours=kernel.img2gray, eager=eager, targets=targets,
+                        exact=True))
+    return out

@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# The GPU run, in one go on a CUDA machine (torch with CUDA, nvcc, cmake, ninja):
+#   1. environment: GPU, driver, nvcc, cmake, python, torch, Python headers;
+#   2. img2gray design-space check without torch (benchmarks/explore/img2gray_variants.cu);
+#   3. build every kernel's host variants with pybuild (CPU + CUDA, sm_90 unless PYBUILD_CUDA_ARCHS);
+#   4. every kernel's test-suite (pytest kernels/), CUDA tests included;
+#   5. `python -m pybuild bench`: every kernel vs torch eager, torch.compile and device copies,
+#      writing gpu-<device>.json and .png.
+# Results and logs go to $OUT when set (a scratch folder the caller collects), else to
+# benchmarks/results/. Exit status: non-zero if any step failed.
+#
+#   bash benchmarks/run_gpu.sh            # everything
+#   bash benchmarks/run_gpu.sh --quick    # fewer sizes and repetitions
+set -uo pipefail
+cd "$(dirname "$0")/.."
+quick=()
+[ "${1:-}" = "--quick" ] && quick=(--quick)
+dest=${OUT:-benchmarks/results}
+mkdir -p "$dest"
+exec > >(tee "$dest/gpu-run.log") 2>&1
+export PYTHONUNBUFFERED=1
+export PYBUILD_CUDA_ARCHS=${PYBUILD_CUDA_ARCHS:-9.0}
+status=0
+step() { echo; echo "== $(date -u +%H:%M:%S) $*"; }
+
+step "environment"
+nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm,clocks.max.mem --format=csv || status=1
+nvcc --version | tail -2
+cmake --version | head -1
+python3 - <<'PY'
+import sys, sysconfig, torch
+print("python", sys.version.split()[0], sys.executable)
+print("torch", torch.__version__, "cuda", torch.version.cuda, "gpu", torch.cuda.is_available())
+print("python include", sysconfig.get_paths()["include"])
+import os; print("Python.h present:", os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h")))
+PY
+
+step "img2gray design space (no torch)"
+if nvcc -O3 -std=c++17 -arch=sm_90 -I kernels/img2gray/csrc benchmarks/explore/img2gray_variants.cu \
+    -o /tmp/img2gray_variants; then
+  /tmp/img2gray_variants "$dest/img2gray-variants.csv" || status=1
+else
+  status=1
+fi
+
+step "build (pybuild, CUDA archs $PYBUILD_CUDA_ARCHS), kernels in parallel"
+pids=()
+for k in kernels/*/build.toml; do
+  python3 -m pybuild build "$(dirname "$k")" > "/tmp/build-$(basename "$(dirname "$k")").log" 2>&1 &
+  pids+=($!)
+done
+build_ok=1
+for p in "${pids[@]}"; do wait "$p" || build_ok=0; done
+cat /tmp/build-*.log
+if [ $build_ok = 0 ]; then
+  status=1
+  for log in kernels/*/.pybuild/*/build.log; do
+    grep -qiE "error|fail" "$log" && { echo "--- $log (tail)"; tail -40 "$log"; }
+  done
+fi
+tar czf "$dest/build-logs.tar.gz" kernels/*/.pybuild/*/build.log 2>/dev/null
+
+if [ $build_ok = 1 ]; then
+  step "tests (pytest kernels/)"
+  python3 -m pytest -q -p no:cacheprovider kernels || status=1
+
+  step "bench"
+  python3 -m pybuild bench "${quick[@]}" --out "$dest" \
+    --record-command "bash benchmarks/run_gpu.sh ${quick[*]}" || status=1
+fi
+step "done (status $status)"
+exit $status

@@ -1,0 +1,465 @@
+"""Benchmark a kernel against torch eager, ``torch.compile`` and a device copy, in one run.
+
+A kernel's cases live beside the farm, in ``benchmarks/<python_name>.py``: a module with
+``cases(kernel, device, quick) -> list[Case]`` (``kernel`` is the loaded package). This module
+times them and writes JSON and a plot.
+
+Timing on CUDA: every case gets enough input sets that together they exceed 3x the L2 cache, so
+each call reads from device memory; one CUDA graph holds one call per set (so host-side launch
+costs stay out), and the reported time is the median over replays (device events) divided by the
+calls in the graph. Each implementation is also timed as plain stream launches ("launch"), which
+adds whatever the host needs per call. Bandwidth = bytes a call must move (inputs read once,
+outputs written once) / time. Copy baselines: ``dst.copy_(src)`` moving the same bytes as one
+call, and one large (1 GiB) copy. On CPU the same cases run with wall-clock medians.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import math
+import platform
+import statistics
+import subprocess
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from .errors import UsageError
+
+SCHEMA = 1
+L2_MULTIPLE = 3  # input sets together exceed this many L2 caches
+MAX_SETS = 4096
+LARGE_COPY_BYTES = 1 << 30
+
+
+@dataclass(frozen=True)
+class Target:
+    """``ours / baseline >= ratio`` (``strict``: ``>``); baseline is eager, compile, copy_same or copy_large."""
+
+    baseline: str
+    ratio: float
+    strict: bool = False
+
+    def describe(self) -> str:
+        return f"ours {'>' if self.strict else '>='} {self.ratio:g} x {self.baseline}"
+
+
+@dataclass
+class Case:
+    """One benchmarked call. ``make(seed)`` returns fresh arguments for ``ours``/``eager``."""
+
+    kernel: str
+    op: str
+    label: str  # shape, e.g. "1080x1920"
+    dtype: str
+    bytes: int  # fewest bytes one call moves: inputs read once + outputs written once
+    make: Callable[[int], tuple[Any, ...]]
+    ours: Callable[..., Any]
+    eager: Callable[..., Any]
+    targets: tuple[Target, ...] = ()
+    exact: bool = False  # outputs must equal eager's exactly (else allclose with atol/rtol)
+    atol: float = 1e-2
+    rtol: float = 1.6e-2
+    panel: str = ""  # plot panel; default "<kernel> <op> <dtype>"
+
+
+@dataclass
+class Timing:
+    ms: float
+    gbps: float
+    method: str  # "cuda-graph", "launch", "wall-clock"
+    sets: int
+
+
+@dataclass
+class CaseResult:
+    kernel: str
+    op: str
+    label: str
+    dtype: str
+    bytes: int
+    panel: str
+    check: str
+    timings: dict[str, Timing] = field(default_factory=dict)
+    ratios: dict[str, float] = field(default_factory=dict)
+    targets: list[dict[str, Any]] = field(default_factory=list)
+
+
+# --------------------------------------------------------------------------------------------
+# Timing
+
+
+def _median_ms(samples: Sequence[float]) -> float:
+    return statistics.median(samples)
+
+
+def n_sets(device: str, bytes_per_call: int, l2_bytes: int) -> int:
+    """Input sets to rotate through so that together they exceed L2_MULTIPLE x L2 (at least 2)."""
+    if device != "cuda":
+        return 2
+    return max(2, min(MAX_SETS, math.ceil(L2_MULTIPLE * l2_bytes / max(1, bytes_per_call))))
+
+
+def time_cuda_graph(fn: Callable[..., Any], arg_sets: Sequence[tuple[Any, ...]], reps: int) -> float:
+    """Median ms per call: one graph with one call per arg set, replayed ``reps`` times."""
+    import torch
+
+    for args in arg_sets:  # warm-up outside the graph (compiles, allocates, loads modules)
+        fn(*args)
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    keep = []
+    with torch.cuda.graph(graph):
+        for args in arg_sets:
+            keep.append(fn(*args))  # outputs stay alive: each call writes fresh memory
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    samples = []
+    for i in range(reps + 3):
+        start.record()
+        graph.replay()
+        end.record()
+        end.synchronize()
+        if i >= 3:
+            samples.append(start.elapsed_time(end) / len(arg_sets))
+    del graph, keep
+    return _median_ms(samples)
+
+
+def time_cuda_launch(fn: Callable[..., Any], arg_sets: Sequence[tuple[Any, ...]], reps: int) -> float:
+    """Median ms per call issued from Python on the current stream (host overhead included)."""
+    import torch
+
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    samples = []
+    for i in range(reps + 2):
+        torch.cuda.synchronize()
+        start.record()
+        for args in arg_sets:
+            fn(*args)
+        end.record()
+        end.synchronize()
+        if i >= 2:
+            samples.append(start.elapsed_time(end) / len(arg_sets))
+    return _median_ms(samples)
+
+
+def time_wall(fn: Callable[..., Any], arg_sets: Sequence[tuple[Any, ...]], reps: int) -> float:
+    samples = []
+    for i in range(reps + 1):
+        for args in arg_sets:
+            t0 = time.perf_counter()
+            fn(*args)
+            if i >= 1:
+                samples.append((time.perf_counter() - t0) * 1e3)
+    return _median_ms(samples)
+
+
+# --------------------------------------------------------------------------------------------
+# Environment
+
+
+def _run(cmd: list[str]) -> str:
+    try:
+        return subprocess.run(cmd, capture_output=True, text=True, timeout=30, check=False).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return ""
+
+
+def environment(device: str) -> dict[str, Any]:
+    import torch
+
+    env: dict[str, Any] = {
+        "python": platform.python_version(),
+        "torch": torch.__version__,
+        "torch-cuda": torch.version.cuda,
+        "platform": platform.platform(),
+    }
+    try:
+        import triton
+
+        env["triton"] = triton.__version__
+    except ImportError:
+        env["triton"] = None
+    nvcc = _run(["nvcc", "--version"]).splitlines()
+    env["nvcc"] = nvcc[-1] if nvcc else None
+    if device == "cuda":
+        p = torch.cuda.get_device_properties(0)
+        env["device"] = {
+            "name": p.name,
+            "capability": f"{p.major}.{p.minor}",
+            "sms": p.multi_processor_count,
+            "l2-bytes": getattr(p, "L2_cache_size", 0),
+            "memory-bytes": p.total_memory,
+        }
+        env["driver"] = _run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"]) or None
+    else:
+        env["device"] = {"name": platform.processor() or platform.machine(), "threads": torch.get_num_threads()}
+    root = Path(__file__).resolve().parent.parent
+    commit = _run(["git", "-C", str(root), "rev-parse", "HEAD"])
+    dirty = bool(_run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"]))
+    env["git"] = f"{commit}{'-dirty' if dirty else ''}" if commit else None
+    return env
+
+
+# --------------------------------------------------------------------------------------------
+# Running cases
+
+
+def load_cases_module(farm_root: Path, python_name: str) -> ModuleType:
+    path = farm_root / "benchmarks" / f"{python_name}.py"
+    if not path.is_file():
+        msg = f"{path}: no benchmarks for kernel {python_name}; add it with a cases(kernel, device, quick) function"
+        raise UsageError(msg)
+    spec = importlib.util.spec_from_file_location(f"_pybuild_bench_{python_name}", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _check(case: Case, ours: Any, ref: Any) -> str:
+    import torch
+
+    if case.exact:
+        return "exact" if torch.equal(ours, ref) else "MISMATCH"
+    diff = (ours.float() - ref.float()).abs()
+    bad = ~(diff <= case.atol + case.rtol * ref.float().abs())
+    return f"max |diff| {diff.max().item():.3g}" + (" MISMATCH" if bad.any() else "")
+
+
+def _compile(fn: Callable[..., Any]) -> Callable[..., Any]:
+    import torch
+
+    return torch.compile(fn, dynamic=False, fullgraph=True)
+
+
+def run_case(case: Case, device: str, l2_bytes: int, compile_: bool, reps: int,
+             copy_large: Timing | None, log: Callable[[str], None]) -> CaseResult:
+    import torch
+
+    sets = n_sets(device, case.bytes, l2_bytes)
+    arg_sets = [case.make(seed) for seed in range(sets)]
+    result = CaseResult(case.kernel, case.op, case.label, case.dtype, case.bytes,
+                        case.panel or f"{case.kernel} {case.op} {case.dtype}", check="")
+    impls: dict[str, Callable[..., Any]] = {"ours": case.ours, "eager": case.eager}
+    if compile_:
+        impls["compile"] = _compile(case.eager)
+    result.check = _check(case, case.ours(*arg_sets[0]), case.eager(*arg_sets[0]))
+
+    def record(name: str, ms: float, method: str, n: int) -> None:
+        result.timings[name] = Timing(ms=ms, gbps=case.bytes / (ms * 1e-3) / 1e9, method=method, sets=n)
+
+    for name, fn in impls.items():
+        if device == "cuda":
+            try:
+                record(name, time_cuda_graph(fn, arg_sets, reps), "cuda-graph", sets)
+            except Exception as e:  # noqa: BLE001 - an implementation that cannot be captured is timed by launches
+                log(f"  {case.op} {case.label}: {name} not capturable in a CUDA graph ({type(e).__name__}); "
+                    "timing stream launches")
+                torch.cuda.synchronize()
+                record(name, time_cuda_launch(fn, arg_sets, reps), "launch", sets)
+            record(f"{name}-launch", time_cuda_launch(fn, arg_sets, max(3, reps // 4)), "launch", sets)
+        else:
+            record(name, time_wall(fn, arg_sets, reps), "wall-clock", sets)
+    del arg_sets
+    # A copy moving the same bytes as one call (bytes // 2 read + bytes // 2 written).
+    half = max(1, case.bytes // 2)
+    copy_sets = [(torch.empty(half, dtype=torch.uint8, device=device).random_(),
+                  torch.empty(half, dtype=torch.uint8, device=device)) for _ in range(sets)]
+    copy = _copy_fn
+    if device == "cuda":
+        record("copy_same", time_cuda_graph(copy, copy_sets, reps), "cuda-graph", sets)
+    else:
+        record("copy_same", time_wall(copy, copy_sets, reps), "wall-clock", sets)
+    del copy_sets
+    if copy_large is not None:
+        result.timings["copy_large"] = copy_large
+    ours = result.timings["ours"].gbps
+    for name, t in result.timings.items():
+        if name != "ours" and not name.endswith("-launch"):
+            result.ratios[name] = ours / t.gbps
+    for target in case.targets if device == "cuda" else ():  # the targets are GPU targets
+        ratio = result.ratios.get(target.baseline)
+        met = ratio is not None and (ratio > target.ratio if target.strict else ratio >= target.ratio)
+        result.targets.append({"target": target.describe(), "baseline": target.baseline, "ratio": ratio,
+                               "threshold": target.ratio, "met": met})
+    if device == "cuda":
+        torch.cuda.empty_cache()
+    return result
+
+
+def _copy_fn(src: Any, dst: Any) -> Any:
+    return dst.copy_(src)
+
+
+def measure_large_copy(device: str, reps: int) -> Timing:
+    import torch
+
+    n = LARGE_COPY_BYTES if device == "cuda" else LARGE_COPY_BYTES // 8
+    sets = [(torch.empty(n, dtype=torch.uint8, device=device).random_(), torch.empty(n, dtype=torch.uint8, device=device))
+            for _ in range(2)]
+    ms = time_cuda_graph(_copy_fn, sets, reps) if device == "cuda" else time_wall(_copy_fn, sets, reps)
+    moved = 2 * n
+    del sets
+    return Timing(ms=ms, gbps=moved / (ms * 1e-3) / 1e9, method="cuda-graph" if device == "cuda" else "wall-clock",
+                  sets=2)
+
+
+def run(kernels: Sequence[tuple[str, ModuleType, ModuleType]], device: str, quick: bool, compile_: bool,
+        command: str, log: Callable[[str], None]) -> dict[str, Any]:
+    """Benchmark ``(name, loaded kernel package, cases module)`` triples; returns the JSON document."""
+    import torch
+
+    if device == "cuda":
+        torch._dynamo.config.cache_size_limit = 1024  # one static compile per shape, never a silent fallback
+        if hasattr(torch._dynamo.config, "recompile_limit"):
+            torch._dynamo.config.recompile_limit = 1024
+    env = environment(device)
+    l2 = env["device"].get("l2-bytes", 0) if device == "cuda" else 0
+    reps = 10 if quick else 30
+    log(f"device {env['device']['name']}; torch {env['torch']}; measuring the large copy")
+    copy_large = measure_large_copy(device, reps)
+    log(f"large copy: {copy_large.gbps:.0f} GB/s")
+    results = []
+    for name, kernel, module in kernels:
+        cases = module.cases(kernel, device, quick)
+        for case in cases:
+            t0 = time.monotonic()
+            r = run_case(case, device, l2, compile_, reps, copy_large, log)
+            results.append(r)
+            parts = [f"{k} {v.gbps:.0f}" for k, v in r.timings.items() if not k.endswith("-launch")]
+            missed = [t["target"] for t in r.targets if not t["met"]]
+            log(f"{name} {case.op} {case.label} {case.dtype}: GB/s " + ", ".join(parts)
+                + f"; {r.check}; {time.monotonic() - t0:.1f} s" + (f"; MISSED {missed}" if missed else ""))
+    return {
+        "schema": SCHEMA,
+        "command": command,
+        "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "environment": env,
+        "method": {
+            "device": device,
+            "timing": "CUDA graph of one call per input set, median of replays (device events) / calls"
+                      if device == "cuda" else "median wall-clock per call",
+            "launch-timing": "stream launches from Python, device events, median" if device == "cuda" else None,
+            "input-sets": f"enough to exceed {L2_MULTIPLE}x L2 together (min 2)" if device == "cuda" else "2",
+            "repetitions": reps,
+            "bytes": "inputs read once + outputs written once, per call",
+            "copy_same": "dst.copy_(src) moving the same bytes as one call",
+            "copy_large": f"dst.copy_(src) of {copy_large_bytes(device)} bytes (read + written counted)",
+            "compile": "torch.compile(eager, dynamic=False, fullgraph=True), default mode" if compile_ else None,
+        },
+        "copy_large": asdict(copy_large),
+        "results": [asdict(r) for r in results],
+    }
+
+
+def copy_large_bytes(device: str) -> int:
+    return LARGE_COPY_BYTES if device == "cuda" else LARGE_COPY_BYTES // 8
+
+
+# --------------------------------------------------------------------------------------------
+# Output
+
+
+def summary_rows(doc: dict[str, Any]) -> list[tuple[str, ...]]:
+    rows = []
+    for r in doc["results"]:
+        t = r["timings"]
+
+        def g(name: str) -> str:
+            return f"{t[name]['gbps']:.0f}" if name in t else "-"
+
+        ratios = r["ratios"]
+        rows.append((
+            f"{r['kernel']} {r['op']}", r["label"], r["dtype"], f"{t['ours']['ms'] * 1e3:.1f}", g("ours"), g("eager"),
+            g("compile"), g("copy_same"),
+            f"{ratios.get('copy_same', 0):.2f}", f"{ratios.get('copy_large', 0):.2f}",
+            f"{ratios['compile']:.2f}" if "compile" in ratios else "-",
+            "-" if not r["targets"] else "yes" if all(x["met"] for x in r["targets"]) else "NO",
+        ))
+    return rows
+
+
+SUMMARY_COLUMNS = ("kernel op", "shape", "dtype", "ours µs", "ours GB/s", "eager", "compile", "copy same",
+                   "÷copy same", "÷copy large", "÷compile", "targets met")
+
+
+def plot(doc: dict[str, Any], path: Path) -> bool:
+    """GB/s per case (ordered by bytes moved), one panel per (kernel, op, dtype). False without matplotlib."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return False
+    panels: dict[str, list[dict[str, Any]]] = {}
+    for r in doc["results"]:
+        panels.setdefault(r["panel"], []).append(r)
+    n = len(panels)
+    cols = min(3, n)
+    rows = math.ceil(n / cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(5.2 * cols, 3.8 * rows), squeeze=False)
+    styles = {"ours": ("C3", "o", "-"), "eager": ("C0", "s", "--"), "compile": ("C2", "^", "--"),
+              "copy_same": ("0.4", "x", ":")}
+    large = doc["copy_large"]["gbps"]
+    for ax, (title, rs) in zip(axes.flat, panels.items()):
+        rs = sorted(rs, key=lambda r: r["bytes"])
+        xs = list(range(len(rs)))
+        for name, (color, marker, ls) in styles.items():
+            ys = [r["timings"][name]["gbps"] if name in r["timings"] else float("nan") for r in rs]
+            label = "copy (same bytes)" if name == "copy_same" else name
+            ax.plot(xs, ys, color=color, marker=marker, linestyle=ls, label=label)
+        ax.axhline(large, color="0.2", linewidth=0.8, label="copy (1 GiB)")
+        ax.set_title(title, fontsize=10)
+        ax.set_xlabel("shape (MB moved per call)")
+        ax.set_ylabel("GB/s")
+        ax.set_ylim(bottom=0)
+        ax.set_xticks(xs)
+        ax.set_xticklabels([f"{r['label']}\n({r['bytes'] / 1e6:.3g} MB)" for r in rs], rotation=30, fontsize=7)
+        ax.grid(alpha=0.3)
+    for ax in list(axes.flat)[n:]:
+        ax.axis("off")
+    axes.flat[0].legend(fontsize=8)
+    env = doc["environment"]
+    fig.suptitle(f"{env['device']['name']} · torch {env['torch']} · {doc['method']['timing']}", fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return True
+
+
+def write_outputs(doc: dict[str, Any], out_dir: Path, name: str) -> list[Path]:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    json_path = out_dir / f"{name}.json"
+    tmp = json_path.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(doc, indent=1) + "\n")
+    tmp.replace(json_path)
+    written = [json_path]
+    png = out_dir / f"{name}.png"
+    if plot(doc, png):
+        written.append(png)
+    return written
+
+
+def device_slug(doc: dict[str, Any]) -> str:
+    name = doc["environment"]["device"]["name"] if doc["method"]["device"] == "cuda" else "cpu"
+    slug = "".join(c if c.isalnum() else "-" for c in name.lower()).strip("-")
+    while "--" in slug:
+        slug = slug.replace("--", "-")
+    return ("gpu-" if doc["method"]["device"] == "cuda" else "") + slug
+
+
+def resolve_device(requested: str) -> str:
+    import torch
+
+    if requested == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    if requested == "cuda" and not torch.cuda.is_available():
+        raise UsageError("--device cuda: torch sees no CUDA device here; use --device cpu")
+    return requested
+
