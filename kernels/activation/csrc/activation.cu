@@ -1,0 +1,159 @@
+// CUDA gated activations: in [rows, 2 d] -> out [rows, d], out = act(in[:, :d]) * in[:, d:].
+// Memory-bound (3 elements moved per output element), so the kernel is about wide accesses:
+//
+// Fast path (d * sizeof(T) a multiple of 16, both pointers 16-byte aligned): the output is treated
+// as one flat array of 16-byte packs. Each thread takes kUnroll packs a block-width apart, issues
+// both 16-byte loads of every pack (gate and up halves) before converting any, and writes each pack
+// with one 16-byte store; a warp's accesses are contiguous runs of 512 bytes. The row of pack c is
+// c / (d / VEC), a multiply-high and a shift with a divisor prepared on the host; no per-element
+// integer division. Otherwise the same kernel runs with one element per pack (any d, any alignment).
+// Arithmetic is fp32; exp is the fast __expf, erf the accurate erff.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "activation.h"
+
+namespace activation {
+
+namespace {
+
+constexpr int kThreads = 256;
+constexpr int kUnroll = 2;
+
+// n / d for n, d < 2^31 as a multiply-high and a shift (Granlund-Montgomery, as torch's IntDivider).
+struct FastDiv32 {
+  uint32_t divisor, magic, shift;
+  explicit FastDiv32(uint32_t d) : divisor(d), magic(0), shift(0) {
+    while (shift < 32 && (uint64_t{1} << shift) < d) ++shift;
+    magic = static_cast<uint32_t>(((uint64_t{1} << 32) * ((uint64_t{1} << shift) - d)) / d + 1);
+  }
+  __device__ __forceinline__ uint32_t div(uint32_t n) const { return (__umulhi(n, magic) + n) >> shift; }
+};
+
+// Plain 64-bit division, for arrays of 2^31 packs or more.
+struct Div64 {
+  uint64_t divisor;
+  explicit Div64(uint64_t d) : divisor(d) {}
+  __device__ __forceinline__ uint64_t div(uint64_t n) const { return n / divisor; }
+};
+
+template <typename T>
+__device__ __forceinline__ float to_float(T x);
+template <>
+__device__ __forceinline__ float to_float(float x) { return x; }
+template <>
+__device__ __forceinline__ float to_float(__half x) { return __half2float(x); }
+template <>
+__device__ __forceinline__ float to_float(__nv_bfloat16 x) { return __bfloat162float(x); }
+
+template <typename T>
+__device__ __forceinline__ T from_float(float x);
+template <>
+__device__ __forceinline__ float from_float(float x) { return x; }
+template <>
+__device__ __forceinline__ __half from_float(float x) { return __float2half_rn(x); }
+template <>
+__device__ __forceinline__ __nv_bfloat16 from_float(float x) { return __float2bfloat16_rn(x); }
+
+template <Act A>
+__device__ __forceinline__ float act(float x) {
+  if constexpr (A == Act::kSilu) {
+    return x / (1.0f + __expf(-x));
+  } else if constexpr (A == Act::kGelu) {
+    return 0.5f * x * (1.0f + erff(x * kSqrtHalf));
+  } else {
+    return x / (1.0f + __expf(-kGeluTanhScale * (x + kGeluTanhCubic * x * x * x)));
+  }
+}
+
+// VEC consecutive elements, loaded and stored as one access (16 bytes on the fast path).
+template <typename T, int VEC>
+struct alignas(sizeof(T) * VEC) Pack {
+  T v[VEC];
+};
+
+// out (as packs) [n_packs], in [rows, 2 d]; row of pack c = c / (d / VEC).
+template <typename T, Act A, int VEC, typename Index, typename Div>
+__global__ void __launch_bounds__(kThreads) act_and_mul_kernel(T* __restrict__ out, const T* __restrict__ in,
+                                                               Index n_packs, Div packs_per_row, int64_t d) {
+  using P = Pack<T, VEC>;
+  const Index first = static_cast<Index>(blockIdx.x) * (kThreads * kUnroll) + threadIdx.x;
+  P gate[kUnroll], up[kUnroll];
+#pragma unroll
+  for (int u = 0; u < kUnroll; ++u) {
+    const Index c = first + static_cast<Index>(u) * kThreads;
+    if (c < n_packs) {
+      const Index row = packs_per_row.div(c);
+      const Index col = c - row * static_cast<Index>(packs_per_row.divisor);
+      const T* g = in + static_cast<int64_t>(row) * 2 * d + static_cast<int64_t>(col) * VEC;
+      gate[u] = *reinterpret_cast<const P*>(g);
+      up[u] = *reinterpret_cast<const P*>(g + d);
+    }
+  }
+#pragma unroll
+  for (int u = 0; u < kUnroll; ++u) {
+    const Index c = first + static_cast<Index>(u) * kThreads;
+    if (c < n_packs) {
+      P o;
+#pragma unroll
+      for (int k = 0; k < VEC; ++k) {
+        o.v[k] = from_float<T>(act<A>(to_float(gate[u].v[k])) * to_float(up[u].v[k]));
+      }
+      reinterpret_cast<P*>(out)[c] = o;
+    }
+  }
+}
+
+template <typename T, Act A, int VEC>
+void launch_packs(T* out, const T* in, int64_t rows, int64_t d, cudaStream_t stream) {
+  const int64_t per_row = d / VEC;
+  const int64_t n_packs = rows * per_row;
+  const int64_t blocks = (n_packs + kThreads * kUnroll - 1) / (kThreads * kUnroll);
+  if (n_packs < (int64_t{1} << 31)) {
+    act_and_mul_kernel<T, A, VEC, uint32_t, FastDiv32><<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(
+        out, in, static_cast<uint32_t>(n_packs), FastDiv32(static_cast<uint32_t>(per_row)), d);
+  } else {
+    act_and_mul_kernel<T, A, VEC, uint64_t, Div64><<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(
+        out, in, static_cast<uint64_t>(n_packs), Div64(static_cast<uint64_t>(per_row)), d);
+  }
+}
+
+template <typename T, Act A>
+void launch_typed(void* out, const void* in, int64_t rows, int64_t d, cudaStream_t stream) {
+  constexpr int kVec = 16 / sizeof(T);
+  auto* o = static_cast<T*>(out);
+  const auto* i = static_cast<const T*>(in);
+  const bool aligned = (reinterpret_cast<uintptr_t>(out) % 16 == 0) && (reinterpret_cast<uintptr_t>(in) % 16 == 0);
+  if (aligned && d % kVec == 0) {
+    launch_packs<T, A, kVec>(o, i, rows, d, stream);
+  } else {
+    launch_packs<T, A, 1>(o, i, rows, d, stream);
+  }
+}
+
+template <Act A>
+void launch_act(DType dtype, void* out, const void* in, int64_t rows, int64_t d, cudaStream_t stream) {
+  switch (dtype) {
+    case DType::kFloat32: launch_typed<float, A>(out, in, rows, d, stream); break;
+    case DType::kFloat16: launch_typed<__half, A>(out, in, rows, d, stream); break;
+    case DType::kBFloat16: launch_typed<__nv_bfloat16, A>(out, in, rows, d, stream); break;
+  }
+}
+
+}  // namespace
+
+int launch_act_and_mul(Act act, DType dtype, void* out, const void* in, int64_t rows, int64_t d, void* stream) {
+  if (rows <= 0 || d <= 0) return 0;
+  const auto s = static_cast<cudaStream_t>(stream);
+  switch (act) {
+    case Act::kSilu: launch_act<Act::kSilu>(dtype, out, in, rows, d, s); break;
+    case Act::kGelu: launch_act<Act::kGelu>(dtype, out, in, rows, d, s); break;
+    case Act::kGeluTanh: launch_act<Act::kGeluTanh>(dtype, out, in, rows, d, s); break;
+  }
+  return static_cast<int>(cudaGetLastError());
+}
+
+}  // namespace activation

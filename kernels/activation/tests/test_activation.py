@@ -1,0 +1,174 @@
+"""activation: silu_and_mul, gelu_and_mul (exact and tanh), gelu_tanh_and_mul against a plain-torch
+float64 reference, on CPU always and on CUDA where a GPU is present."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import zlib
+from pathlib import Path
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from pybuild.testing import load_built_kernel
+
+KERNEL_DIR = Path(__file__).resolve().parent.parent
+
+
+def reference(op: str, x: torch.Tensor) -> torch.Tensor:
+    """Plain torch in float64, rounded once to x's dtype."""
+    d = x.shape[-1] // 2
+    gate, up = x[..., :d].double(), x[..., d:].double()
+    if op == "silu_and_mul":
+        act = F.silu(gate)
+    elif op == "gelu_and_mul":
+        act = F.gelu(gate)
+    else:
+        act = F.gelu(gate, approximate="tanh")
+    return (act * up).to(x.dtype)
+
+
+OPS = ("silu_and_mul", "gelu_and_mul", "gelu_tanh_and_mul")
+DTYPES = (torch.float32, torch.float16, torch.bfloat16)
+# One rounding of an fp32 result against one rounding of the float64 reference: at most an ulp apart.
+TOL = {
+    torch.float32: dict(atol=1e-5, rtol=1e-5),
+    torch.float16: dict(atol=1e-3, rtol=2e-3),
+    torch.bfloat16: dict(atol=1e-2, rtol=1.6e-2),
+}
+# Leading shapes and 2 d: vector paths (d a multiple of 8), scalar paths (odd d), several blocks,
+# partial blocks, empty tensors.
+SHAPES = [(1, 2), (3, 16), (7, 258), (4, 3, 128), (2, 2, 2, 1030), (1000, 2 * 1032), (33, 8192), (0, 64), (5, 0)]
+CUDA = pytest.param(
+    "cuda",
+    marks=[pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")],
+)
+DEVICES = ["cpu", CUDA]
+
+
+@pytest.fixture(scope="module")
+def kernel():
+    return load_built_kernel(KERNEL_DIR)
+
+
+def call(kernel, op: str, x: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
+    return getattr(kernel, op)(x, out=out)
+
+
+def randn(shape, dtype, device, seed: int) -> torch.Tensor:
+    g = torch.Generator().manual_seed(seed)
+    return (torch.randn(shape, generator=g, dtype=torch.float32) * 3).to(dtype).to(device)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("op", OPS)
+@pytest.mark.parametrize("shape", SHAPES, ids=str)
+def test_matches_reference(kernel, op, dtype, shape, device):
+    x = randn(shape, dtype, device, seed=zlib.crc32(repr((op, shape)).encode()))
+    out_shape = (*shape[:-1], shape[-1] // 2)
+    out = torch.full(out_shape, float("nan"), dtype=dtype, device=device)  # sentinel: every element written
+    got = call(kernel, op, x, out)
+    assert got is out and got.shape == out_shape and got.dtype == dtype
+    assert not torch.isnan(got).any(), "some outputs were not written"
+    torch.testing.assert_close(got.cpu(), reference(op, x.cpu()), **TOL[dtype])
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_non_contiguous_and_unaligned(kernel, dtype, device):
+    base = randn((6, 2, 520), dtype, device, seed=1)
+    views = {
+        "strided rows": base[:, 0, :],
+        "transposed": randn((256, 6), dtype, device, seed=2).t(),
+        "odd storage offset": randn((6 * 512 + 1,), dtype, device, seed=3)[1:].view(6, 512),
+    }
+    for name, x in views.items():
+        for op in OPS:
+            got = call(kernel, op, x)
+            torch.testing.assert_close(got.cpu(), reference(op, x.cpu()), **TOL[dtype], msg=lambda m: f"{name}: {m}")
+    # An output at an odd offset (not 16-byte aligned) takes the scalar path.
+    x = randn((6, 512), dtype, device, seed=4)
+    out = torch.full((6 * 256 + 1,), float("nan"), dtype=dtype, device=device)[1:].view(6, 256)
+    got = call(kernel, "silu_and_mul", x, out)
+    torch.testing.assert_close(got.cpu(), reference("silu_and_mul", x.cpu()), **TOL[dtype])
+
+
+def test_gelu_approximate_keyword(kernel):
+    x = randn((4, 64), torch.float32, "cpu", seed=5)
+    torch.testing.assert_close(kernel.gelu_and_mul(x, approximate="tanh"), kernel.gelu_tanh_and_mul(x))
+    torch.testing.assert_close(kernel.gelu_and_mul(x), reference("gelu_and_mul", x), **TOL[torch.float32])
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+@pytest.mark.parametrize("op", OPS)
+def test_cuda_agrees_with_cpu(kernel, op):
+    x = randn((64, 2 * 4104), torch.float32, "cpu", seed=6)
+    torch.testing.assert_close(call(kernel, op, x.cuda()).cpu(), call(kernel, op, x), atol=1e-5, rtol=1e-5)
+
+
+# (call, exception type, exact message fragment)
+ERRORS = [
+    (lambda k: k.silu_and_mul(torch.ones(4, 4, dtype=torch.int32)), TypeError,
+     "silu_and_mul: expected a float32, float16 or bfloat16 tensor, got torch.int32"),
+    (lambda k: k.silu_and_mul(torch.ones(4, 4, dtype=torch.float64)), TypeError, "got torch.float64"),
+    (lambda k: k.gelu_and_mul(torch.ones(4, 5)), ValueError, "gelu_and_mul: expected input of shape [..., 2 * d]"),
+    (lambda k: k.silu_and_mul(torch.tensor(1.0)), ValueError, "(even last dimension), got ()"),
+    (lambda k: k.silu_and_mul(torch.ones(4, 8), out=torch.empty(4, 8)), ValueError,
+     "silu_and_mul: out must be torch.float32 of shape (4, 4)"),
+    (lambda k: k.silu_and_mul(torch.ones(4, 8), out=torch.empty(4, 4, dtype=torch.float16)), ValueError,
+     "got torch.float16 (4, 4)"),
+    (lambda k: k.silu_and_mul(torch.ones(4, 8), out=torch.empty(4, 4).t()), ValueError, "out must be contiguous"),
+    (lambda k: k.gelu_and_mul(torch.ones(4, 8), approximate="fast"), ValueError,
+     "gelu_and_mul: approximate must be 'none' or 'tanh', got 'fast'"),
+    (lambda k: k.silu_and_mul([1.0, 2.0]), TypeError, "silu_and_mul: expected a torch.Tensor, got list"),
+    # The op itself checks too (callers that skip the wrapper).
+    (lambda k: k.ops.silu_and_mul(torch.ones(4, 8), torch.empty(4, 3)), RuntimeError,
+     "silu_and_mul: expected out of shape [..., 4] matching input [4, 8], got [4, 3]"),
+    (lambda k: k.ops.gelu_and_mul(torch.ones(4, 8, dtype=torch.float64), torch.empty(4, 4, dtype=torch.float64)),
+     RuntimeError, "gelu_and_mul: expected float32, float16 or bfloat16 input, got Double"),
+]
+
+
+@pytest.mark.parametrize("fn, exc, fragment", ERRORS, ids=[e[2][:40] for e in ERRORS])
+def test_errors(kernel, fn, exc, fragment):
+    with pytest.raises(exc) as info:
+        fn(kernel)
+    assert fragment in str(info.value)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("op", OPS)
+def test_opcheck(kernel, op, device):
+    x = randn((3, 5, 32), torch.float32, device, seed=7)
+    out = torch.empty(3, 5, 16, device=device)
+    torch.library.opcheck(getattr(kernel.ops, op), (x, out))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_torch_compile_fullgraph(kernel, device):
+    torch._dynamo.reset()
+    backend = "inductor" if device == "cuda" else "aot_eager"
+
+    def mlp(x: torch.Tensor) -> torch.Tensor:
+        return kernel.silu_and_mul(x) + kernel.gelu_and_mul(x, approximate="tanh") + kernel.gelu_and_mul(x)
+
+    x = randn((2, 7, 64), torch.float32, device, seed=8)
+    got = torch.compile(mlp, fullgraph=True, backend=backend)(x)
+    want = sum(reference(op, x.cpu()) for op in OPS)
+    torch.testing.assert_close(got.cpu(), want, atol=1e-4, rtol=1e-4)
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc (the CUDA toolkit)")
+def test_cuda_source_compiles_for_sm90_without_spills(tmp_path):
+    """activation.cu includes no torch header, so it compiles here even against a CPU-only torch."""
+    cmd = [shutil.which("ccache")] if shutil.which("ccache") else []
+    cmd += ["nvcc", "-std=c++17", "-O3", "-arch=sm_90", "-Xptxas", "-v", "-DPYBUILD_BACKEND_CUDA", "-c",
+            str(KERNEL_DIR / "csrc" / "activation.cu"), "-o", str(tmp_path / "activation.o")]
+    proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    assert proc.returncode == 0, proc.stderr
+    spills = [line for line in proc.stderr.splitlines() if "spill" in line and not line.strip().startswith("0 bytes")]
+    assert not spills, "\n".join(spills)

@@ -1,0 +1,212 @@
+// CUDA RMS norm: in [rows, hidden] -> out [rows, hidden], out = in * rsqrt(mean(in^2) + eps) * weight.
+// Memory-bound: x is read once and y written once (the weight, read by every row, stays in L2/L1).
+//
+// Fast path (hidden * sizeof(T) a multiple of 16, all pointers 16-byte aligned, at most 4096
+// packs of 16 bytes per row: hidden <= 16384 in fp32, <= 32768 in fp16/bf16): a row is held in registers, CPT 16-byte packs per thread, so x is
+// read from memory exactly once. A row is owned by a group of threads:
+//   - up to 128 packs per row (bf16 hidden <= 1024): `group` = 1..32 threads of one warp, several
+//     rows per block, the sum of squares reduced with warp shuffles inside the group;
+//   - larger rows: one block per row of up to 1024 threads with 4 packs (64 bytes) each,
+//     shuffles then one shared-memory step.
+// All loads of a thread are issued before the first use; sums and products are fp32.
+// Other shapes (odd hidden, unaligned views, very long rows) take a two-pass kernel, one block per
+// row, whose second read of the row is served by L1/L2.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "rms_norm.h"
+
+namespace rms_norm {
+
+namespace {
+
+constexpr int kMaxThreads = 1024;
+constexpr int kWarpPathThreads = 256;  // block size when a row fits one warp
+constexpr int kWarpPathMaxPacks = 128;
+constexpr int kMaxPacks = 4096;        // 1024 threads x 4 packs
+
+template <typename T>
+__device__ __forceinline__ float to_float(T x);
+template <>
+__device__ __forceinline__ float to_float(float x) { return x; }
+template <>
+__device__ __forceinline__ float to_float(__half x) { return __half2float(x); }
+template <>
+__device__ __forceinline__ float to_float(__nv_bfloat16 x) { return __bfloat162float(x); }
+
+template <typename T>
+__device__ __forceinline__ T from_float(float x);
+template <>
+__device__ __forceinline__ float from_float(float x) { return x; }
+template <>
+__device__ __forceinline__ __half from_float(float x) { return __float2half_rn(x); }
+template <>
+__device__ __forceinline__ __nv_bfloat16 from_float(float x) { return __float2bfloat16_rn(x); }
+
+template <typename T>
+struct alignas(16) Pack {
+  static constexpr int kVec = 16 / sizeof(T);
+  T v[kVec];
+};
+
+// Sum of `v` over the whole block (every thread gets it). `scratch` holds 33 floats.
+__device__ __forceinline__ float block_sum(float v, float* scratch) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  if (lane == 0) scratch[warp] = v;
+  __syncthreads();
+  if (warp == 0) {
+    const int n_warps = (blockDim.x + 31) / 32;
+    float s = lane < n_warps ? scratch[lane] : 0.0f;
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
+    if (lane == 0) scratch[32] = s;
+  }
+  __syncthreads();
+  return scratch[32];
+}
+
+// Rows in registers. group <= 32: blockDim.x / group rows per block; else group == blockDim.x, one row.
+template <typename T, int CPT>
+__global__ void __launch_bounds__(kMaxThreads) rms_norm_vec_kernel(T* __restrict__ out, const T* __restrict__ in,
+                                                                   const T* __restrict__ weight, int64_t rows,
+                                                                   int packs, int group, float inv_hidden,
+                                                                   float eps) {
+  using P = Pack<T>;
+  __shared__ float scratch[33];
+  int64_t row;
+  int lane;
+  if (group <= 32) {
+    row = static_cast<int64_t>(blockIdx.x) * (blockDim.x / group) + threadIdx.x / group;
+    lane = threadIdx.x & (group - 1);
+  } else {
+    row = blockIdx.x;
+    lane = threadIdx.x;
+  }
+  const bool row_ok = row < rows;
+  const P* x = reinterpret_cast<const P*>(in) + row * packs;
+  P v[CPT];
+  float ss = 0.0f;
+#pragma unroll
+  for (int c = 0; c < CPT; ++c) {
+    const int p = lane + c * group;
+    if (row_ok && p < packs) {
+      v[c] = x[p];
+    } else {
+#pragma unroll
+      for (int k = 0; k < P::kVec; ++k) v[c].v[k] = from_float<T>(0.0f);
+    }
+  }
+#pragma unroll
+  for (int c = 0; c < CPT; ++c) {
+#pragma unroll
+    for (int k = 0; k < P::kVec; ++k) {
+      const float f = to_float(v[c].v[k]);
+      ss += f * f;
+    }
+  }
+  if (group <= 32) {
+    for (int o = group / 2; o > 0; o >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, o);
+  } else {
+    ss = block_sum(ss, scratch);
+  }
+  if (!row_ok) return;
+  const float rstd = rsqrtf(ss * inv_hidden + eps);
+  const P* w = reinterpret_cast<const P*>(weight);
+  P* y = reinterpret_cast<P*>(out) + row * packs;
+#pragma unroll
+  for (int c = 0; c < CPT; ++c) {
+    const int p = lane + c * group;
+    if (p < packs) {
+      const P wp = w[p];
+      P o;
+#pragma unroll
+      for (int k = 0; k < P::kVec; ++k) o.v[k] = from_float<T>(to_float(v[c].v[k]) * rstd * to_float(wp.v[k]));
+      y[p] = o;
+    }
+  }
+}
+
+// Any shape and alignment: one block per row, sum of squares, then a second pass that writes.
+template <typename T>
+__global__ void __launch_bounds__(256) rms_norm_generic_kernel(T* __restrict__ out, const T* __restrict__ in,
+                                                               const T* __restrict__ weight, int64_t hidden,
+                                                               float inv_hidden, float eps) {
+  __shared__ float scratch[33];
+  const T* x = in + static_cast<int64_t>(blockIdx.x) * hidden;
+  T* y = out + static_cast<int64_t>(blockIdx.x) * hidden;
+  float ss = 0.0f;
+  for (int64_t i = threadIdx.x; i < hidden; i += blockDim.x) {
+    const float f = to_float(x[i]);
+    ss += f * f;
+  }
+  const float rstd = rsqrtf(block_sum(ss, scratch) * inv_hidden + eps);
+  for (int64_t i = threadIdx.x; i < hidden; i += blockDim.x) {
+    y[i] = from_float<T>(to_float(x[i]) * rstd * to_float(weight[i]));
+  }
+}
+
+int next_pow2(int n) {
+  int p = 1;
+  while (p < n) p <<= 1;
+  return p;
+}
+
+template <typename T, int CPT>
+void launch_vec(T* out, const T* in, const T* weight, int64_t rows, int packs, int group, int threads, float inv_h,
+                float eps, cudaStream_t s) {
+  const int64_t rows_per_block = group <= 32 ? threads / group : 1;
+  const int64_t blocks = (rows + rows_per_block - 1) / rows_per_block;
+  rms_norm_vec_kernel<T, CPT><<<static_cast<unsigned>(blocks), threads, 0, s>>>(out, in, weight, rows, packs, group,
+                                                                                inv_h, eps);
+}
+
+template <typename T>
+void launch_typed(void* out, const void* in, const void* weight, int64_t rows, int64_t hidden, float eps,
+                  cudaStream_t s) {
+  constexpr int kVec = 16 / sizeof(T);
+  auto* o = static_cast<T*>(out);
+  const auto* x = static_cast<const T*>(in);
+  const auto* w = static_cast<const T*>(weight);
+  const float inv_h = 1.0f / static_cast<float>(hidden);
+  const bool aligned = (reinterpret_cast<uintptr_t>(out) | reinterpret_cast<uintptr_t>(in) |
+                        reinterpret_cast<uintptr_t>(weight)) % 16 == 0;
+  if (!aligned || hidden % kVec != 0 || hidden / kVec > kMaxPacks) {
+    rms_norm_generic_kernel<T><<<static_cast<unsigned>(rows), 256, 0, s>>>(o, x, w, hidden, inv_h, eps);
+    return;
+  }
+  const int packs = static_cast<int>(hidden / kVec);
+  if (packs <= kWarpPathMaxPacks) {
+    // Threads per row: a power of two with up to 4 packs each (3 are rounded up to 4).
+    const int group = next_pow2((packs + 3) / 4);
+    switch ((packs + group - 1) / group) {
+      case 1: launch_vec<T, 1>(o, x, w, rows, packs, group, kWarpPathThreads, inv_h, eps, s); break;
+      case 2: launch_vec<T, 2>(o, x, w, rows, packs, group, kWarpPathThreads, inv_h, eps, s); break;
+      default: launch_vec<T, 4>(o, x, w, rows, packs, group, kWarpPathThreads, inv_h, eps, s); break;
+    }
+    return;
+  }
+  // One block per row, 4 packs (64 bytes) per thread.
+  const int threads = ((packs + 3) / 4 + 31) / 32 * 32;
+  launch_vec<T, 4>(o, x, w, rows, packs, threads, threads, inv_h, eps, s);
+}
+
+}  // namespace
+
+int launch_rms_norm(DType dtype, void* out, const void* in, const void* weight, int64_t rows, int64_t hidden,
+                    float eps, void* stream) {
+  if (rows <= 0 || hidden <= 0) return 0;
+  const auto s = static_cast<cudaStream_t>(stream);
+  switch (dtype) {
+    case DType::kFloat32: launch_typed<float>(out, in, weight, rows, hidden, eps, s); break;
+    case DType::kFloat16: launch_typed<__half>(out, in, weight, rows, hidden, eps, s); break;
+    case DType::kBFloat16: launch_typed<__nv_bfloat16>(out, in, weight, rows, hidden, eps, s); break;
+  }
+  return static_cast<int>(cudaGetLastError());
+}
+
+}  // namespace rms_norm

@@ -1,0 +1,185 @@
+"""rms_norm against a plain-torch float64 reference, on CPU always and on CUDA where a GPU is present."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import zlib
+from pathlib import Path
+
+import pytest
+import torch
+
+from pybuild.testing import load_built_kernel
+
+KERNEL_DIR = Path(__file__).resolve().parent.parent
+
+
+def reference(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
+    """Plain torch in float64, rounded once to x's dtype."""
+    xd = x.double()
+    return (xd * torch.rsqrt(xd.pow(2).mean(-1, keepdim=True) + eps) * weight.double()).to(x.dtype)
+
+
+DTYPES = (torch.float32, torch.float16, torch.bfloat16)
+# fp32 sums over up to 16384 squares, then one rounding to the dtype.
+TOL = {
+    torch.float32: dict(atol=1e-5, rtol=2e-5),
+    torch.float16: dict(atol=2e-3, rtol=2e-3),
+    torch.bfloat16: dict(atol=2e-2, rtol=1.6e-2),
+}
+# Hidden sizes across every CUDA path: warp groups of 1..32 threads (<= 128 packs of 16 bytes),
+# one block per row (up to 4096 packs), the two-pass path (odd sizes; fp32 rows over 16384).
+HIDDEN = (1, 7, 8, 96, 100, 128, 256, 1000, 1024, 1032, 4096, 5120, 8192, 16384, 16392)
+ROWS = (1, 37)
+CUDA = pytest.param(
+    "cuda",
+    marks=[pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")],
+)
+DEVICES = ["cpu", CUDA]
+
+
+@pytest.fixture(scope="module")
+def kernel():
+    return load_built_kernel(KERNEL_DIR)
+
+
+def randn(shape, dtype, device, seed: int, scale: float = 1.0, shift: float = 0.0) -> torch.Tensor:
+    g = torch.Generator().manual_seed(seed)
+    return (torch.randn(shape, generator=g) * scale + shift).to(dtype).to(device)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("rows", ROWS)
+@pytest.mark.parametrize("hidden", HIDDEN)
+def test_matches_reference(kernel, hidden, rows, dtype, device):
+    seed = zlib.crc32(repr((hidden, rows, str(dtype))).encode())
+    x = randn((rows, hidden), dtype, device, seed, scale=2.0)
+    w = randn((hidden,), dtype, device, seed + 1, scale=0.5, shift=1.0)
+    out = torch.full_like(x, float("nan"))  # sentinel: every element must be written
+    got = kernel.rms_norm(x, w, eps=1e-6, out=out)
+    assert got is out
+    assert not torch.isnan(got).any(), "some outputs were not written"
+    torch.testing.assert_close(got.cpu(), reference(x.cpu(), w.cpu(), 1e-6), **TOL[dtype])
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("shape", [(0, 64), (2, 3, 4, 256), (5, 1, 1000)], ids=str)
+def test_leading_shapes(kernel, shape, device):
+    x = randn(shape, torch.bfloat16, device, seed=11)
+    w = randn(shape[-1:], torch.bfloat16, device, seed=12, shift=1.0)
+    got = kernel.rms_norm(x, w, eps=1e-5)
+    assert got.shape == x.shape and got.dtype == x.dtype
+    torch.testing.assert_close(got.cpu(), reference(x.cpu(), w.cpu(), 1e-5), **TOL[torch.bfloat16])
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_non_contiguous_and_unaligned(kernel, dtype, device):
+    w = randn((512,), dtype, device, seed=13, shift=1.0)
+    views = {
+        "strided rows": randn((8, 2, 512), dtype, device, seed=14)[:, 1, :],
+        "transposed": randn((512, 8), dtype, device, seed=15).t(),
+        "odd storage offset": randn((8 * 512 + 1,), dtype, device, seed=16)[1:].view(8, 512),
+    }
+    for name, x in views.items():
+        got = kernel.rms_norm(x, w)
+        torch.testing.assert_close(got.cpu(), reference(x.cpu(), w.cpu(), 1e-6), **TOL[dtype],
+                                   msg=lambda m: f"{name}: {m}")
+    # Weight and output at odd offsets (not 16-byte aligned) take the two-pass path.
+    x = randn((8, 512), dtype, device, seed=17)
+    w_odd = randn((513,), dtype, device, seed=18, shift=1.0)[1:]
+    out = torch.full((8 * 512 + 1,), float("nan"), dtype=dtype, device=device)[1:].view(8, 512)
+    got = kernel.rms_norm(x, w_odd, out=out)
+    torch.testing.assert_close(got.cpu(), reference(x.cpu(), w_odd.cpu(), 1e-6), **TOL[dtype])
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_eps_and_extremes(kernel, device):
+    x = torch.zeros(3, 128, device=device)
+    w = torch.ones(128, device=device)
+    assert torch.equal(kernel.rms_norm(x, w, eps=1e-6), x)  # 0 / sqrt(eps) = 0
+    big = randn((4, 4096), torch.float32, device, seed=19, scale=1e4)
+    torch.testing.assert_close(kernel.rms_norm(big, w.new_ones(4096), eps=0.0).cpu(),
+                               reference(big.cpu(), torch.ones(4096), 0.0), **TOL[torch.float32])
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+@pytest.mark.parametrize("hidden", (128, 4096, 16384))
+def test_cuda_agrees_with_cpu(kernel, hidden):
+    x = randn((300, hidden), torch.float32, "cpu", seed=20)
+    w = randn((hidden,), torch.float32, "cpu", seed=21, shift=1.0)
+    torch.testing.assert_close(kernel.rms_norm(x.cuda(), w.cuda()).cpu(), kernel.rms_norm(x, w), atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+def test_many_rows(kernel):
+    x = randn((70001, 128), torch.bfloat16, "cuda", seed=22)  # more rows than a 1D grid of 256-row blocks covers twice
+    w = randn((128,), torch.bfloat16, "cuda", seed=23, shift=1.0)
+    torch.testing.assert_close(kernel.rms_norm(x, w).cpu(), reference(x.cpu(), w.cpu(), 1e-6), **TOL[torch.bfloat16])
+
+
+# (call, exception type, exact message fragment)
+ERRORS = [
+    (lambda k: k.rms_norm(torch.ones(2, 4, dtype=torch.int32), torch.ones(4, dtype=torch.int32)), TypeError,
+     "rms_norm: expected a float32, float16 or bfloat16 tensor, got torch.int32"),
+    (lambda k: k.rms_norm(torch.ones(2, 4), torch.ones(4, dtype=torch.float16)), TypeError,
+     "rms_norm: weight must have x's dtype torch.float32, got torch.float16"),
+    (lambda k: k.rms_norm(torch.ones(2, 4), torch.ones(5)), ValueError,
+     "rms_norm: expected weight of shape (4,), got (5,)"),
+    (lambda k: k.rms_norm(torch.ones(2, 0), torch.ones(0)), ValueError, "with hidden > 0, got (2, 0)"),
+    (lambda k: k.rms_norm(torch.ones(2, 4), torch.ones(4), eps=-1.0), ValueError, "rms_norm: eps must be >= 0"),
+    (lambda k: k.rms_norm(torch.ones(2, 4), torch.ones(4), out=torch.empty(4, 2)), ValueError,
+     "rms_norm: out must be torch.float32 of shape (2, 4)"),
+    (lambda k: k.rms_norm(torch.ones(2, 4), torch.ones(4), out=torch.empty(4, 2).t()), ValueError,
+     "rms_norm: out must be contiguous"),
+    (lambda k: k.rms_norm("x", torch.ones(4)), TypeError, "rms_norm: expected torch.Tensor x and weight, got str"),
+    (lambda k: k.ops.rms_norm(torch.ones(2, 4), torch.ones(3), 1e-6, torch.empty(2, 4)), RuntimeError,
+     "rms_norm: expected weight of shape [4], got [3]"),
+    (lambda k: k.ops.rms_norm(torch.ones(2, 4), torch.ones(4), 1e-6, torch.empty(2, 4, dtype=torch.float16)),
+     RuntimeError, "rms_norm: expected out of dtype Float, got Half"),
+]
+
+
+@pytest.mark.parametrize("fn, exc, fragment", ERRORS, ids=[e[2][:40] for e in ERRORS])
+def test_errors(kernel, fn, exc, fragment):
+    with pytest.raises(exc) as info:
+        fn(kernel)
+    assert fragment in str(info.value)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("hidden", (64, 2048))
+def test_opcheck(kernel, hidden, device):
+    x = randn((3, 5, hidden), torch.float32, device, seed=24)
+    w = randn((hidden,), torch.float32, device, seed=25)
+    torch.library.opcheck(kernel.ops.rms_norm, (x, w, 1e-6, torch.empty_like(x)))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_torch_compile_fullgraph(kernel, device):
+    torch._dynamo.reset()
+    backend = "inductor" if device == "cuda" else "aot_eager"
+
+    def block(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+        return kernel.rms_norm(x * 2, w, eps=1e-5) + 1
+
+    x = randn((4, 9, 256), torch.float32, device, seed=26)
+    w = randn((256,), torch.float32, device, seed=27, shift=1.0)
+    got = torch.compile(block, fullgraph=True, backend=backend)(x, w)
+    torch.testing.assert_close(got.cpu(), reference(x.cpu() * 2, w.cpu(), 1e-5) + 1, atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc (the CUDA toolkit)")
+def test_cuda_source_compiles_for_sm90_without_spills(tmp_path):
+    """rms_norm.cu includes no torch header, so it compiles here even against a CPU-only torch."""
+    cmd = [shutil.which("ccache")] if shutil.which("ccache") else []
+    cmd += ["nvcc", "-std=c++17", "-O3", "-arch=sm_90", "-Xptxas", "-v", "-DPYBUILD_BACKEND_CUDA", "-c",
+            str(KERNEL_DIR / "csrc" / "rms_norm.cu"), "-o", str(tmp_path / "rms_norm.o")]
+    proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    assert proc.returncode == 0, proc.stderr
+    spills = [line for line in proc.stderr.splitlines() if "spill" in line and not line.strip().startswith("0 bytes")]
+    assert not spills, "\n".join(spills)

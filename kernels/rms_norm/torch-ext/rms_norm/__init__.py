@@ -1,0 +1,59 @@
+"""RMS norm over the last dimension: ``y = x / sqrt(mean(x**2, -1) + eps) * weight``.
+
+For float32, float16 and bfloat16 tensors ``[..., hidden]`` with a ``[hidden]`` weight of the same
+dtype, on CPU and CUDA. The mean of squares is accumulated and every product formed in float32;
+the result is rounded once to the input dtype.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from ._ops import add_op_namespace_prefix, ops
+
+__all__ = ["rms_norm"]
+
+_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
+
+
+@torch.library.register_fake(add_op_namespace_prefix("rms_norm"))
+def _rms_norm_fake(input: torch.Tensor, weight: torch.Tensor, eps: float, out: torch.Tensor) -> None:
+    return None
+
+
+def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float = 1e-6, out: torch.Tensor | None = None) -> torch.Tensor:
+    """RMS-normalise ``x`` ``[..., hidden]`` over its last dimension and scale by ``weight`` ``[hidden]``.
+
+    Non-contiguous inputs are accepted (copied once). ``out``, if given, must be a contiguous tensor
+    of ``x``'s shape, dtype and device.
+    """
+    if not isinstance(x, torch.Tensor) or not isinstance(weight, torch.Tensor):
+        raise TypeError(f"rms_norm: expected torch.Tensor x and weight, got {type(x).__name__} and "
+                        f"{type(weight).__name__}")
+    if x.dtype not in _DTYPES:
+        raise TypeError(f"rms_norm: expected a float32, float16 or bfloat16 tensor, got {x.dtype}")
+    if weight.dtype != x.dtype:
+        raise TypeError(f"rms_norm: weight must have x's dtype {x.dtype}, got {weight.dtype}")
+    if x.dim() < 1 or x.shape[-1] == 0:
+        raise ValueError(f"rms_norm: expected x of shape [..., hidden] with hidden > 0, got {tuple(x.shape)}")
+    if weight.dim() != 1 or weight.shape[0] != x.shape[-1]:
+        raise ValueError(f"rms_norm: expected weight of shape ({x.shape[-1]},), got {tuple(weight.shape)}")
+    if x.device.type not in ("cpu", "cuda"):
+        raise ValueError(f"rms_norm: supports cpu and cuda tensors, got device {x.device}")
+    if weight.device != x.device:
+        raise ValueError(f"rms_norm: x is on {x.device} but weight is on {weight.device}")
+    if not eps >= 0.0:
+        raise ValueError(f"rms_norm: eps must be >= 0, got {eps}")
+    x = x.contiguous()
+    weight = weight.contiguous()
+    if out is None:
+        out = torch.empty_like(x)
+    elif out.dtype != x.dtype or out.shape != x.shape or out.device != x.device:
+        raise ValueError(
+            f"rms_norm: out must be {x.dtype} of shape {tuple(x.shape)} on {x.device}, "
+            f"got {out.dtype} {tuple(out.shape)} on {out.device}"
+        )
+    elif not out.is_contiguous():
+        raise ValueError("rms_norm: out must be contiguous")
+    ops.rms_norm(x, weight, float(eps), out)
+    return out
