@@ -63,6 +63,7 @@ in
           {
             inherit name system;
             builder = "/bin/bash";
+            outputs = [ "out" ]; # `nix develop` writes the environment to the outputs it finds listed
             PATH = concatStringsSep ":" path;
             __noChroot = true;
             preferLocalBuild = true;

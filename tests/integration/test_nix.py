@@ -1,0 +1,327 @@
+"""The Nix layer, offline: the library's own tests, Nix's variant names = pybuild's, the flake's outputs,
+and a real `nix build` of img2gray's CPU variant (impure host toolchain) -> collect -> loaded by `kernels`.
+
+nixpkgs cannot be fetched here, so nothing below builds with the default (pinned nixpkgs) toolchain:
+those derivations are only named and evaluated up to nixpkgs (see nix/tests/toolchains.nix).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from pybuild.errors import VariantsError
+from pybuild.host import host_variants
+from pybuild.manifest import load_manifest
+from pybuild.variants import expand_matrix, load_matrix
+
+REPO = Path(__file__).resolve().parents[2]
+NIX = shutil.which("nix")
+FEATURES = ["--extra-experimental-features", "nix-command flakes"]
+SYSTEMS = ("x86_64-linux", "aarch64-linux")
+
+pytestmark = [
+    pytest.mark.nix,
+    pytest.mark.skipif(NIX is None, reason="needs the nix command (Debian: apt-get install nix-bin; .ci/setup does)"),
+]
+
+
+def run(cmd: list[str], cwd: Path = REPO, timeout: int = 600) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=timeout)
+
+
+# Measured on the Debian nix-bin 2.8 VMs this runs on: with the sandbox off, Nix SIGKILLs the builder's
+# process group as soon as the build log reaches EOF, and now and then that lands before the finished
+# builder is reaped ("failed due to signal 9 (Killed)", most often for builds that take milliseconds).
+# Finished dependencies stay in the store, so trying again costs only the killed step.
+KILLED = "failed due to signal 9 (Killed)"
+
+
+def nix(*args: str, cwd: Path = REPO, timeout: int = 600, attempts: int = 4) -> str:
+    for _ in range(attempts):
+        proc = run(["nix", *FEATURES, *args], cwd=cwd, timeout=timeout)
+        if proc.returncode == 0 or KILLED not in proc.stderr:
+            break
+    assert proc.returncode == 0, f"nix {' '.join(args)} failed:\n{proc.stderr[-4000:]}"
+    return proc.stdout
+
+
+def nix_eval(expr: str) -> object:
+    """Evaluate ``expr`` with ``lib`` = the farm's Nix library; read-only and offline."""
+    proc = run(["nix-instantiate", "--eval", "--strict", "--json", "-E",
+                f"let lib = import {REPO}/nix/lib; in {expr}"])
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)
+
+
+def nix_error(expr: str) -> str:
+    proc = run(["nix-instantiate", "--eval", "--strict", "-E", f"let lib = import {REPO}/nix/lib; in {expr}"])
+    assert proc.returncode != 0, f"expected an evaluation error, got {proc.stdout}"
+    return " ".join(proc.stderr.split())
+
+
+def nix_string(text: str) -> str:
+    return json.dumps(text)  # a JSON string is a valid Nix string literal for these ASCII paths
+
+
+@pytest.fixture(scope="module")
+def farm(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """What the flake sees of the repo: its sources without build outputs, as a `path:` flake."""
+    dest = tmp_path_factory.mktemp("farm")
+    for name in ("flake.nix", "flake.lock", "variants.json"):
+        shutil.copy(REPO / name, dest / name)
+    ignore = shutil.ignore_patterns("build", ".pybuild", "result*", "__pycache__", "compile_commands.json")
+    for name in ("nix", "pybuild", "kernels"):
+        shutil.copytree(REPO / name, dest / name, ignore=ignore)
+    return dest
+
+
+# --------------------------------------------------------------------------------------------
+# The library's own tests
+
+
+def test_nix_library_tests_pass() -> None:
+    proc = run(["nix-instantiate", "--eval", "--strict", "--json", "nix/tests"])
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout) == [], "failing Nix tests (name, expected, result)"
+
+
+# --------------------------------------------------------------------------------------------
+# One source of truth: Nix names the variants exactly as pybuild does
+
+
+EXTRA_MATRICES = {
+    "darwin-abis-and-exclusions": {
+        "torch": [
+            {"version": "2.9", "cuda": ["12.6", "12.8"], "cpu": True, "metal": True},
+            {"version": "2.10", "cuda": ["12.8"], "rocm": ["6.4", "7.0"], "xpu": ["2025.1"], "cpu": True},
+        ],
+        "cxx-abi": ["cxx98", "cxx11"],
+        "systems": ["aarch64-darwin", "aarch64-linux", "x86_64-linux"],
+        "exclude": [
+            {"torch": "2.9", "backend": "cuda", "cxx-abi": "cxx98"},
+            {"backend": "rocm", "system": "aarch64-linux"},
+            {"backend-version": "12.6", "system": "aarch64-linux", "reason": "no wheels"},
+        ],
+    },
+}
+
+
+def matrix_files(tmp_path: Path) -> list[Path]:
+    files = [REPO / "variants.json", REPO / "nix" / "tests" / "fixtures" / "farm" / "variants.json"]
+    for name, data in EXTRA_MATRICES.items():
+        files.append(tmp_path / f"{name}.json")
+        files[-1].write_text(json.dumps(data))
+    return files
+
+
+def test_matrix_names_equal_pybuilds(tmp_path: Path) -> None:
+    for path in matrix_files(tmp_path):
+        nix_names = nix_eval(f"map (v: v.name) (lib.readMatrix {path})")
+        assert nix_names == load_matrix(path).names(), path  # same variants, same order
+        assert nix_names, path
+
+
+def kernel_dirs(tmp_path: Path) -> list[Path]:
+    """The farm's kernels, and one narrowed by [general] backends and [torch] bounds."""
+    dirs = sorted(p.parent for p in (REPO / "kernels").glob("*/build.toml"))
+    narrowed = tmp_path / "narrowed"
+    shutil.copytree(REPO / "tests" / "fixtures" / "guide-img2gray", narrowed)
+    text = (narrowed / "build.toml").read_text()
+    text = text.replace("[general]\n", '[general]\nbackends = ["cuda"]\n', 1)
+    text = text.replace("[torch]\n", '[torch]\nminver = "2.12"\nmaxver = "2.13"\n', 1)
+    (narrowed / "build.toml").write_text(text)
+    return [*dirs, narrowed]
+
+
+def test_kernel_variant_names_equal_pybuilds(tmp_path: Path) -> None:
+    matrix = load_matrix(REPO / "variants.json")
+    for d in kernel_dirs(tmp_path):
+        manifest = load_manifest(d)
+        expected = [v.name for v in matrix.variants if manifest.accepts(v)]
+        got = nix_eval(f"let k = lib.readKernel {d}; in "
+                       f"map (v: v.name) (builtins.filter (lib.kernelAccepts k) (lib.readMatrix {REPO}/variants.json))")
+        assert got == expected, d
+    assert expected and all(v.split("-")[2].startswith("cu") for v in expected), "the narrowed kernel keeps CUDA only"
+
+
+BAD_MATRICES = [
+    ("empty-torch", {"torch": []}, "torch: must be a non-empty list"),
+    ("patch-version", {"torch": [{"version": "2.13.0", "cpu": True}]}, 'torch[0].version: must be "major.minor"'),
+    ("cuda-not-a-version", {"torch": [{"version": "2.13", "cuda": ["13"]}]}, 'torch[0].cuda: invalid entry "13"'),
+    ("cpu-not-bool", {"torch": [{"version": "2.13", "cpu": "yes"}]}, "torch[0].cpu: must be true or false"),
+    ("unknown-backend", {"torch": [{"version": "2.13", "cuda12": ["12.8"]}]}, 'torch[0]: unknown key(s) ["cuda12"]'),
+    ("unknown-top-key", {"torch": [{"version": "2.13", "cpu": True}], "sytems": []}, 'top level: unknown key(s) ["sytems"]'),
+    ("bad-system", {"torch": [{"version": "2.13", "cpu": True}], "systems": ["x86_64-windows"]},
+     'systems: invalid entry "x86_64-windows"'),
+    ("bad-abi", {"torch": [{"version": "2.13", "cpu": True}], "cxx-abi": ["cxx14"]}, 'cxx-abi: invalid entry "cxx14"'),
+    ("bad-exclude-key", {"torch": [{"version": "2.13", "cpu": True}], "exclude": [{"arch": "x86_64"}]},
+     "exclude: every entry must be an object with keys from"),
+    ("twice", {"torch": [{"version": "2.13", "cpu": True}, {"version": "2.13", "cuda": ["13.0"]}]},
+     'torch: torch "2.13" is listed twice'),
+]
+
+
+@pytest.mark.parametrize(("label", "data", "fragment"), BAD_MATRICES, ids=[b[0] for b in BAD_MATRICES])
+def test_bad_matrix_is_refused_by_both(tmp_path: Path, label: str, data: dict, fragment: str) -> None:
+    full = {"cxx-abi": ["cxx11"], "systems": ["x86_64-linux"], **data}
+    with pytest.raises(VariantsError):
+        expand_matrix(full)
+    path = tmp_path / "variants.json"
+    path.write_text(json.dumps(full))
+    err = nix_error(f"lib.readMatrix {path}")
+    assert f"expandMatrix: variants.json {fragment}" in err, err
+
+
+def test_flake_errors_name_the_fix(tmp_path: Path) -> None:
+    (tmp_path / "empty").mkdir()
+    err = nix_error(f"(lib.genFlakeOutputs {{ path = {tmp_path}/empty; toolchain = lib.hostToolchainImpure "
+                    "{ variants = [ ]; }; }).packages")
+    assert "genFlakeOutputs: no build.toml at" in err and "path = ./.;" in err
+    kernel = tmp_path / "k"
+    kernel.mkdir()
+    (kernel / "build.toml").write_text('[general]\nname = "k"\n[torch]\nminver = "2.12.1"\n')
+    err = nix_error(f"(lib.readKernel {kernel}).torchMinver")
+    assert 'readKernel: k/build.toml: `minver` in [torch] must be "major.minor" like "2.12"; found "2.12.1"' in err
+
+
+# --------------------------------------------------------------------------------------------
+# The flake: outputs listed offline, named like pybuild's variants
+
+
+def expected_outputs(farm: Path) -> dict[str, dict[str, set[str]]]:
+    matrix = load_matrix(farm / "variants.json")
+    manifests = [load_manifest(p.parent) for p in sorted((farm / "kernels").glob("*/build.toml"))]
+    out: dict[str, dict[str, set[str]]] = {}
+    for system in SYSTEMS:
+        packages: set[str] = set()
+        shells: set[str] = set()
+        for m in manifests:
+            accepted = [v for v in matrix.variants if m.accepts(v)]
+            if not accepted:
+                continue
+            packages |= {m.name, *(f"{m.name}-{v.name}" for v in accepted), *(f"{m.name}-{v.system}" for v in accepted)}
+            shells |= {v.name for v in accepted if v.system == system}
+        out[system] = {"packages": packages | {"default"}, "devShells": shells | {"default"},
+                       "checks": {"nix-lib-tests"}}
+    return out
+
+
+def test_flake_show_offline_lists_packages_shells_and_checks(farm: Path) -> None:
+    shown = json.loads(nix("flake", "show", "--offline", "--json", f"path:{farm}", timeout=120))
+    expected = expected_outputs(farm)
+    for system in SYSTEMS:
+        for output in ("packages", "devShells", "checks"):
+            assert set(shown[output][system]) == expected[system][output], (output, system)
+    assert shown["packages"]["x86_64-linux"]["img2gray"]["name"] == "img2gray"
+    assert "lib" in shown
+
+
+def test_guide_dev_shell_path_resolves(farm: Path) -> None:
+    """`nix develop .#devShells.<variant>` as the guide writes it (building it needs nixpkgs)."""
+    variant = next(v for v in load_matrix(farm / "variants.json").variants
+                   if v.backend == "cuda" and v.system == "x86_64-linux")
+    name = nix("eval", "--offline", "--raw", f"path:{farm}#devShells.{variant.name}.name", timeout=120)
+    assert name == variant.name
+
+
+# --------------------------------------------------------------------------------------------
+# A real build: the impure host toolchain -> result/ -> collect -> kernels
+
+
+def host_cpu_variant() -> str:
+    try:
+        names = [v.name for v in host_variants() if v.backend == "cpu"]
+    except Exception as e:  # noqa: BLE001 - no torch: nothing to build with
+        pytest.skip(f"no host variant: {e}")
+    if not names or names[0] not in load_matrix(REPO / "variants.json").names():
+        pytest.skip(f"this machine's CPU variant {names} is not in variants.json")
+    return names[0]
+
+
+def host_tools_path() -> list[str]:
+    dirs = [str(Path(sys.executable).parent)]
+    for tool in ("cmake", "ninja", "c++", "readelf", "cp", "git"):
+        found = shutil.which(tool)
+        if found and str(Path(found).parent) not in dirs:
+            dirs.append(str(Path(found).parent))
+    return dirs
+
+
+@pytest.fixture(scope="module")
+def kernel_repo(farm: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    """img2gray as a kernel repository of its own whose flake calls the farm's lib (the guide's layout)."""
+    variant = host_cpu_variant()
+    repo = tmp_path_factory.mktemp("kernel-repo") / "img2gray"
+    shutil.copytree(farm / "kernels" / "img2gray", repo)
+    path_list = " ".join(nix_string(d) for d in host_tools_path())
+    (repo / "flake.nix").write_text(textwrap.dedent(f"""\
+        {{
+          inputs.farm.url = "path:{farm}";
+          outputs = {{ self, farm }}:
+            farm.lib.genFlakeOutputs {{
+              inherit self;
+              path = ./.;
+              # IMPURE: this machine's Python, torch, CMake and compilers (nixpkgs is out of reach here).
+              toolchain = farm.lib.hostToolchainImpure {{
+                variants = [ "{variant}" ];
+                python = {nix_string(os.path.realpath(sys.executable))};
+                path = [ {path_list} ];
+              }};
+            }};
+        }}
+        """))
+    return repo, variant
+
+
+# Builds run as the calling user: the host's Python may live in a home the nixbld users cannot read.
+BUILD_AS_ME = ["--option", "build-users-group", "", "--option", "sandbox", "false"]
+
+
+@pytest.mark.slow
+def test_nix_build_collect_and_load(kernel_repo: tuple[Path, str], farm: Path, tmp_path: Path) -> None:
+    repo, variant = kernel_repo
+    out = tmp_path / "result"
+    nix("build", "--offline", *BUILD_AS_ME, "-L", f"path:{repo}#img2gray", "--out-link", str(out), timeout=900)
+    assert sorted(p.name for p in out.iterdir()) == [variant]
+    meta = json.loads((out / variant / "metadata.json").read_text())
+    assert meta["name"] == "img2gray" and meta["pybuild"]["variant"] == variant
+
+    collect = run([sys.executable, "-m", "pybuild", "collect", str(out), "--farm", str(farm), "--json"])
+    assert collect.returncode == 0, collect.stderr
+    assert [(r["variant"], r["status"]) for r in json.loads(collect.stdout)] == [(variant, "added")]
+    final = farm / "kernels" / "img2gray" / "build" / variant
+    assert (final / "metadata.json").read_bytes() == (out / variant / "metadata.json").read_bytes()
+
+    check = run([sys.executable, "-c", textwrap.dedent(f"""
+        from pathlib import Path
+        import torch, kernels
+        k = kernels.get_local_kernel(Path({str(farm / "kernels" / "img2gray")!r}))
+        rgb = torch.randint(0, 256, (3, 5, 3), dtype=torch.uint8)
+        r, g, b = rgb.to(torch.int32).unbind(-1)
+        expected = ((21 * r + 72 * g + 7 * b + 50) // 100).to(torch.uint8)
+        assert torch.equal(k.img2gray(rgb), expected)
+        print(type(k).__name__, k.__name__)
+        """)])
+    assert check.returncode == 0, check.stderr
+    assert meta["id"] in check.stdout, "the loader imports the package under metadata.json's id"
+
+    again = run([sys.executable, "-m", "pybuild", "collect", str(out), "--farm", str(farm), "--json"])
+    assert [r["status"] for r in json.loads(again.stdout)] == ["unchanged"]
+
+
+@pytest.mark.slow
+def test_dev_shell_has_pybuild(kernel_repo: tuple[Path, str]) -> None:
+    """Both spellings resolve to the variant's shell, and the shell runs the store's pybuild."""
+    repo, variant = kernel_repo
+    for attr in (variant, f"devShells.{variant}"):
+        out = nix("develop", "--offline", *BUILD_AS_ME, f"path:{repo}#{attr}", "--command",
+                  "python3", "-c", "import pybuild; print(pybuild.__file__)", cwd=repo, timeout=300)
+        assert out.strip().startswith("/nix/store/") and out.strip().endswith("pybuild/__init__.py"), out
