@@ -31,6 +31,26 @@ function(pybuild_cuda_architectures caps)
   set(ENV{TORCH_CUDA_ARCH_LIST} "${caps}")
 endfunction()
 
+# torch's CMake config finds CUDA with the legacy FindCUDA, which guesses the toolkit from the
+# nvcc on PATH (wrong for wrapper scripts or a toolkit outside /usr/local/cuda). Hand it the
+# toolkit of the CUDA compiler this project enabled, so both agree.
+macro(pybuild_cuda_toolkit)
+  if(NOT CUDA_TOOLKIT_ROOT_DIR AND CMAKE_CUDA_COMPILER_TOOLKIT_ROOT)
+    set(CUDA_TOOLKIT_ROOT_DIR "${CMAKE_CUDA_COMPILER_TOOLKIT_ROOT}" CACHE PATH "CUDA toolkit used by torch's CMake config")
+  endif()
+  if(NOT CUDAToolkit_ROOT AND CMAKE_CUDA_COMPILER_TOOLKIT_ROOT)
+    set(CUDAToolkit_ROOT "${CMAKE_CUDA_COMPILER_TOOLKIT_ROOT}")
+  endif()
+endmacro()
+
+# TORCH_LIBRARIES minus NVRTC: an op library never compiles at run time, and a CUDA build of torch
+# lists the toolkit's libnvrtc even where the toolkit has none (NOTFOUND fails the generate step).
+function(pybuild_torch_libraries out_var)
+  set(_libs ${TORCH_LIBRARIES})
+  list(FILTER _libs EXCLUDE REGEX "(nvrtc|-NOTFOUND$)")
+  set(${out_var} "${_libs}" PARENT_SCOPE)
+endfunction()
+
 function(pybuild_check_backend backends)
   if(NOT PYBUILD_BACKEND IN_LIST backends)
     message(FATAL_ERROR "pybuild: PYBUILD_BACKEND=${PYBUILD_BACKEND}, but build.toml has kernels for: ${backends}")
