@@ -66,10 +66,13 @@ in
     `config`
     : Extra nixpkgs config. CUDA is unfree; `allowUnfree` is set.
 
+    `overlays`
+    : nixpkgs overlays, e.g. one that swaps in an old-glibc stdenv for manylinux_2_28 builds.
+
     # Type
 
     ```
-    nixpkgsToolchain :: { nixpkgs :: Path, pins :: AttrSet?, config :: AttrSet? } -> Toolchain
+    nixpkgsToolchain :: { nixpkgs :: Path, pins :: AttrSet?, config :: AttrSet?, overlays :: [Overlay]? } -> Toolchain
     ```
 
     # Examples
@@ -84,12 +87,13 @@ in
       nixpkgs,
       pins ? torchWheelPins,
       config ? { },
+      overlays ? [ ],
     }:
     let
       pkgsFor =
         system:
         import nixpkgs {
-          inherit system;
+          inherit system overlays;
           config = {
             allowUnfree = true;
           }

@@ -192,6 +192,17 @@ def test_flake_errors_name_the_fix(tmp_path: Path) -> None:
     assert 'readKernel: k/build.toml: `minver` in [torch] must be "major.minor" like "2.12"; found "2.12.1"' in err
 
 
+def test_torch_wheels_cover_the_matrix() -> None:
+    """nix/update-torch-wheels.py --list: one official wheel per variant, named by the Nix library."""
+    proc = run([sys.executable, "nix/update-torch-wheels.py", "--list"])
+    assert proc.returncode == 0, proc.stderr
+    rows = [line.split("\t") for line in proc.stdout.splitlines()]
+    assert [variant for variant, _ in rows] == load_matrix(REPO / "variants.json").names()
+    urls = [url for _, url in rows]
+    assert len(set(urls)) == len(urls) and all(u.startswith("https://download.pytorch.org/whl/") for u in urls)
+    assert "https://download.pytorch.org/whl/cpu/torch-2.13.0%2Bcpu-cp313-cp313-manylinux_2_28_x86_64.whl" in urls
+
+
 # --------------------------------------------------------------------------------------------
 # The flake: outputs listed offline, named like pybuild's variants
 
