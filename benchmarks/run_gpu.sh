@@ -65,7 +65,7 @@ if [ $build_ok = 1 ]; then
   python3 -m pytest -q -p no:cacheprovider kernels || status=1
 
   step "bench"
-  python3 -m pybuild bench "${quick[@]}" --out "$dest" \
+  python3 -m pybuild bench img2gray activation rms_norm "${quick[@]}" --out "$dest" \
     --record-command "bash benchmarks/run_gpu.sh ${quick[*]}" || status=1
 fi
 step "done (status $status)"

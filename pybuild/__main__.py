@@ -399,7 +399,11 @@ def cmd_bench(args: argparse.Namespace) -> int:
         loaded.append((manifest.name, kernel, module))
     compile_ = args.compile if args.compile is not None else device == "cuda"
     command = args.record_command or " ".join(["python", "-m", "pybuild", *sys.argv[1:]])
-    doc = bench.run(loaded, device, quick=args.quick, compile_=compile_, command=command, log=rep.info)
+    def save(partial: dict) -> None:  # after every case: a run cut short still leaves its numbers
+        if args.out:
+            bench.write_outputs(partial, Path(args.out), args.name or bench.device_slug(partial), with_plot=False)
+
+    doc = bench.run(loaded, device, quick=args.quick, compile_=compile_, command=command, log=rep.info, on_case=save)
     if args.out:
         for path in bench.write_outputs(doc, Path(args.out), args.name or bench.device_slug(doc)):
             rep.info(f"wrote {path}")

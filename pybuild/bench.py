@@ -34,6 +34,7 @@ SCHEMA = 1
 L2_MULTIPLE = 3  # input sets together exceed this many L2 caches
 MAX_SETS = 4096
 LARGE_COPY_BYTES = 1 << 30
+DEFAULT_L2_BYTES = 64 << 20  # when the device does not report its L2 size
 
 
 @dataclass(frozen=True)
@@ -310,32 +311,26 @@ def measure_large_copy(device: str, reps: int) -> Timing:
 
 
 def run(kernels: Sequence[tuple[str, ModuleType, ModuleType]], device: str, quick: bool, compile_: bool,
-        command: str, log: Callable[[str], None]) -> dict[str, Any]:
-    """Benchmark ``(name, loaded kernel package, cases module)`` triples; returns the JSON document."""
+        command: str, log: Callable[[str], None],
+        on_case: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
+    """Benchmark ``(name, loaded kernel package, cases module)`` triples; returns the JSON document.
+
+    ``on_case`` gets the document so far after every case (to save partial results)."""
     import torch
 
-    if device == "cuda":
-        torch._dynamo.config.cache_size_limit = 1024  # one static compile per shape, never a silent fallback
-        if hasattr(torch._dynamo.config, "recompile_limit"):
-            torch._dynamo.config.recompile_limit = 1024
+    if device == "cuda":  # one static compile per shape, never a silent fallback to eager
+        for knob in ("cache_size_limit", "recompile_limit", "accumulated_cache_size_limit",
+                     "accumulated_recompile_limit"):
+            if hasattr(torch._dynamo.config, knob):
+                setattr(torch._dynamo.config, knob, 4096)
     env = environment(device)
-    l2 = env["device"].get("l2-bytes", 0) if device == "cuda" else 0
+    l2 = (env["device"].get("l2-bytes") or DEFAULT_L2_BYTES) if device == "cuda" else 0
     reps = 10 if quick else 30
     log(f"device {env['device']['name']}; torch {env['torch']}; measuring the large copy")
     copy_large = measure_large_copy(device, reps)
     log(f"large copy: {copy_large.gbps:.0f} GB/s")
-    results = []
-    for name, kernel, module in kernels:
-        cases = module.cases(kernel, device, quick)
-        for case in cases:
-            t0 = time.monotonic()
-            r = run_case(case, device, l2, compile_, reps, copy_large, log)
-            results.append(r)
-            parts = [f"{k} {v.gbps:.0f}" for k, v in r.timings.items() if not k.endswith("-launch")]
-            missed = [t["target"] for t in r.targets if not t["met"]]
-            log(f"{name} {case.op} {case.label} {case.dtype}: GB/s " + ", ".join(parts)
-                + f"; {r.check}; {time.monotonic() - t0:.1f} s" + (f"; MISSED {missed}" if missed else ""))
-    return {
+    results: list[CaseResult] = []
+    doc: dict[str, Any] = {
         "schema": SCHEMA,
         "command": command,
         "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
@@ -353,8 +348,22 @@ def run(kernels: Sequence[tuple[str, ModuleType, ModuleType]], device: str, quic
             "compile": "torch.compile(eager, dynamic=False, fullgraph=True), default mode" if compile_ else None,
         },
         "copy_large": asdict(copy_large),
-        "results": [asdict(r) for r in results],
+        "results": [],
     }
+    for name, kernel, module in kernels:
+        cases = module.cases(kernel, device, quick)
+        for case in cases:
+            t0 = time.monotonic()
+            r = run_case(case, device, l2, compile_, reps, copy_large, log)
+            results.append(r)
+            parts = [f"{k} {v.gbps:.0f}" for k, v in r.timings.items() if not k.endswith("-launch")]
+            missed = [t["target"] for t in r.targets if not t["met"]]
+            log(f"{name} {case.op} {case.label} {case.dtype}: GB/s " + ", ".join(parts)
+                + f"; {r.check}; {time.monotonic() - t0:.1f} s" + (f"; MISSED {missed}" if missed else ""))
+            doc["results"] = [asdict(x) for x in results]
+            if on_case is not None:
+                on_case(doc)
+    return doc
 
 
 def copy_large_bytes(device: str) -> int:
@@ -433,7 +442,7 @@ def plot(doc: dict[str, Any], path: Path) -> bool:
     return True
 
 
-def write_outputs(doc: dict[str, Any], out_dir: Path, name: str) -> list[Path]:
+def write_outputs(doc: dict[str, Any], out_dir: Path, name: str, with_plot: bool = True) -> list[Path]:
     out_dir.mkdir(parents=True, exist_ok=True)
     json_path = out_dir / f"{name}.json"
     tmp = json_path.with_suffix(".json.tmp")
@@ -441,7 +450,7 @@ def write_outputs(doc: dict[str, Any], out_dir: Path, name: str) -> list[Path]:
     tmp.replace(json_path)
     written = [json_path]
     png = out_dir / f"{name}.png"
-    if plot(doc, png):
+    if with_plot and plot(doc, png):
         written.append(png)
     return written
 
