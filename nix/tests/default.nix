@@ -6,7 +6,9 @@ in
 lib.runTests (
   lib.mergeAttrsList (
     map (f: import f { inherit lib; }) [
+      ./prelude.nix
       ./backends.nix
+      ./lazy-derivation.nix
       ./variants.nix
       ./kernels.nix
       ./sources.nix

@@ -93,6 +93,25 @@ def test_nix_library_tests_pass() -> None:
     assert json.loads(proc.stdout) == [], "failing Nix tests (name, expected, result)"
 
 
+def test_sources_leave_out_build_outputs(tmp_path: Path) -> None:
+    """What a variant's derivation depends on: the kernel's sources and pybuild, not their build outputs."""
+    kernel = tmp_path / "img2gray"
+    shutil.copytree(REPO / "tests" / "fixtures" / "guide-img2gray", kernel)
+    for junk in ("build/torch213-cxx11-cpu-x86_64-linux", ".pybuild/x", "result-1", "csrc/__pycache__"):
+        (kernel / junk).mkdir(parents=True)
+    (kernel / "result").symlink_to(tmp_path)
+    proc = run(["nix-instantiate", "--eval", "--strict", "--json", "--read-write-mode", "-E",
+                f"let lib = import {REPO}/nix/lib; ls = p: builtins.attrNames (builtins.readDir p); "
+                f"src = lib.kernelSource (lib.readKernel {kernel}); in "
+                "{ kernel = ls src; csrc = ls (src + \"/csrc\"); pybuild = ls lib.pybuildSource; }"])
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout) == {
+        "kernel": sorted(p.name for p in kernel.iterdir() if p.name not in ("build", ".pybuild", "result", "result-1")),
+        "csrc": sorted(p.name for p in (kernel / "csrc").iterdir() if p.name != "__pycache__"),
+        "pybuild": ["pybuild"],
+    }
+
+
 # --------------------------------------------------------------------------------------------
 # One source of truth: Nix names the variants exactly as pybuild does
 
