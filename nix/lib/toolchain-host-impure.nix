@@ -129,6 +129,6 @@ in
             ];
           }
         else
-          throw "${name}: failing tests ${toJSON failures}";
+          throw "mkCheck: ${name} has failing tests ${toJSON failures}; run nix-instantiate --eval --strict nix/tests to see them";
     };
 }

@@ -202,6 +202,6 @@ in
         if failures == [ ] then
           (pkgsFor system).runCommand name { } "echo passed > $out"
         else
-          throw "${name}: failing tests ${toJSON failures}";
+          throw "mkCheck: ${name} has failing tests ${toJSON failures}; run nix-instantiate --eval --strict nix/tests to see them";
     };
 }
