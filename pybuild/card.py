@@ -16,9 +16,9 @@ import jinja2
 
 from . import __version__
 from .check import MANYLINUX, CheckReport
+from .errors import VariantsError
 from .manifest import Manifest
 from .metadata import METADATA
-from .errors import VariantsError
 from .variants import parse_variant_name
 
 TEMPLATE = "card.md.j2"

@@ -226,7 +226,8 @@ def check_digest(v: _Variant) -> CheckResult:
     meta = v.metadata or {}
     digest = meta.get("digest")
     if not isinstance(digest, dict) or not isinstance(digest.get("files"), dict):
-        return CheckResult(v.name, "digest", "fail", "metadata.json has no digest; rebuild with `python -m pybuild build`")
+        return CheckResult(v.name, "digest", "fail",
+                           "metadata.json has no digest; rebuild with `python -m pybuild build`")
     if str(digest.get("algorithm", "")).lower() != "sha256":
         return CheckResult(v.name, "digest", "fail", f"unsupported digest algorithm {digest.get('algorithm')!r}")
     # pybuild's reading (names each file) and, where installed, the loader's own verdict.
@@ -292,7 +293,8 @@ def check_abi3(v: _Variant) -> CheckResult:
         return CheckResult(v.name, "abi3", "fail",
                            "; ".join(problems) + f" (must load in every CPython >= {PYTHON_ABI}: use only the "
                            "limited API, Py_LIMITED_API)", {"symbols": symbols})
-    return CheckResult(v.name, "abi3", "pass", f"{len(exts)} extension(s) use only the stable ABI (cp{PYTHON_ABI.replace('.', '')}-abi3)")
+    tag = f"cp{PYTHON_ABI.replace('.', '')}-abi3"
+    return CheckResult(v.name, "abi3", "pass", f"{len(exts)} extension(s) use only the stable ABI ({tag})")
 
 
 def check_platform(v: _Variant) -> CheckResult:
@@ -343,7 +345,8 @@ def check_rpath(v: _Variant) -> CheckResult:
             problems.append(f"{so.name}: {', '.join(bad)}")
     if problems:
         return CheckResult(v.name, "rpath", "fail",
-                           f"RPATH/RUNPATH into the build machine: {'; '.join(problems)}; keep CMAKE_INSTALL_RPATH empty")
+                           f"RPATH/RUNPATH into the build machine: {'; '.join(problems)}; "
+                           "keep CMAKE_INSTALL_RPATH empty")
     return CheckResult(v.name, "rpath", "pass", "no RPATH into build directories")
 
 
@@ -416,7 +419,8 @@ def check_import(v: _Variant) -> CheckResult:
         return CheckResult(v.name, "import", "fail", f"import in a fresh interpreter failed: {last}")
     if "skip" in out:
         return CheckResult(v.name, "import", "skip", f"not importable here: {out['skip']}")
-    return CheckResult(v.name, "import", "pass", f"imports as {v.metadata['id']}; exports {', '.join(out['ok']) or '-'}")
+    exports = ", ".join(out["ok"]) or "-"
+    return CheckResult(v.name, "import", "pass", f"imports as {v.metadata['id']}; exports {exports}")
 
 
 def check_sources(path: Path, src_hash: str) -> CheckResult:

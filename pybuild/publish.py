@@ -100,7 +100,8 @@ class ReleasePlan:
 
     @property
     def variants(self) -> list[str]:
-        return sorted({f.path.split("/")[1] for f in self.files if f.path.startswith("build/") and f.path.count("/") >= 2})
+        return sorted({f.path.split("/")[1] for f in self.files
+                       if f.path.startswith("build/") and f.path.count("/") >= 2})
 
 
 def parse_version(version: str, manifest: Manifest) -> tuple[int, int, int]:
@@ -147,9 +148,9 @@ def select_files(manifest: Manifest) -> list[tuple[str, Path]]:
             if d != "build" and (posix in generated or p.suffix in (".so", ".dylib", ".pyd")):
                 continue
             chosen[posix] = p
-    for rel in sorted(chosen):
-        if chosen[rel].is_symlink():
-            raise PublishError(f"{chosen[rel]}: is a symlink; the Hub stores files only, copy it in")
+    for name in sorted(chosen):
+        if chosen[name].is_symlink():
+            raise PublishError(f"{chosen[name]}: is a symlink; the Hub stores files only, copy it in")
     return sorted(chosen.items())
 
 

@@ -133,7 +133,8 @@ def wheel_spec(variant_dir: Path, version: str) -> tuple[WheelSpec, Path]:
     if not re.fullmatch(r"\d+\.\d+\.\d+", version):
         raise UsageError(f"--version {version!r}: expected MAJOR.MINOR.PATCH, e.g. 1.0.0")
     exts = _extensions(pkg)
-    requires = [f"torch=={variant.torch}.*", *_python_requirements(list(meta.get("python-depends", [])), variant.backend)]
+    depends = _python_requirements(list(meta.get("python-depends", [])), variant.backend)
+    requires = [f"torch=={variant.torch}.*", *depends]
     spec = WheelSpec(
         name=str(meta["name"]),
         version=f"{version}+{local_label(variant)}",

@@ -132,7 +132,8 @@ def test_check_publish_get_kernel_lock_download_offline(hub, built, local_result
     card = hub.store.read_file("kernel", REPO_ID, "v1.0.0", "README.md").decode()
     assert "Published with `--allow-noncompliant`" in card and built.name in card
     files = set(hub.store.get_repo("kernel", REPO_ID).commits[c1].files)
-    assert {"build.toml", "csrc/img2gray.cu", "torch-ext/torch_binding.cpp", f"build/{built.name}/metadata.json"} <= files
+    expected = {"build.toml", "csrc/img2gray.cu", "torch-ext/torch_binding.cpp", f"build/{built.name}/metadata.json"}
+    assert expected <= files
     assert not any(".pybuild" in f or "__pycache__" in f or f.endswith("compile_commands.json") or
                    f == "torch-ext/img2gray/_ops.py" for f in files)
 

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from huggingface_hub import HfApi
+from huggingface_hub.errors import HfHubHTTPError
 
 from pybuild.__main__ import main
 from pybuild.check import check_kernel
@@ -17,7 +18,6 @@ from pybuild.manifest import load_manifest
 from pybuild.publish import (
     HUB_MANAGED,
     ReleasePlan,
-    differences,
     is_transient,
     make_plan,
     publish_plan,
@@ -255,7 +255,7 @@ def test_lost_commit_answer_is_recognised_not_committed_twice(hub, api, kernel, 
 
 def test_commit_without_tag_is_completed_by_the_rerun(hub, api, kernel, variants_file) -> None:
     hub.faults.fail_next("create_tag", 500, times=3)
-    with pytest.raises(Exception):
+    with pytest.raises(HfHubHTTPError):
         publish(api, plan_for(kernel, variants_file), retries=2)
     assert refs(hub)["tags"] == {}
     tip = refs(hub)["branches"]["v1"]
