@@ -96,3 +96,11 @@ def test_default_version_and_variant_selection(tmp_path: Path, capsys: pytest.Ca
     assert main(["wheel", str(kernel), "--variant", "torch100-cxx11-cpu-x86_64-linux", "-o", str(out)]) == 2
     assert "not built under" in capsys.readouterr().err
     assert main(["wheel", str(kernel), "--version", "1.0", "-o", str(out)]) == 2
+
+
+@pytest.mark.parametrize("command", ["check", "publish", "wheel"])
+def test_help(command: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as info:
+        main([command, "--help"])
+    assert info.value.code == 0
+    assert f"usage: python -m pybuild {command}" in capsys.readouterr().out
