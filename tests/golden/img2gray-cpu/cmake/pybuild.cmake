@@ -51,6 +51,16 @@ function(pybuild_torch_libraries out_var)
   set(${out_var} "${_libs}" PARENT_SCOPE)
 endfunction()
 
+# Link the shared C++ runtime, the one torch itself loads. Some GCC installs put a static
+# libstdc++.a first on the library path; a second, static copy inside the module breaks
+# iostreams and exceptions that cross it (a failed TORCH_CHECK then crashes the process).
+macro(pybuild_cxx_runtime)
+  set(PYBUILD_CXX_RUNTIME "")
+  if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU" AND CMAKE_SYSTEM_NAME STREQUAL "Linux")
+    set(PYBUILD_CXX_RUNTIME "-l:libstdc++.so.6")
+  endif()
+endmacro()
+
 function(pybuild_check_backend backends)
   if(NOT PYBUILD_BACKEND IN_LIST backends)
     message(FATAL_ERROR "pybuild: PYBUILD_BACKEND=${PYBUILD_BACKEND}, but build.toml has kernels for: ${backends}")
