@@ -2,12 +2,14 @@
 // Memory-bound (3 elements moved per output element), so the kernel is about wide accesses:
 //
 // Fast path (d * sizeof(T) a multiple of 16, both pointers 16-byte aligned): the output is treated
-// as one flat array of 16-byte packs. Each thread takes kUnroll packs a block-width apart, issues
-// both 16-byte loads of every pack (gate and up halves) before converting any, and writes each pack
-// with one 16-byte store; a warp's accesses are contiguous runs of 512 bytes. The row of pack c is
+// as one flat array of 16-byte packs, one per thread: two 16-byte streaming loads (gate and up
+// halves, evict-first: every byte is read once) and one 16-byte streaming store; a warp's accesses
+// are contiguous runs of 512 bytes. Small blocks (128 threads) keep many blocks per SM, so loads of
+// one block overlap the arithmetic of others even for inputs of a few MB. The row of pack c is
 // c / (d / VEC), a multiply-high and a shift with a divisor prepared on the host; no per-element
 // integer division. Otherwise the same kernel runs with one element per pack (any d, any alignment).
-// Arithmetic is fp32; exp is the fast __expf, erf the accurate erff.
+// Arithmetic is fp32: exp is __expf, the logistic division __fdividef (x / inf = 0 as needed for
+// large negative inputs), erf the accurate erff.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -20,8 +22,8 @@ namespace activation {
 
 namespace {
 
-constexpr int kThreads = 256;
-constexpr int kUnroll = 2;
+constexpr int kThreads = 128;
+constexpr int kUnroll = 1;
 
 // n / d for n, d < 2^31 as a multiply-high and a shift (Granlund-Montgomery, as torch's IntDivider).
 struct FastDiv32 {
@@ -47,7 +49,9 @@ __device__ __forceinline__ float to_float(float x) { return x; }
 template <>
 __device__ __forceinline__ float to_float(__half x) { return __half2float(x); }
 template <>
-__device__ __forceinline__ float to_float(__nv_bfloat16 x) { return __bfloat162float(x); }
+__device__ __forceinline__ float to_float(__nv_bfloat16 x) {  // exact: bf16 is the top half of an fp32
+  return __uint_as_float(static_cast<uint32_t>(__bfloat16_as_ushort(x)) << 16);
+}
 
 template <typename T>
 __device__ __forceinline__ T from_float(float x);
@@ -61,11 +65,11 @@ __device__ __forceinline__ __nv_bfloat16 from_float(float x) { return __float2bf
 template <Act A>
 __device__ __forceinline__ float act(float x) {
   if constexpr (A == Act::kSilu) {
-    return x / (1.0f + __expf(-x));
+    return __fdividef(x, 1.0f + __expf(-x));
   } else if constexpr (A == Act::kGelu) {
     return 0.5f * x * (1.0f + erff(x * kSqrtHalf));
   } else {
-    return x / (1.0f + __expf(-kGeluTanhScale * (x + kGeluTanhCubic * x * x * x)));
+    return __fdividef(x, 1.0f + __expf(-kGeluTanhScale * (x + kGeluTanhCubic * x * x * x)));
   }
 }
 
@@ -74,6 +78,25 @@ template <typename T, int VEC>
 struct alignas(sizeof(T) * VEC) Pack {
   T v[VEC];
 };
+
+// Streaming (evict-first) 16-byte accesses on the fast path; plain ones for single elements.
+template <typename P>
+__device__ __forceinline__ P load_stream(const P* p) {
+  if constexpr (sizeof(P) == 16) {
+    const uint4 u = __ldcs(reinterpret_cast<const uint4*>(p));
+    return *reinterpret_cast<const P*>(&u);
+  } else {
+    return *p;
+  }
+}
+template <typename P>
+__device__ __forceinline__ void store_stream(P* p, const P& v) {
+  if constexpr (sizeof(P) == 16) {
+    __stcs(reinterpret_cast<uint4*>(p), *reinterpret_cast<const uint4*>(&v));
+  } else {
+    *p = v;
+  }
+}
 
 // out (as packs) [n_packs], in [rows, 2 d]; row of pack c = c / (d / VEC).
 template <typename T, Act A, int VEC, typename Index, typename Div>
@@ -89,8 +112,8 @@ __global__ void __launch_bounds__(kThreads) act_and_mul_kernel(T* __restrict__ o
       const Index row = packs_per_row.div(c);
       const Index col = c - row * static_cast<Index>(packs_per_row.divisor);
       const T* g = in + static_cast<int64_t>(row) * 2 * d + static_cast<int64_t>(col) * VEC;
-      gate[u] = *reinterpret_cast<const P*>(g);
-      up[u] = *reinterpret_cast<const P*>(g + d);
+      gate[u] = load_stream(reinterpret_cast<const P*>(g));
+      up[u] = load_stream(reinterpret_cast<const P*>(g + d));
     }
   }
 #pragma unroll
@@ -102,7 +125,7 @@ __global__ void __launch_bounds__(kThreads) act_and_mul_kernel(T* __restrict__ o
       for (int k = 0; k < VEC; ++k) {
         o.v[k] = from_float<T>(act<A>(to_float(gate[u].v[k])) * to_float(up[u].v[k]));
       }
-      reinterpret_cast<P*>(out)[c] = o;
+      store_stream(reinterpret_cast<P*>(out) + c, o);
     }
   }
 }

@@ -1,14 +1,18 @@
 // CUDA RMS norm: in [rows, hidden] -> out [rows, hidden], out = in * rsqrt(mean(in^2) + eps) * weight.
 // Memory-bound: x is read once and y written once (the weight, read by every row, stays in L2/L1).
 //
-// Fast path (hidden * sizeof(T) a multiple of 16, all pointers 16-byte aligned, at most 4096
-// packs of 16 bytes per row: hidden <= 16384 in fp32, <= 32768 in fp16/bf16): a row is held in registers, CPT 16-byte packs per thread, so x is
-// read from memory exactly once. A row is owned by a group of threads:
-//   - up to 128 packs per row (bf16 hidden <= 1024): `group` = 1..32 threads of one warp, several
-//     rows per block, the sum of squares reduced with warp shuffles inside the group;
-//   - larger rows: one block per row of up to 1024 threads with 4 packs (64 bytes) each,
-//     shuffles then one shared-memory step.
-// All loads of a thread are issued before the first use; sums and products are fp32.
+// Fast path (hidden * sizeof(T) a multiple of 16, all pointers 16-byte aligned, hidden <= 16384):
+// a row is held in registers, CPT 16-byte packs per thread, so x is read from memory exactly once.
+// A row is owned by a group of threads:
+//   - up to 64 packs per row (bf16 hidden <= 512, fp32 <= 256): `group` = 1..32 threads of one
+//     warp with 1-2 packs each, several rows per block, the sum of squares reduced with warp
+//     shuffles inside the group;
+//   - larger rows: one block per row of up to 1024 threads with 2 packs each (4 when a row has
+//     more than 2048 packs, fp32 hidden > 8192), shuffles then one shared-memory step. Two packs
+//     of x and of weight fit in 32 registers, so an SM keeps 2048 threads (64 KB of x) in flight.
+// All loads of a thread, the row's weight packs included, are issued before the reduction, so the
+// weight (an L2 hit) costs no extra latency after it; x is loaded and y stored with streaming
+// (evict-first) accesses, the weight with ordinary cached ones. Sums and products are fp32.
 // Other shapes (odd hidden, unaligned views, very long rows) take a two-pass kernel, one block per
 // row, whose second read of the row is served by L1/L2.
 #include <cuda_bf16.h>
@@ -25,8 +29,8 @@ namespace {
 
 constexpr int kMaxThreads = 1024;
 constexpr int kWarpPathThreads = 256;  // block size when a row fits one warp
-constexpr int kWarpPathMaxPacks = 128;
-constexpr int kMaxPacks = 4096;        // 1024 threads x 4 packs
+constexpr int kWarpPathMaxPacks = 64;  // 32 threads x 2 packs
+constexpr int kMaxPacks = 4 * kMaxThreads;
 
 template <typename T>
 __device__ __forceinline__ float to_float(T x);
@@ -35,7 +39,9 @@ __device__ __forceinline__ float to_float(float x) { return x; }
 template <>
 __device__ __forceinline__ float to_float(__half x) { return __half2float(x); }
 template <>
-__device__ __forceinline__ float to_float(__nv_bfloat16 x) { return __bfloat162float(x); }
+__device__ __forceinline__ float to_float(__nv_bfloat16 x) {  // exact: bf16 is the top half of an fp32
+  return __uint_as_float(static_cast<uint32_t>(__bfloat16_as_ushort(x)) << 16);
+}
 
 template <typename T>
 __device__ __forceinline__ T from_float(float x);
@@ -89,25 +95,30 @@ __global__ void __launch_bounds__(kMaxThreads) rms_norm_vec_kernel(T* __restrict
   }
   const bool row_ok = row < rows;
   const P* x = reinterpret_cast<const P*>(in) + row * packs;
-  P v[CPT];
-  float ss = 0.0f;
+  const uint4* w = reinterpret_cast<const uint4*>(weight);
+  uint4 v[CPT], wv[CPT];  // raw 16-byte packs of x and weight
 #pragma unroll
   for (int c = 0; c < CPT; ++c) {
     const int p = lane + c * group;
     if (row_ok && p < packs) {
-      v[c] = x[p];
+      v[c] = __ldcs(reinterpret_cast<const uint4*>(x + p));
+      wv[c] = __ldg(w + p);
     } else {
-#pragma unroll
-      for (int k = 0; k < P::kVec; ++k) v[c].v[k] = from_float<T>(0.0f);
+      v[c] = make_uint4(0u, 0u, 0u, 0u);  // +0.0 in every dtype
     }
   }
+  float ss = 0.0f;
 #pragma unroll
   for (int c = 0; c < CPT; ++c) {
+    const P& pv = *reinterpret_cast<const P*>(&v[c]);
 #pragma unroll
     for (int k = 0; k < P::kVec; ++k) {
-      const float f = to_float(v[c].v[k]);
+      const float f = to_float(pv.v[k]);
       ss += f * f;
     }
+    // Keep only the packed x live across the reduction (reconverting costs one instruction per
+    // element; keeping the fp32 copies would double the registers and halve the rows in flight).
+    asm volatile("" : "+r"(v[c].x), "+r"(v[c].y), "+r"(v[c].z), "+r"(v[c].w));
   }
   if (group <= 32) {
     for (int o = group / 2; o > 0; o >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, o);
@@ -116,17 +127,17 @@ __global__ void __launch_bounds__(kMaxThreads) rms_norm_vec_kernel(T* __restrict
   }
   if (!row_ok) return;
   const float rstd = rsqrtf(ss * inv_hidden + eps);
-  const P* w = reinterpret_cast<const P*>(weight);
   P* y = reinterpret_cast<P*>(out) + row * packs;
 #pragma unroll
   for (int c = 0; c < CPT; ++c) {
     const int p = lane + c * group;
     if (p < packs) {
-      const P wp = w[p];
+      const P& pv = *reinterpret_cast<const P*>(&v[c]);
+      const P& pw = *reinterpret_cast<const P*>(&wv[c]);
       P o;
 #pragma unroll
-      for (int k = 0; k < P::kVec; ++k) o.v[k] = from_float<T>(to_float(v[c].v[k]) * rstd * to_float(wp.v[k]));
-      y[p] = o;
+      for (int k = 0; k < P::kVec; ++k) o.v[k] = from_float<T>(to_float(pv.v[k]) * rstd * to_float(pw.v[k]));
+      __stcs(reinterpret_cast<uint4*>(y + p), *reinterpret_cast<const uint4*>(&o));
     }
   }
 }
@@ -181,18 +192,23 @@ void launch_typed(void* out, const void* in, const void* weight, int64_t rows, i
   }
   const int packs = static_cast<int>(hidden / kVec);
   if (packs <= kWarpPathMaxPacks) {
-    // Threads per row: a power of two with up to 4 packs each (3 are rounded up to 4).
-    const int group = next_pow2((packs + 3) / 4);
-    switch ((packs + group - 1) / group) {
-      case 1: launch_vec<T, 1>(o, x, w, rows, packs, group, kWarpPathThreads, inv_h, eps, s); break;
-      case 2: launch_vec<T, 2>(o, x, w, rows, packs, group, kWarpPathThreads, inv_h, eps, s); break;
-      default: launch_vec<T, 4>(o, x, w, rows, packs, group, kWarpPathThreads, inv_h, eps, s); break;
+    // Threads per row: a power of two with up to 2 packs each.
+    const int group = next_pow2((packs + 1) / 2);
+    if (packs <= group) {
+      launch_vec<T, 1>(o, x, w, rows, packs, group, kWarpPathThreads, inv_h, eps, s);
+    } else {
+      launch_vec<T, 2>(o, x, w, rows, packs, group, kWarpPathThreads, inv_h, eps, s);
     }
     return;
   }
-  // One block per row, 4 packs (64 bytes) per thread.
-  const int threads = ((packs + 3) / 4 + 31) / 32 * 32;
-  launch_vec<T, 4>(o, x, w, rows, packs, threads, threads, inv_h, eps, s);
+  // One block per row.
+  if (packs <= 2 * kMaxThreads) {
+    const int threads = ((packs + 1) / 2 + 31) / 32 * 32;
+    launch_vec<T, 2>(o, x, w, rows, packs, threads, threads, inv_h, eps, s);
+  } else {
+    const int threads = ((packs + 3) / 4 + 31) / 32 * 32;
+    launch_vec<T, 4>(o, x, w, rows, packs, threads, threads, inv_h, eps, s);
+  }
 }
 
 }  // namespace
