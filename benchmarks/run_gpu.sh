@@ -7,7 +7,8 @@
 #   5. `python -m pybuild bench`: every kernel vs torch eager, torch.compile and device copies,
 #      writing gpu-<device>.json and .png.
 # Results and logs go to $OUT when set (a scratch folder the caller collects), else to
-# benchmarks/results/. Exit status: non-zero if any step failed.
+# benchmarks/results/. Exit status: non-zero if any step failed. A tree copied without .git can
+# name its commit for the JSON: PYBUILD_SOURCE_COMMIT=<sha> bash benchmarks/run_gpu.sh.
 #
 #   bash benchmarks/run_gpu.sh            # everything
 #   bash benchmarks/run_gpu.sh --quick    # fewer sizes and repetitions
@@ -61,8 +62,11 @@ fi
 tar czf "$dest/build-logs.tar.gz" kernels/*/.pybuild/*/build.log 2>/dev/null
 
 if [ $build_ok = 1 ]; then
-  step "tests (pytest kernels/)"
-  python3 -m pytest -q -p no:cacheprovider kernels || status=1
+  step "tests (pytest, one process per kernel)"
+  for t in kernels/*/tests; do
+    echo "-- $t"
+    python3 -m pytest -q -p no:cacheprovider "$t" || status=1
+  done
 
   step "bench"
   python3 -m pybuild bench img2gray activation rms_norm "${quick[@]}" --out "$dest" \
