@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The GPU run, in one go on a CUDA machine (torch with CUDA, nvcc, cmake, ninja):
 #   1. environment: GPU, driver, nvcc, cmake, python, torch, Python headers;
-#   2. img2gray design-space check without torch (benchmarks/explore/img2gray_variants.cu);
+#   2. with --explore: each kernel's design space without torch (benchmarks/explore/*_variants.cu);
 #   3. build every kernel's host variants with pybuild (CPU + CUDA, sm_90 unless PYBUILD_CUDA_ARCHS);
 #   4. every kernel's test-suite (pytest kernels/), CUDA tests included;
 #   5. `python -m pybuild bench`: every kernel vs torch eager, torch.compile and device copies,
@@ -10,12 +10,20 @@
 # benchmarks/results/. Exit status: non-zero if any step failed. A tree copied without .git can
 # name its commit for the JSON: PYBUILD_SOURCE_COMMIT=<sha> bash benchmarks/run_gpu.sh.
 #
-#   bash benchmarks/run_gpu.sh            # everything
-#   bash benchmarks/run_gpu.sh --quick    # fewer sizes and repetitions
+#   bash benchmarks/run_gpu.sh              # build, test, bench
+#   bash benchmarks/run_gpu.sh --quick      # fewer sizes and repetitions
+#   bash benchmarks/run_gpu.sh --explore    # also time the kernels' alternative designs
 set -uo pipefail
 cd "$(dirname "$0")/.."
 quick=()
-[ "${1:-}" = "--quick" ] && quick=(--quick)
+explore=0
+for arg in "$@"; do
+  case "$arg" in
+    --quick) quick=(--quick) ;;
+    --explore) explore=1 ;;
+    *) echo "usage: $0 [--quick] [--explore]" >&2; exit 2 ;;
+  esac
+done
 dest=${OUT:-benchmarks/results}
 mkdir -p "$dest"
 exec > >(tee "$dest/gpu-run.log") 2>&1
@@ -36,12 +44,15 @@ print("python include", sysconfig.get_paths()["include"])
 import os; print("Python.h present:", os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h")))
 PY
 
-step "img2gray design space (no torch)"
-if nvcc -O3 -std=c++17 -arch=sm_90 -I kernels/img2gray/csrc benchmarks/explore/img2gray_variants.cu \
-    -o /tmp/img2gray_variants; then
-  /tmp/img2gray_variants "$dest/img2gray-variants.csv" || status=1
-else
-  status=1
+if [ $explore = 1 ]; then
+  step "design space (no torch): img2gray, activation, rms_norm"
+  for k in img2gray activation rms_norm; do
+    nvcc -O3 -std=c++17 -arch=sm_90 "benchmarks/explore/${k}_variants.cu" -o "/tmp/${k}_variants" &
+  done
+  wait
+  /tmp/img2gray_variants || status=1
+  /tmp/activation_variants || status=1
+  /tmp/rms_norm_variants || status=1
 fi
 
 step "build (pybuild, CUDA archs $PYBUILD_CUDA_ARCHS), kernels in parallel"
