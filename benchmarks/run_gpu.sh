@@ -46,10 +46,12 @@ PY
 
 if [ $explore = 1 ]; then
   step "design space (no torch): img2gray, activation, rms_norm"
+  pids=()
   for k in img2gray activation rms_norm; do
     nvcc -O3 -std=c++17 -arch=sm_90 "benchmarks/explore/${k}_variants.cu" -o "/tmp/${k}_variants" &
+    pids+=($!)
   done
-  wait
+  for p in "${pids[@]}"; do wait "$p" || status=1; done  # a bare `wait` would also wait for the tee
   /tmp/img2gray_variants || status=1
   /tmp/activation_variants || status=1
   /tmp/rms_norm_variants || status=1
