@@ -5,9 +5,10 @@ Bytes per call: 3 read + 1 written per pixel. Targets (issue 5): at 4320x7680 an
 >= 0.90 x a copy moving the same bytes and faster than torch.compile.
 
 Baselines: ``eager`` is the farm's integer rounding rule in plain torch (same bytes out as the
-kernel), compiled with static shapes ("compile", the targets' baseline) and with dynamic shapes
-("dynamic-compile", what torch.compile falls back to once shapes vary); ``guide`` is the guide's
-float expression 0.21 R + 0.72 G + 0.07 B truncated to uint8, eager and compiled.
+kernel), compiled with static shapes ("compile", the strongest baseline) and with dynamic shapes
+("dynamic-compile", what torch.compile falls back to once shapes vary; its bandwidth matches the
+issue's torch.compile anchor); ``guide`` is the guide's float expression 0.21 R + 0.72 G + 0.07 B
+truncated to uint8, eager and compiled. The 1.6x target is checked against both compiled forms.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from pybuild.bench import Case, Target
 
 LARGE = ((4320, 7680), (8640, 15360))
 SMALL = ((1080, 1920), (2160, 3840))
-LARGE_TARGETS = (Target("copy_large", 0.90), Target("compile", 1.6))
+LARGE_TARGETS = (Target("copy_large", 0.90), Target("compile", 1.6), Target("dynamic-compile", 1.6))
 SMALL_TARGETS = (Target("copy_same", 0.90), Target("compile", 1.0, strict=True))
 
 

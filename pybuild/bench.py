@@ -36,6 +36,7 @@ L2_MULTIPLE = 3  # input sets together exceed this many L2 caches
 MAX_SETS = 4096
 LARGE_COPY_BYTES = 1 << 30
 DEFAULT_L2_BYTES = 64 << 20  # when the device does not report its L2 size
+ROUNDS = 2  # interleaved timing rounds per case on CUDA; each implementation keeps its best
 
 
 @dataclass(frozen=True)
@@ -268,10 +269,17 @@ def run_case(case: Case, device: str, l2_bytes: int, compile_: bool, reps: int,
     result.check = _check(case, case.ours(*arg_sets[0]), case.eager(*arg_sets[0]))
 
     def record(name: str, ms: float, method: str, n: int) -> None:
-        result.timings[name] = Timing(ms=ms, gbps=case.bytes / (ms * 1e-3) / 1e9, method=method, sets=n)
+        old = result.timings.get(name)
+        if old is None or ms < old.ms:  # the better of the rounds
+            result.timings[name] = Timing(ms=ms, gbps=case.bytes / (ms * 1e-3) / 1e9, method=method, sets=n)
 
-    for name, fn in impls.items():
-        if device == "cuda":
+    # On CUDA every implementation is timed in ROUNDS interleaved rounds and keeps its best: a
+    # passing clock or memory-placement hiccup then hits no implementation alone.
+    for round_ in range(ROUNDS if device == "cuda" else 1):
+        for name, fn in impls.items():
+            if device != "cuda":
+                record(name, time_wall(fn, arg_sets, reps), "wall-clock", sets)
+                continue
             try:
                 record(name, time_cuda_graph(fn, arg_sets, reps), "cuda-graph", sets)
             except Exception as e:  # noqa: BLE001 - an implementation that cannot be captured is timed by launches
@@ -279,16 +287,16 @@ def run_case(case: Case, device: str, l2_bytes: int, compile_: bool, reps: int,
                     "timing stream launches")
                 torch.cuda.synchronize()
                 record(name, time_cuda_launch(fn, arg_sets, reps), "launch", sets)
-            record(f"{name}-launch", time_cuda_launch(fn, arg_sets, max(3, reps // 4)), "launch", sets)
-        else:
-            record(name, time_wall(fn, arg_sets, reps), "wall-clock", sets)
+            if round_ == 0:
+                record(f"{name}-launch", time_cuda_launch(fn, arg_sets, max(3, reps // 4)), "launch", sets)
     del arg_sets
     # A copy moving the same bytes as one call (bytes // 2 read + bytes // 2 written).
     half = max(1, case.bytes // 2)
     copy_sets = [(torch.empty(half, dtype=torch.uint8, device=device).random_(),
                   torch.empty(half, dtype=torch.uint8, device=device)) for _ in range(sets)]
-    ms, method = time_copy(device, copy_sets, reps)
-    record("copy_same", ms, method, sets)
+    for _ in range(ROUNDS if device == "cuda" else 1):
+        ms, method = time_copy(device, copy_sets, reps)
+        record("copy_same", ms, method, sets)
     del copy_sets
     if device == "cuda":
         torch.cuda.empty_cache()
@@ -372,8 +380,8 @@ def run(kernels: Sequence[tuple[str, ModuleType, ModuleType]], device: str, quic
         "environment": env,
         "method": {
             "device": device,
-            "timing": "CUDA graph of one call per input set, median of replays (device events) / calls"
-                      if device == "cuda" else "median wall-clock per call",
+            "timing": f"CUDA graph of one call per input set, median of replays (device events) / calls; "
+                      f"best of {ROUNDS} interleaved rounds" if device == "cuda" else "median wall-clock per call",
             "launch-timing": "stream launches from Python, device events, median" if device == "cuda" else None,
             "input-sets": f"enough to exceed {L2_MULTIPLE}x L2 together (min 2)" if device == "cuda" else "2",
             "repetitions": reps,

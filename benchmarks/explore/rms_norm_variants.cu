@@ -222,7 +222,7 @@ bool run(rms_norm::DType dt, const char* tname, int64_t rows, int64_t hidden, in
   CK(cudaMemcpy(ref.data(), out[0], n * sizeof(T), cudaMemcpyDeviceToHost));
   bool all_ok = true;
   for (auto& v : vs) {
-    CK(cudaMemset(out[0], 0xFF, n * sizeof(T)));
+    CK(cudaMemsetAsync(out[0], 0xFF, n * sizeof(T), stream));  // on the timed stream: no race with the launch
     if (!v.launch(out[0], in[0], w, rows, hidden, stream)) continue;
     CK(cudaGetLastError());
     CK(cudaStreamSynchronize(stream));

@@ -110,6 +110,17 @@ def test_cuda_agrees_with_cpu(kernel, op):
     torch.testing.assert_close(call(kernel, op, x.cuda()).cpu(), call(kernel, op, x), atol=1e-5, rtol=1e-5)
 
 
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_cuda_large_inputs(kernel, dtype):
+    """Over 2^21 packs of 16 bytes: the exact gelu switches to two packs per thread there."""
+    x = (torch.randn(2049, 2 * 8192, device="cuda") * 3).to(dtype)
+    for op in OPS:
+        got = call(kernel, op, x)
+        torch.testing.assert_close(got, reference(op, x), **TOL[dtype])
+
+
 # (call, exception type, exact message fragment)
 ERRORS = [
     (lambda k: k.silu_and_mul(torch.ones(4, 4, dtype=torch.int32)), TypeError,

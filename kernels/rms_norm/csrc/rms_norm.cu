@@ -4,8 +4,8 @@
 // Fast path (hidden * sizeof(T) a multiple of 16, all pointers 16-byte aligned, hidden <= 16384):
 // a row is held in registers, CPT 16-byte packs per thread, so x is read from memory exactly once.
 // A row is owned by a group of threads:
-//   - up to 64 packs per row (bf16 hidden <= 512, fp32 <= 256): `group` = 1..32 threads of one
-//     warp with 1-2 packs each, several rows per block, the sum of squares reduced with warp
+//   - up to 64 packs per row (bf16 hidden <= 512, fp32 <= 256): `group` = 1..16 threads of one
+//     warp with up to 4 packs each, several rows per block, the sum of squares reduced with warp
 //     shuffles inside the group;
 //   - larger rows: one block per row of up to 1024 threads with 2 packs each (4 when a row has
 //     more than 2048 packs, fp32 hidden > 8192), shuffles then one shared-memory step. Two packs
@@ -29,7 +29,7 @@ namespace {
 
 constexpr int kMaxThreads = 1024;
 constexpr int kWarpPathThreads = 256;  // block size when a row fits one warp
-constexpr int kWarpPathMaxPacks = 64;  // 32 threads x 2 packs
+constexpr int kWarpPathMaxPacks = 64;  // 16 threads x 4 packs
 constexpr int kMaxPacks = 4 * kMaxThreads;
 
 template <typename T>
@@ -192,12 +192,12 @@ void launch_typed(void* out, const void* in, const void* weight, int64_t rows, i
   }
   const int packs = static_cast<int>(hidden / kVec);
   if (packs <= kWarpPathMaxPacks) {
-    // Threads per row: a power of two with up to 2 packs each.
-    const int group = next_pow2((packs + 1) / 2);
-    if (packs <= group) {
-      launch_vec<T, 1>(o, x, w, rows, packs, group, kWarpPathThreads, inv_h, eps, s);
-    } else {
-      launch_vec<T, 2>(o, x, w, rows, packs, group, kWarpPathThreads, inv_h, eps, s);
+    // Threads per row: a power of two with up to 4 packs each (3 are rounded up to 4).
+    const int group = next_pow2((packs + 3) / 4);
+    switch ((packs + group - 1) / group) {
+      case 1: launch_vec<T, 1>(o, x, w, rows, packs, group, kWarpPathThreads, inv_h, eps, s); break;
+      case 2: launch_vec<T, 2>(o, x, w, rows, packs, group, kWarpPathThreads, inv_h, eps, s); break;
+      default: launch_vec<T, 4>(o, x, w, rows, packs, group, kWarpPathThreads, inv_h, eps, s); break;
     }
     return;
   }
