@@ -355,3 +355,26 @@ def test_dev_shell_has_pybuild(kernel_repo: tuple[Path, str]) -> None:
         out = nix("develop", "--offline", *BUILD_AS_ME, f"path:{repo}#{attr}", "--command",
                   "python3", "-c", "import pybuild; print(pybuild.__file__)", cwd=repo, timeout=300)
         assert out.strip().startswith("/nix/store/") and out.strip().endswith("pybuild/__init__.py"), out
+
+
+def test_design_card_dev_shell_command_resolves(farm: Path, tmp_path: Path) -> None:
+    """The literal `nix develop .#devShells.torch27-cxx11-cu126-x86_64-linux` of the design card, for
+    the guide's own kernel repository (build.toml unmodified) whose matrix has torch 2.7 + CUDA 12.6."""
+    repo = tmp_path / "img2gray"
+    shutil.copytree(REPO / "tests" / "fixtures" / "guide-img2gray", repo)
+    (repo / "variants.json").write_text(json.dumps({
+        "torch": [{"version": "2.7", "cuda": ["12.6", "12.8"], "cpu": True}],
+        "cxx-abi": ["cxx11"],
+        "systems": ["x86_64-linux", "aarch64-linux"],
+    }))
+    (repo / "flake.nix").write_text(textwrap.dedent(f"""\
+        {{
+          inputs.farm.url = "path:{farm}";
+          outputs = {{ self, farm }}: farm.lib.genFlakeOutputs {{ inherit self; path = ./.; }};
+        }}
+        """))
+    attr = "devShells.torch27-cxx11-cu126-x86_64-linux"
+    assert nix("eval", "--offline", "--raw", f"path:{repo}#{attr}.name", timeout=120) == attr.split(".")[1]
+    shown = json.loads(nix("flake", "show", "--offline", "--json", f"path:{repo}", timeout=120))
+    assert "torch27-cxx11-cu126-x86_64-linux" in shown["devShells"]["x86_64-linux"]
+    assert "torch27-cxx11-cpu-x86_64-linux" not in shown["devShells"]["x86_64-linux"]  # the guide's kernel is CUDA-only
