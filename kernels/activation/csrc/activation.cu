@@ -5,8 +5,8 @@
 // as one flat array of 16-byte packs, one per thread: two 16-byte streaming loads (gate and up
 // halves, evict-first: every byte is read once) and one 16-byte streaming store; a warp's accesses
 // are contiguous runs of 512 bytes. 256-thread blocks; the exact gelu, whose erf costs about as
-// much as the memory traffic, takes two packs per thread on large inputs (more independent work
-// per thread; on small ones the extra blocks matter more). The row of pack c is
+// much as the memory traffic, takes two packs per thread in 128-thread blocks on large inputs
+// (more independent work per thread; on small ones the extra blocks matter more). The row of pack c is
 // c / (d / VEC), a multiply-high and a shift with a divisor prepared on the host; no per-element
 // integer division. Otherwise the same kernel runs with one element per pack (any d, any alignment).
 // Arithmetic is fp32: exp is __expf, the logistic division __fdividef (x / inf = 0 as needed for
@@ -23,7 +23,6 @@ namespace activation {
 
 namespace {
 
-constexpr int kThreads = 256;
 constexpr int64_t kTwoPacksFrom = int64_t{1} << 21;  // exact gelu: packs per thread = 2 from here on
 
 // n / d for n, d < 2^31 as a multiply-high and a shift (Granlund-Montgomery, as torch's IntDivider).
@@ -100,7 +99,7 @@ __device__ __forceinline__ void store_stream(P* p, const P& v) {
 }
 
 // out (as packs) [n_packs], in [rows, 2 d]; row of pack c = c / (d / VEC).
-template <typename T, Act A, int VEC, int kUnroll, typename Index, typename Div>
+template <typename T, Act A, int VEC, int kThreads, int kUnroll, typename Index, typename Div>
 __global__ void __launch_bounds__(kThreads) act_and_mul_kernel(T* __restrict__ out, const T* __restrict__ in,
                                                                Index n_packs, Div packs_per_row, int64_t d) {
   using P = Pack<T, VEC>;
@@ -131,17 +130,17 @@ __global__ void __launch_bounds__(kThreads) act_and_mul_kernel(T* __restrict__ o
   }
 }
 
-template <typename T, Act A, int VEC, int kUnroll>
+template <typename T, Act A, int VEC, int kThreads, int kUnroll>
 void launch_unrolled(T* out, const T* in, int64_t rows, int64_t d, cudaStream_t stream) {
   const int64_t per_row = d / VEC;
   const int64_t n_packs = rows * per_row;
   const int64_t blocks = (n_packs + kThreads * kUnroll - 1) / (kThreads * kUnroll);
   if (n_packs < (int64_t{1} << 31)) {
-    act_and_mul_kernel<T, A, VEC, kUnroll, uint32_t, FastDiv32>
+    act_and_mul_kernel<T, A, VEC, kThreads, kUnroll, uint32_t, FastDiv32>
         <<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(out, in, static_cast<uint32_t>(n_packs),
                                                                  FastDiv32(static_cast<uint32_t>(per_row)), d);
   } else {
-    act_and_mul_kernel<T, A, VEC, kUnroll, uint64_t, Div64><<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(
+    act_and_mul_kernel<T, A, VEC, kThreads, kUnroll, uint64_t, Div64><<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(
         out, in, static_cast<uint64_t>(n_packs), Div64(static_cast<uint64_t>(per_row)), d);
   }
 }
@@ -149,9 +148,9 @@ void launch_unrolled(T* out, const T* in, int64_t rows, int64_t d, cudaStream_t 
 template <typename T, Act A, int VEC>
 void launch_packs(T* out, const T* in, int64_t rows, int64_t d, cudaStream_t stream) {
   if (A == Act::kGelu && VEC > 1 && rows * (d / VEC) >= kTwoPacksFrom) {
-    launch_unrolled<T, A, VEC, 2>(out, in, rows, d, stream);
+    launch_unrolled<T, A, VEC, 128, 2>(out, in, rows, d, stream);
   } else {
-    launch_unrolled<T, A, VEC, 1>(out, in, rows, d, stream);
+    launch_unrolled<T, A, VEC, 256, 1>(out, in, rows, d, stream);
   }
 }
 
