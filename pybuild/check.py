@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from .digest import digest_mismatches, source_hash
-from .elf import bad_rpaths, dynamic_entries
+from .elf import bad_rpaths, dynamic_entries, embedded_cxx_runtime
 from .errors import PybuildError, UsageError, VariantsError
 from .manifest import NAME_RE, Manifest, load_manifest
 from .metadata import METADATA
@@ -350,6 +350,21 @@ def check_rpath(v: _Variant) -> CheckResult:
     return CheckResult(v.name, "rpath", "pass", "no RPATH into build directories")
 
 
+def check_runtime(v: _Variant) -> CheckResult:
+    """The C++ runtime must be the process's shared one (torch's), not a static copy in the module."""
+    problems = []
+    for so in v.extensions():
+        if so.suffix == ".so":
+            found = embedded_cxx_runtime(so)
+            if found:
+                problems.append(f"{so.name} defines {', '.join(found)}")
+    if problems:
+        return CheckResult(v.name, "runtime", "fail",
+                           f"embedded C++ runtime: {'; '.join(problems)}; link the shared libstdc++ "
+                           "(no -static-libstdc++; the generated CMake project links -l:libstdc++.so.6)")
+    return CheckResult(v.name, "runtime", "pass", "uses the shared C++ runtime")
+
+
 # Runs in a fresh interpreter: import the variant as kernels' importer does (module name = metadata id).
 _IMPORT_SCRIPT = textwrap.dedent("""
     import importlib.util, json, sys
@@ -440,7 +455,7 @@ def check_sources(path: Path, src_hash: str) -> CheckResult:
 
 
 VARIANT_CHECKS: tuple[Callable[[_Variant], CheckResult], ...] = (
-    check_metadata, check_digest, check_abi3, check_platform, check_rpath, check_import,
+    check_metadata, check_digest, check_abi3, check_platform, check_rpath, check_runtime, check_import,
 )
 
 

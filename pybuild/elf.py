@@ -34,3 +34,18 @@ def bad_rpaths(so: Path) -> list[str]:
     """RPATH/RUNPATH entries other than ``$ORIGIN``-relative ones: they point into the machine
     that built the file (its build tree or toolchain) and do not exist where the kernel is loaded."""
     return [p for p in rpaths(so) if not p.startswith("$ORIGIN")]
+
+
+#: Defined only by a C++ runtime (libstdc++/libc++abi). A module that defines them carries its own
+#: copy: exceptions thrown in it (a failed TORCH_CHECK) are not caught by torch's runtime and crash.
+CXX_RUNTIME_SYMBOLS = ("__cxa_throw", "__cxa_begin_catch", "__gxx_personality_v0")
+
+
+def embedded_cxx_runtime(so: Path) -> list[str]:
+    """C++-runtime symbols ``so`` defines itself (empty when it links the shared runtime)."""
+    nm = shutil.which("nm")
+    if nm is None:
+        raise ToolchainError("`nm` not found; install binutils (apt-get install binutils)")
+    out = subprocess.run([nm, "-D", "--defined-only", str(so)], capture_output=True, text=True, check=False)
+    defined = {line.split()[-1] for line in out.stdout.splitlines() if line.strip()}
+    return [s for s in CXX_RUNTIME_SYMBOLS if s in defined]

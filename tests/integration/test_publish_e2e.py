@@ -114,7 +114,7 @@ def test_check_publish_get_kernel_lock_download_offline(hub, built, local_result
     proc = pybuild("check", str(KERNEL), env=env, ok=False)
     assert proc.returncode == 8, proc.stderr
     rows = {tuple(c.strip() for c in line.split("│")[1:4]) for line in proc.stdout.splitlines() if "│" in line}
-    for check in ("metadata", "digest", "abi3", "rpath", "sources", "import"):
+    for check in ("metadata", "digest", "abi3", "rpath", "runtime", "sources", "import"):
         assert (built.name, check, "pass") in rows, (check, proc.stdout)
     assert (built.name, "manylinux_2_28", "FAIL") in rows
     flat = re.sub(r"[│\s]+", " ", proc.stdout)  # table cells wrap; read the text as one line

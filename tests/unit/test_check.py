@@ -4,12 +4,15 @@ extension, an RPATH into a build tree, broken metadata, a failing import and mis
 from __future__ import annotations
 
 import json
+import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
 
 from pybuild.__main__ import main
 from pybuild.check import MANYLINUX, check_kernel
+from pybuild.digest import digest_files
 from pybuild.variants import load_matrix
 from tests.fakebuild import GLIBC_232, NON_ABI3, make_kernel, make_variant, one_variant_matrix
 
@@ -45,7 +48,8 @@ def test_good_build_passes_every_check(kernel: Path, matrix) -> None:
     v = vdir.name
     assert verdicts(report) == {
         (v, "metadata"): "pass", (v, "digest"): "pass", (v, "abi3"): "pass", (v, MANYLINUX): "pass",
-        (v, "rpath"): "pass", (v, "sources"): "pass", (v, "import"): "pass", ("*", "variants"): "pass",
+        (v, "rpath"): "pass", (v, "runtime"): "pass", (v, "sources"): "pass", (v, "import"): "pass",
+        ("*", "variants"): "pass",
     }
     assert report.ok
     assert "exports add_one" in detail(report, "import")
@@ -97,6 +101,24 @@ def test_newer_glibc_is_not_manylinux_2_28_and_says_how_to_fix(kernel: Path, mat
     assert text.startswith("NOT manylinux_2_28: needs glibc 2.32")
     assert "GLIBC_2.32 (__libc_single_threaded)" in text
     assert "Nix toolchain" in text and "manylinux_2_28 container" in text
+
+
+def test_embedded_cxx_runtime(kernel: Path, matrix, tmp_path: Path) -> None:
+    """A module linked with -static-libstdc++ carries its own exception runtime: refused."""
+    gxx = shutil.which("g++")
+    if gxx is None:
+        pytest.skip("needs g++")
+    vdir = make_variant(kernel)
+    so = next(vdir.rglob("*.so"))
+    src = tmp_path / "throws.cpp"
+    src.write_text('#include <stdexcept>\nextern "C" int f(int x) { if (x < 0) throw std::runtime_error("neg"); return x; }\n')
+    subprocess.run([gxx, "-shared", "-fPIC", "-static-libstdc++", str(src), "-o", str(so)], check=True)
+    meta = json.loads((vdir / "metadata.json").read_text())
+    meta["digest"]["files"] = digest_files(vdir)
+    (vdir / "metadata.json").write_text(json.dumps(meta))
+    report = quick_check(kernel, matrix)
+    assert verdicts(report)[(vdir.name, "runtime")] == "fail"
+    assert "defines __cxa_throw" in detail(report, "runtime")
 
 
 def test_rpath_into_build_tree(kernel: Path, matrix) -> None:
