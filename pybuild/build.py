@@ -72,6 +72,18 @@ def _cuda_archs(manifest: Manifest, variant: Variant, options: BuildOptions) -> 
     return cuda_capabilities_for(manifest, variant.backend_version)
 
 
+def torch_arch_list(archs: tuple[str, ...]) -> str:
+    """``TORCH_CUDA_ARCH_LIST`` for ``archs``: machine code for each, plus PTX of the newest plain
+    one so that newer GPUs can JIT it ("8.0;9.0" -> "8.0;9.0+PTX")."""
+    plain = [a for a in archs if not a.endswith(("a", "f"))]
+    return ";".join(f"{a}+PTX" if plain and a == plain[-1] else a for a in archs)
+
+
+def metadata_archs(archs: tuple[str, ...]) -> tuple[str, ...]:
+    """The archs metadata.json declares, in the loader's notation (``9.0+PTX`` for the PTX one)."""
+    return tuple(torch_arch_list(archs).split(";")) if archs else ()
+
+
 def _build_key(manifest: Manifest, variant: Variant, src_hash: str, archs: tuple[str, ...]) -> str:
     info = torch_info()
     key = {
@@ -202,7 +214,7 @@ def build_variant(
         env.setdefault("CCACHE_BASEDIR", str(root.resolve()))
         env.setdefault("CCACHE_NOHASHDIR", "1")
         if archs:
-            env["TORCH_CUDA_ARCH_LIST"] = ";".join(archs)
+            env["TORCH_CUDA_ARCH_LIST"] = torch_arch_list(archs)
         if not (cmake_dir / "CMakeCache.txt").is_file() or not configure_stamp.is_file() \
                 or configure_stamp.read_text() != configure_key:
             progress("configuring (CMake)", None)
@@ -244,7 +256,7 @@ def build_variant(
                 "cuda": info.cuda if variant.backend == "cuda" else None,
                 "source-hash": src_hash,
             }
-            metadata = make_metadata(manifest, ops_name=ops, backend=variant.backend, cuda_archs=archs,
+            metadata = make_metadata(manifest, ops_name=ops, backend=variant.backend, cuda_archs=metadata_archs(archs),
                                      variant_dir=staging, extra=extra)
             write_metadata(staging, metadata)
             replace_dir(staging, final)

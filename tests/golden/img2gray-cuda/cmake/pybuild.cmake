@@ -27,8 +27,15 @@ function(pybuild_cuda_architectures caps)
   string(REGEX REPLACE "[af]$" "" _ptx "${_last}")
   list(APPEND _archs "${_ptx}-virtual")
   set(CMAKE_CUDA_ARCHITECTURES "${_archs}" PARENT_SCOPE)
-  # torch's CMake config reads this to pick its own -gencode flags; keep both in step.
-  set(ENV{TORCH_CUDA_ARCH_LIST} "${caps}")
+  # torch's CMake config reads this to pick its own -gencode flags; keep both in step
+  # (pybuild build sets the same list, with +PTX on the newest plain capability).
+  if(NOT DEFINED ENV{TORCH_CUDA_ARCH_LIST})
+    set(_torch_list "${caps}")
+    if(NOT _last MATCHES "[af]$")
+      string(REGEX REPLACE "([0-9.]+)$" "\\1+PTX" _torch_list "${caps}")
+    endif()
+    set(ENV{TORCH_CUDA_ARCH_LIST} "${_torch_list}")
+  endif()
 endfunction()
 
 # torch's CMake config finds CUDA with the legacy FindCUDA, which guesses the toolkit from the
