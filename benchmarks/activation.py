@@ -1,7 +1,7 @@
 """Benchmark cases for activation (run with `python -m pybuild bench activation`).
 
 Input [tokens, 2 d] -> output [tokens, d]; bytes per call: 3 d elements per token (2 d read, d
-written). Targets (issue 5): >= 0.85 x the large-copy bandwidth at large sizes (>= 200 MB moved)
+written). Targets: >= 0.85 x the large-copy bandwidth at large sizes (>= 200 MB moved)
 and >= torch.compile at every size.
 """
 

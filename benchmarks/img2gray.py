@@ -1,6 +1,6 @@
 """Benchmark cases for img2gray (run with `python -m pybuild bench img2gray`).
 
-Bytes per call: 3 read + 1 written per pixel. Targets (issue 5): at 4320x7680 and 8640x15360,
+Bytes per call: 3 read + 1 written per pixel. Targets: at 4320x7680 and 8640x15360,
 >= 0.90 x the large-copy bandwidth and >= 1.6 x torch.compile; at 1080x1920 and 2160x3840,
 >= 0.90 x a copy moving the same bytes and faster than torch.compile.
 

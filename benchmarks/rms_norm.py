@@ -1,7 +1,7 @@
 """Benchmark cases for rms_norm (run with `python -m pybuild bench rms_norm`).
 
 x [rows, hidden] and out of the same shape; bytes per call: x read + out written + weight read
-once. Targets (issue 5): >= 0.85 x the large-copy bandwidth at large sizes (>= 200 MB moved) and
+once. Targets: >= 0.85 x the large-copy bandwidth at large sizes (>= 200 MB moved) and
 >= torch.compile at every size. The torch baseline is torch.nn.functional.rms_norm.
 """
 

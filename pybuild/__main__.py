@@ -183,6 +183,11 @@ def cmd_build(args: argparse.Namespace) -> int:
     for manifest in manifests:
         variants = [v for v in host_variants() if manifest.accepts(v)]
         if args.variant:
+            unknown = sorted(set(args.variant) - {v.name for v in variants})
+            if unknown:
+                msg = (f"--variant {', '.join(unknown)}: not a variant this machine builds for {manifest.name}; "
+                       f"choose from {[v.name for v in variants]}")
+                raise UsageError(msg)
             variants = [v for v in variants if v.name in args.variant]
         if not variants:
             rep.info(f"{manifest.name}: no host variant to build (kernel backends {list(manifest.backends)}, "
@@ -277,7 +282,7 @@ def cmd_publish(args: argparse.Namespace) -> int:
     with rep.task(f"checking {manifest.root}") as update:
         update("metadata, digests, ABI, imports", None)
         report = check_kernel(manifest.root, _matrix(args))
-    if not report.ok:
+    if not report.ok and not getattr(args, "json", False):
         _print_check(rep, report)
     plan = make_plan(manifest, repo_id=args.repo_id, version=args.version, report=report,
                      allow_noncompliant=args.allow_noncompliant, repo_type=kernel_repo_type())
@@ -425,6 +430,16 @@ def cmd_bench(args: argparse.Namespace) -> int:
 # Parser
 
 
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return value
+
+
 def _add_output_flags(p: argparse.ArgumentParser, json_flag: bool = True) -> None:
     p.add_argument("-q", "--quiet", action="store_true", help="print only errors")
     if json_flag:
@@ -472,7 +487,7 @@ def make_parser() -> argparse.ArgumentParser:
     p.add_argument("--variant", action="append", metavar="NAME", help="only this host variant (repeatable)")
     p.add_argument("--cuda-archs", metavar="LIST", help="override CUDA capabilities, e.g. 9.0 or 8.0,9.0")
     p.add_argument("--force", action="store_true", help="rebuild even when up to date")
-    p.add_argument("-j", "--jobs", type=int, metavar="N", help="parallel compile jobs (default: ninja's)")
+    p.add_argument("-j", "--jobs", type=_positive_int, metavar="N", help="parallel compile jobs (default: ninja's)")
     p.add_argument("-k", "--keep-going", action="store_true", help="build the other kernels after a failure")
     p.add_argument("--variants", metavar="FILE", help="variants.json to read (default: nearest one)")
     _add_output_flags(p)
@@ -567,6 +582,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         error("interrupted; build/ was left as it was")
         return 130
+    except OSError as e:  # a file-system failure (permissions, a full disk, a path that is a file)
+        if debug:
+            traceback.print_exc()
+        where = f"{e.filename}: " if e.filename else ""
+        error(f"{where}{e.strerror or e}")
+        return 1
 
 
 def entry() -> None:

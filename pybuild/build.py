@@ -22,14 +22,14 @@ from pathlib import Path
 
 from . import __version__
 from .digest import ops_name as make_ops_name
-from .digest import source_hash
+from .digest import digest_mismatches, source_hash
 from .elf import bad_rpaths
 from .errors import BuildError, ToolchainError
 from .fsutil import dir_size, locked, new_staging_dir, remove_stale_staging, replace_dir
 from .generate import ProjectSpec, render_ops_py, template_fingerprint, write_project
 from .host import cmake_and_ninja, ccache, find_nvcc, nvcc_capabilities, nvcc_version, torch_info
 from .manifest import Manifest, cuda_capabilities_for
-from .metadata import METADATA, make_metadata, write_metadata
+from .metadata import METADATA, git_state, make_metadata, write_metadata
 from .variants import Variant
 
 WORK_DIR = ".pybuild"
@@ -94,6 +94,9 @@ def _build_key(manifest: Manifest, variant: Variant, src_hash: str, archs: tuple
         "templates": template_fingerprint(),
         "cuda-archs": list(archs),
         "cflags": [os.environ.get(v, "") for v in ("CXXFLAGS", "CUDAFLAGS", "LDFLAGS")],
+        # metadata.json records the git state: a commit (or a newly dirty tree) makes a new build
+        # (ninja recompiles nothing; only the provenance changes).
+        "git": git_state(manifest.root, manifest.source_files()),
     }
     return hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()
 
@@ -103,10 +106,14 @@ def _sha256(path: Path) -> str:
 
 
 def is_up_to_date(final: Path, stamp: Path, key: str) -> bool:
+    """Same inputs as the last build, and its files are still exactly what metadata.json lists."""
     try:
         data = json.loads(stamp.read_text())
-        return data["key"] == key and data["metadata-sha256"] == _sha256(final / METADATA)
-    except (OSError, ValueError, KeyError):
+        if data["key"] != key or data["metadata-sha256"] != _sha256(final / METADATA):
+            return False
+        files = json.loads((final / METADATA).read_text())["digest"]["files"]
+        return not digest_mismatches(final, files)
+    except (OSError, ValueError, KeyError, TypeError):
         return False
 
 

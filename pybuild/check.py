@@ -216,10 +216,28 @@ def check_metadata(v: _Variant) -> CheckResult:
         pkg = name.replace("-", "_")
         if not (v.path / "__init__.py").is_file() and not (v.path / pkg / "__init__.py").is_file():
             problems.append(f"no {pkg}/__init__.py (nor a flat __init__.py): the loader finds no module")
+    unknown = _unknown_python_depends(data.get("python-depends", []), v.variant.backend if v.variant else "")
+    if unknown:
+        problems.append(f"python-depends {unknown} are not in the kernels loader's allow-list "
+                        "(kernels/python_depends.json); the loader refuses the kernel")
     if problems:
         return CheckResult(v.name, "metadata", "fail", "; ".join(problems))
     how = "kernels loader's parser" if parsed is not None else "pybuild's reader (kernels not installed)"
     return CheckResult(v.name, "metadata", "pass", f"{data['name']} id {data['id']} v{data['version']} ({how})")
+
+
+def _unknown_python_depends(names: Any, backend: str) -> list[str]:
+    """Names the installed ``kernels`` loader would refuse (empty where it is not installed)."""
+    try:
+        from importlib.resources import files
+
+        table = json.loads(files("kernels").joinpath("python_depends.json").read_text())
+    except (ImportError, OSError, ValueError):
+        return []
+    if not isinstance(names, list):
+        return [repr(names)]
+    allowed = set(table.get("general", {})) | set(table.get("backends", {}).get(backend, {}))
+    return [n for n in names if n not in allowed]
 
 
 def check_digest(v: _Variant) -> CheckResult:

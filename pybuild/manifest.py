@@ -234,6 +234,9 @@ def parse_manifest(text: str, path: Path) -> Manifest:
             "and not ending with '-' (e.g. \"img2gray\", \"rms-norm\")"
         )
     universal = general.get("universal", bool, False)
+    if universal:
+        general.fail("`universal = true` in [general]: pure-Python (torch-universal) kernels are not built by "
+                     "this farm yet; set universal = false and add a [kernel.<name>] section")
     version = general.get("version", int, 1)
     if version < 1:
         general.fail(f"`version` in [general] must be a positive integer (the v<N> branch); found {version}")
@@ -310,7 +313,7 @@ def parse_manifest(text: str, path: Path) -> Manifest:
         if not kernels:
             raise ManifestError(
                 f"{path}: no [kernel.<name>] section; add one with backend and src, "
-                "or set universal = true in [general] for a pure-Python kernel"
+                f"e.g. [kernel.{name}] backend = \"cpu\", src = [\"csrc/{name}.cpp\"]"
             )
         if not torch_src:
             raise ManifestError(f"{path}: `src` in [torch] is empty; list the binding, e.g. [\"torch-ext/torch_binding.cpp\"]")

@@ -136,6 +136,11 @@ def select_files(manifest: Manifest) -> list[tuple[str, Path]]:
     for name in SOURCE_FILES:
         if (root / name).is_file():
             chosen[name] = root / name
+    # Everything build.toml names (sources, include folders, the wrapper), wherever it lives:
+    # the published repo must rebuild from its own files.
+    for rel in manifest.source_files():
+        if rel not in generated and not _excluded(Path(rel)):
+            chosen[rel] = root / rel
     for d in (*SOURCE_DIRS, "build"):
         base = root / d
         if not base.is_dir():

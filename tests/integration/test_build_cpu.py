@@ -126,22 +126,31 @@ def test_changed_source_rebuilds_with_new_id(kernel_copy: Path) -> None:
 
 
 def test_killed_build_leaves_build_dir_as_it_was(kernel_copy: Path) -> None:
+    """Kill a build of changed sources mid-compile: build/ keeps the old, complete variant."""
     before = tree_state(kernel_copy / "build")
-    proc = subprocess.Popen([sys.executable, "-m", "pybuild", "build", "--force", str(kernel_copy)], cwd=REPO,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
-    log = kernel_copy / ".pybuild" / VARIANT / "build.log"
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        if log.is_file() and "cmake --build" in log.read_text() or "--build" in (log.read_text() if log.is_file() else ""):
-            break
-        time.sleep(0.05)
-    os.killpg(proc.pid, signal.SIGKILL)
-    proc.wait()
-    assert tree_state(kernel_copy / "build") == before
-    # The next build completes normally and cleans up the abandoned staging area.
-    done = pybuild("build", "--force", str(kernel_copy))
-    assert done.returncode == 0, done.stderr
-    assert not list((kernel_copy / ".pybuild").glob("staging-*"))
+    cpu = kernel_copy / "csrc" / "img2gray_cpu.cpp"
+    original = cpu.read_text()
+    cpu.write_text(original + "\n// changed: a real rebuild, not a no-op\n")
+    try:
+        proc = subprocess.Popen([sys.executable, "-m", "pybuild", "build", str(kernel_copy)], cwd=REPO,
+                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+        log = kernel_copy / ".pybuild" / VARIANT / "build.log"
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and proc.poll() is None:
+            if log.is_file() and "--build" in log.read_text():
+                break
+            time.sleep(0.05)
+        assert proc.poll() is None, "the build ended before it could be killed"
+        os.killpg(proc.pid, signal.SIGKILL)
+        assert proc.wait() == -signal.SIGKILL
+        assert tree_state(kernel_copy / "build") == before
+        # The next build completes, replaces the variant and cleans up any abandoned staging area.
+        done = pybuild("build", str(kernel_copy))
+        assert done.returncode == 0, done.stderr
+        assert tree_state(kernel_copy / "build") != before
+        assert not list((kernel_copy / ".pybuild").glob("staging-*"))
+    finally:
+        cpu.write_text(original)
 
 
 def test_dev_loop_editable_install(kernel_copy: Path, tmp_path: Path) -> None:

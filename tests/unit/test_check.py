@@ -132,6 +132,7 @@ def test_rpath_into_build_tree(kernel: Path, matrix) -> None:
     ({"backend": {"type": "cuda"}}, "backend.type is 'cuda' but the variant name says 'cpu'"),
     ({"name": "Tiny_K"}, "does not match"),
     ({"version": "one"}, "`version` must be a int"),
+    ({"python-depends": ["numpy"]}, "python-depends ['numpy'] are not in the kernels loader's allow-list"),
 ])
 def test_bad_metadata(kernel: Path, matrix, metadata: dict, fragment: str) -> None:
     vdir = make_variant(kernel, metadata=metadata)

@@ -270,7 +270,7 @@ def lock_download_and_load_offline(hub: HubServer, tmp_path: Path) -> subprocess
                           text=True, timeout=180)
 
 
-@pytest.mark.xfail(strict=False, raises=AssertionError, reason=(
+@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
     "huggingface_hub 2.4 caches the full tree listing of a commit and, offline, refuses a snapshot missing any "
     "listed file; kernels 0.17.2 `download` fetches only build/<variant>/* but `load_kernel` asks for the whole "
     "snapshot. So any other file in the repo (.gitattributes, README, other variants) breaks offline loading."))

@@ -83,6 +83,7 @@ ERRORS = [
     (lambda t: t.split("[kernel.img2gray]")[0], "no [kernel.<name>] section"),
     (lambda t: t.replace('universal = false', 'universal = fals'), "TOML syntax error"),
     (lambda t: t.replace('universal = false', 'universal = "no"'), "`universal` in [general] must be a bool"),
+    (lambda t: t.replace('universal = false', 'universal = true'), "pure-Python (torch-universal) kernels are not built"),
     (lambda t: t.replace('[general]\n', ''), "unknown key `name` in [top level]"),
     (lambda t: t.replace('universal = false', 'version = 0'), "must be a positive integer"),
     (lambda t: t.replace('[torch]\n', '[torch]\nminver = "2.13"\nmaxver = "2.12"\n'), "no torch version is left"),

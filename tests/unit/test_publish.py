@@ -52,6 +52,19 @@ def plan_for(kernel: Path, variants_file: Path, version: str = "1.0.0", **kw) ->
 # --------------------------------------------------------------------------------------------- local
 
 
+def test_release_holds_every_file_build_toml_names(kernel: Path) -> None:
+    """Sources and include folders outside csrc/ and torch-ext/ travel too: the repo must rebuild."""
+    (kernel / "third_party").mkdir()
+    (kernel / "third_party" / "vec.h").write_text("// header\n")
+    (kernel / "kernel").mkdir()
+    (kernel / "csrc" / "tinyk_cpu.cpp").rename(kernel / "kernel" / "tinyk_cpu.cpp")
+    toml = kernel / "build.toml"
+    toml.write_text(toml.read_text().replace("csrc/tinyk_cpu.cpp", "kernel/tinyk_cpu.cpp")
+                    .replace("[torch]\n", '[torch]\ninclude = ["third_party"]\n'))
+    selected = [rel for rel, _ in select_files(load_manifest(kernel))]
+    assert "kernel/tinyk_cpu.cpp" in selected and "third_party/vec.h" in selected
+
+
 def test_release_holds_sources_card_and_build_but_nothing_generated(kernel: Path, variants_file: Path) -> None:
     (kernel / "flake.nix").write_text("{ }\n")
     (kernel / "tests").mkdir()

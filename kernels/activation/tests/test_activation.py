@@ -136,6 +136,7 @@ ERRORS = [
     (lambda k: k.gelu_and_mul(torch.ones(4, 8), approximate="fast"), ValueError,
      "gelu_and_mul: approximate must be 'none' or 'tanh', got 'fast'"),
     (lambda k: k.silu_and_mul([1.0, 2.0]), TypeError, "silu_and_mul: expected a torch.Tensor, got list"),
+    (lambda k: k.silu_and_mul(torch.ones(4, 8, requires_grad=True)), RuntimeError, "silu_and_mul: has no backward"),
     # The op itself checks too (callers that skip the wrapper).
     (lambda k: k.ops.silu_and_mul(torch.ones(4, 8), torch.empty(4, 3)), RuntimeError,
      "silu_and_mul: expected out of shape [..., 4] matching input [4, 8], got [4, 3]"),

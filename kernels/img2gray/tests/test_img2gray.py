@@ -79,6 +79,12 @@ def test_bad_out(img2gray) -> None:  # noqa: ANN001
         img2gray.img2gray(x, out=torch.empty(5, 4, dtype=torch.uint8))
 
 
+def test_non_contiguous_out(img2gray) -> None:  # noqa: ANN001
+    x = torch.zeros(4, 5, 3, dtype=torch.uint8)
+    with pytest.raises(ValueError, match="out must be contiguous"):
+        img2gray.img2gray(x, out=torch.empty(5, 4, dtype=torch.uint8).t())
+
+
 def test_op_level_checks_show_values(img2gray) -> None:  # noqa: ANN001
     x = torch.zeros(4, 5, 3, dtype=torch.uint8)
     with pytest.raises(RuntimeError, match=r"expected output of shape \[4, 5\], got \[5, 4\]"):

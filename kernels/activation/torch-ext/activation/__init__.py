@@ -33,6 +33,8 @@ def _run(name: str, x: torch.Tensor, out: torch.Tensor | None) -> torch.Tensor:
         raise ValueError(f"{name}: expected input of shape [..., 2 * d] (even last dimension), got {tuple(x.shape)}")
     if x.device.type not in ("cpu", "cuda"):
         raise ValueError(f"{name}: supports cpu and cuda tensors, got device {x.device}")
+    if torch.is_grad_enabled() and x.requires_grad:
+        raise RuntimeError(f"{name}: has no backward; call it under torch.no_grad() or on a detached tensor")
     shape = (*x.shape[:-1], x.shape[-1] // 2)
     x = x.contiguous()
     if out is None:

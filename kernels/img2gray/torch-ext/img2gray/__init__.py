@@ -42,5 +42,7 @@ def img2gray(image: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tens
             f"img2gray: out must be uint8 of shape {tuple(image.shape[:-1])} on {image.device}, "
             f"got {out.dtype} {tuple(out.shape)} on {out.device}"
         )
+    elif not out.is_contiguous():
+        raise ValueError("img2gray: out must be contiguous")
     ops.img2gray(image, out)
     return out

@@ -42,8 +42,12 @@ def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float = 1e-6, out: torc
         raise ValueError(f"rms_norm: supports cpu and cuda tensors, got device {x.device}")
     if weight.device != x.device:
         raise ValueError(f"rms_norm: x is on {x.device} but weight is on {weight.device}")
+    if isinstance(eps, bool) or not isinstance(eps, (int, float)):
+        raise TypeError(f"rms_norm: eps must be a float, got {type(eps).__name__} {eps!r}")
     if not eps >= 0.0:
         raise ValueError(f"rms_norm: eps must be >= 0, got {eps}")
+    if torch.is_grad_enabled() and (x.requires_grad or weight.requires_grad):
+        raise RuntimeError("rms_norm: has no backward; call it under torch.no_grad() or on detached tensors")
     x = x.contiguous()
     weight = weight.contiguous()
     if out is None:
