@@ -122,13 +122,6 @@ def host_variants(require_nvcc: bool = True) -> list[Variant]:
     return variants
 
 
-def tool(name: str, hint: str) -> str:
-    found = shutil.which(name)
-    if not found:
-        raise ToolchainError(f"`{name}` not found on PATH; {hint}")
-    return found
-
-
 def cmake_and_ninja() -> tuple[str, str]:
     """CMake and ninja, from PATH or from the pip packages of the same names."""
     cmake = shutil.which("cmake")

@@ -23,7 +23,6 @@ VERSIONED_BACKENDS = ("cuda", "rocm", "xpu")
 CXX_ABIS = ("cxx11", "cxx98")
 SYSTEMS = ("x86_64-linux", "aarch64-linux", "aarch64-darwin")
 EXCLUDE_KEYS = ("torch", "backend", "backend-version", "cxx-abi", "system", "reason")
-UNIVERSAL = "torch-universal"
 
 _BACKEND_PREFIX = {"cuda": "cu", "rocm": "rocm", "xpu": "xpu"}
 _NAME_RE = re.compile(
