@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The GPU run, in one go on a CUDA machine (torch with CUDA, nvcc, cmake, ninja):
 #   1. environment: GPU, driver, nvcc, cmake, python, torch, Python headers;
-#   2. with --explore: each kernel's design space without torch (benchmarks/explore/*_variants.cu);
+#   2. with --explore: each kernel's design space without torch (benchmarks/explore/*_variants.cu),
+#      and launcher variants against torch.compile (benchmarks/explore/duel.py);
 #   3. build every kernel's host variants with pybuild (CPU + CUDA, sm_90 unless PYBUILD_CUDA_ARCHS);
 #   4. every kernel's test-suite (pytest kernels/), CUDA tests included;
 #   5. `python -m pybuild bench`: every kernel vs torch eager, torch.compile and device copies,
@@ -30,6 +31,8 @@ exec > >(tee "$dest/gpu-run.log") 2>&1
 export PYTHONUNBUFFERED=1
 export PYBUILD_CUDA_ARCHS=${PYBUILD_CUDA_ARCHS:-9.0}
 status=0
+scratch=$(mktemp -d "${TMPDIR:-/tmp}/pybuild-gpu.XXXXXX")
+trap 'rm -rf "$scratch"' EXIT
 step() { echo; echo "== $(date -u +%H:%M:%S) $*"; }
 
 step "environment"
@@ -48,24 +51,23 @@ if [ $explore = 1 ]; then
   step "design space (no torch): img2gray, activation, rms_norm"
   pids=()
   for k in img2gray activation rms_norm; do
-    nvcc -O3 -std=c++17 -arch=sm_90 "benchmarks/explore/${k}_variants.cu" -o "/tmp/${k}_variants" &
+    nvcc -O3 -std=c++17 -arch=sm_90 "benchmarks/explore/${k}_variants.cu" -o "$scratch/${k}_variants" &
     pids+=($!)
   done
   for p in "${pids[@]}"; do wait "$p" || status=1; done  # a bare `wait` would also wait for the tee
-  /tmp/img2gray_variants || status=1
-  /tmp/activation_variants || status=1
-  /tmp/rms_norm_variants || status=1
+  for k in img2gray activation rms_norm; do "$scratch/${k}_variants" || status=1; done
+  python3 benchmarks/explore/duel.py --out "$dest/duel.json" || status=1
 fi
 
 step "build (pybuild, CUDA archs $PYBUILD_CUDA_ARCHS), kernels in parallel"
 pids=()
 for k in kernels/*/build.toml; do
-  python3 -m pybuild build "$(dirname "$k")" > "/tmp/build-$(basename "$(dirname "$k")").log" 2>&1 &
+  python3 -m pybuild build "$(dirname "$k")" > "$scratch/build-$(basename "$(dirname "$k")").log" 2>&1 &
   pids+=($!)
 done
 build_ok=1
 for p in "${pids[@]}"; do wait "$p" || build_ok=0; done
-cat /tmp/build-*.log
+cat "$scratch"/build-*.log
 if [ $build_ok = 0 ]; then
   status=1
   for log in kernels/*/.pybuild/*/build.log; do

@@ -419,10 +419,14 @@ def cmd_bench(args: argparse.Namespace) -> int:
         title = (f"{env['device']['name']} · torch {env['torch']} · large copy {doc['copy_large']['gbps']:.0f} GB/s"
                  f" · {doc['method']['timing']}")
         Reporter(quiet=args.quiet).table(title, bench.SUMMARY_COLUMNS, bench.summary_rows(doc))
-    missed = [f"{r['kernel']} {r['op']} {r['label']} {r['dtype']}: {t['target']} (got {t['ratio'] or 0:.2f})"
+    missed = [f"{r['kernel']} {r['op']} {r['label']} {r['dtype']}: {t['target']} (got {t['ratio'] or 0:.3f}; "
+              f"{t.get('verdict', 'missed')})"
               for r in doc["results"] for t in r["targets"] if not t["met"]]
+    n_targets = sum(len(r["targets"]) for r in doc["results"])
     for m in missed:
-        rep.info(f"target missed: {m}")
+        rep.info(f"target not met: {m}")
+    if n_targets:
+        rep.info(f"targets: {n_targets - len(missed)} of {n_targets} met")
     return 1 if missed and args.strict else 0
 
 

@@ -6,8 +6,11 @@ times them and writes JSON and a plot.
 
 Timing on CUDA: every case gets enough input sets that together they exceed 3x the L2 cache, so
 each call reads from device memory; one CUDA graph holds one call per set (so host-side launch
-costs stay out), and the reported time is the median over replays (device events) divided by the
-calls in the graph. Each implementation is also timed as plain stream launches ("launch"), which
+costs stay out), and a round's time is the median over replays (device events) divided by the
+calls in the graph. Every implementation is timed in ROUNDS interleaved rounds and reports the
+median round (the first round of a case can run some 10% faster for whichever implementation comes
+first, so the best round would favour the order); the spread of the rounds is kept, and a target
+missed by less than that spread is reported as a tie, not as met. Each implementation is also timed as plain stream launches ("launch"), which
 adds whatever the host needs per call. Bandwidth = bytes a call must move (inputs read once,
 outputs written once) / time. Copy baselines: ``dst.copy_(src)`` moving the same bytes as one
 call, and one large (1 GiB) copy. On CPU the same cases run with wall-clock medians.
@@ -31,12 +34,12 @@ from typing import Any
 
 from .errors import UsageError
 
-SCHEMA = 1
+SCHEMA = 2
 L2_MULTIPLE = 3  # input sets together exceed this many L2 caches
 MAX_SETS = 4096
 LARGE_COPY_BYTES = 1 << 30
 DEFAULT_L2_BYTES = 64 << 20  # when the device does not report its L2 size
-ROUNDS = 2  # interleaved timing rounds per case on CUDA; each implementation keeps its best
+ROUNDS = 5  # interleaved timing rounds per case on CUDA; each implementation reports its median round
 
 
 @dataclass(frozen=True)
@@ -80,6 +83,11 @@ class Timing:
     gbps: float
     method: str  # "cuda-graph", "launch", "wall-clock"
     sets: int
+    rounds_ms: list[float] = field(default_factory=list)  # every round's time; ms is their median
+
+    def spread(self) -> float:
+        """(slowest - fastest round) / median: how far apart the rounds of this measurement were."""
+        return (max(self.rounds_ms) - min(self.rounds_ms)) / self.ms if len(self.rounds_ms) > 1 else 0.0
 
 
 @dataclass
@@ -268,12 +276,14 @@ def run_case(case: Case, device: str, l2_bytes: int, compile_: bool, reps: int,
     result.target_specs = list(case.targets) if device == "cuda" else []  # the targets are GPU targets
     result.check = _check(case, case.ours(*arg_sets[0]), case.eager(*arg_sets[0]))
 
-    def record(name: str, ms: float, method: str, n: int) -> None:
-        old = result.timings.get(name)
-        if old is None or ms < old.ms:  # the better of the rounds
-            result.timings[name] = Timing(ms=ms, gbps=case.bytes / (ms * 1e-3) / 1e9, method=method, sets=n)
+    rounds: dict[str, tuple[list[float], str, int]] = {}
 
-    # On CUDA every implementation is timed in ROUNDS interleaved rounds and keeps its best: a
+    def record(name: str, ms: float, method: str, n: int) -> None:
+        times, _, _ = rounds.setdefault(name, ([], method, n))
+        times.append(ms)
+        rounds[name] = (times, method, n)
+
+    # On CUDA every implementation is timed in ROUNDS interleaved rounds and reports its median: a
     # passing clock or memory-placement hiccup then hits no implementation alone.
     for round_ in range(ROUNDS if device == "cuda" else 1):
         for name, fn in impls.items():
@@ -300,23 +310,51 @@ def run_case(case: Case, device: str, l2_bytes: int, compile_: bool, reps: int,
     del copy_sets
     if device == "cuda":
         torch.cuda.empty_cache()
+    for name, (times, method, n) in rounds.items():
+        ms = _median_ms(times)
+        result.timings[name] = Timing(ms=ms, gbps=case.bytes / (ms * 1e-3) / 1e9, method=method, sets=n,
+                                      rounds_ms=list(times))
     finalize(result, copy_large)
     return result
 
 
 def finalize(result: CaseResult, copy_large: Timing | None) -> None:
-    """Ratios of ours to every baseline, and the targets, against ``copy_large``."""
+    """Ratios of ours to every baseline, and the targets with their verdicts, against ``copy_large``.
+
+    Verdicts: "met"; "tie" when missed by less than the round-to-round spread of ours or of the
+    baseline in this run (the two cannot be told apart); "beyond copy" when the target asks for more
+    GB/s than any copy reached in this run (no memory-bound kernel can meet it); else "missed".
+    """
     if copy_large is not None:
         result.timings["copy_large"] = copy_large
-    ours = result.timings["ours"].gbps
-    result.ratios = {name: ours / t.gbps for name, t in result.timings.items()
+    timings = result.timings
+    ours = timings["ours"]
+    result.ratios = {name: ours.gbps / t.gbps for name, t in timings.items()
                      if name != "ours" and not name.endswith("-launch")}
+    copy_best = max((timings[n].gbps for n in ("copy_large", "copy_same") if n in timings), default=None)
     result.targets = []
     for target in result.target_specs:
         ratio = result.ratios.get(target.baseline)
         met = ratio is not None and (ratio > target.ratio if target.strict else ratio >= target.ratio)
-        result.targets.append({"target": target.describe(), "baseline": target.baseline, "ratio": ratio,
-                               "threshold": target.ratio, "met": met})
+        entry: dict[str, Any] = {"target": target.describe(), "baseline": target.baseline, "ratio": ratio,
+                                 "threshold": target.ratio, "met": met}
+        if ratio is None:
+            entry["verdict"] = "missed"
+        else:
+            base = timings[target.baseline]
+            spread = max(ours.spread(), base.spread())
+            needed = target.ratio * base.gbps
+            entry["spread"] = spread
+            entry["needed_gbps"] = needed
+            if met:
+                entry["verdict"] = "met"
+            elif copy_best is not None and target.baseline not in ("copy_large", "copy_same") and needed > copy_best:
+                entry["verdict"] = "beyond copy"
+            elif ratio >= target.ratio * (1.0 - spread):
+                entry["verdict"] = "tie"
+            else:
+                entry["verdict"] = "missed"
+        result.targets.append(entry)
 
 
 def _copy_fn(src: Any, dst: Any) -> Any:
@@ -349,7 +387,7 @@ def measure_large_copy(device: str, reps: int, warm_up_s: float = 0.0) -> Timing
     ms, method = time_copy(device, sets, reps)
     moved = 2 * n
     del sets
-    return Timing(ms=ms, gbps=moved / (ms * 1e-3) / 1e9, method=method, sets=2)
+    return Timing(ms=ms, gbps=moved / (ms * 1e-3) / 1e9, method=method, sets=2, rounds_ms=[ms])
 
 
 def run(kernels: Sequence[tuple[str, ModuleType, ModuleType]], device: str, quick: bool, compile_: bool,
@@ -381,7 +419,9 @@ def run(kernels: Sequence[tuple[str, ModuleType, ModuleType]], device: str, quic
         "method": {
             "device": device,
             "timing": f"CUDA graph of one call per input set, median of replays (device events) / calls; "
-                      f"best of {ROUNDS} interleaved rounds" if device == "cuda" else "median wall-clock per call",
+                      f"median of {ROUNDS} interleaved rounds" if device == "cuda" else "median wall-clock per call",
+            "verdicts": "met; tie (missed by less than the round-to-round spread of ours or the baseline); "
+                        "beyond copy (asks for more GB/s than any copy reached in the run); missed",
             "launch-timing": "stream launches from Python, device events, median" if device == "cuda" else None,
             "input-sets": f"enough to exceed {L2_MULTIPLE}x L2 together (min 2)" if device == "cuda" else "2",
             "repetitions": reps,
@@ -403,9 +443,9 @@ def run(kernels: Sequence[tuple[str, ModuleType, ModuleType]], device: str, quic
             r = run_case(case, device, l2, compile_, reps, copy_large, log)
             results.append(r)
             parts = [f"{k} {v.gbps:.0f}" for k, v in r.timings.items() if not k.endswith("-launch")]
-            missed = [t["target"] for t in r.targets if not t["met"]]
+            missed = [f"{t['target']} ({t['verdict']})" for t in r.targets if not t["met"]]
             log(f"{name} {case.op} {case.label} {case.dtype}: GB/s " + ", ".join(parts)
-                + f"; {r.check}; {time.monotonic() - t0:.1f} s" + (f"; MISSED {missed}" if missed else ""))
+                + f"; {r.check}; {time.monotonic() - t0:.1f} s" + (f"; NOT MET {missed}" if missed else ""))
             doc["results"] = [_result_dict(x) for x in results]
             if on_case is not None:
                 on_case(doc)
@@ -451,9 +491,17 @@ def summary_rows(doc: dict[str, Any]) -> list[tuple[str, ...]]:
             f"{ratios['compile']:.2f}" if "compile" in ratios else "-",
             " ".join(f"{k.removesuffix('-compile')} {v:.2f}" for k, v in ratios.items()
                      if k.endswith("-compile") and not k.endswith("-launch")) or "-",
-            "-" if not r["targets"] else "yes" if all(x["met"] for x in r["targets"]) else "NO",
+            _targets_cell(r["targets"]),
         ))
     return rows
+
+
+def _targets_cell(targets: list[dict[str, Any]]) -> str:
+    if not targets:
+        return "-"
+    if all(t["met"] for t in targets):
+        return "yes"
+    return ", ".join(f"{t['verdict']}: {t['target']}" for t in targets if not t["met"])
 
 
 SUMMARY_COLUMNS = ("kernel op", "shape", "dtype", "ours µs", "ours GB/s", "eager", "compile", "copy same",

@@ -2,13 +2,15 @@
 // Memory-bound (3 elements moved per output element), so the kernel is about wide accesses:
 //
 // Fast path (d * sizeof(T) a multiple of 16, both pointers 16-byte aligned): the output is treated
-// as one flat array of 16-byte packs, one per thread: two 16-byte streaming loads (gate and up
-// halves, evict-first: every byte is read once) and one 16-byte streaming store; a warp's accesses
-// are contiguous runs of 512 bytes. 256-thread blocks; the exact gelu, whose erf costs about as
-// much as the memory traffic, takes two packs per thread in 128-thread blocks on large inputs
-// (more independent work per thread; on small ones the extra blocks matter more). The row of pack c is
-// c / (d / VEC), a multiply-high and a shift with a divisor prepared on the host; no per-element
-// integer division. Otherwise the same kernel runs with one element per pack (any d, any alignment).
+// as one flat array of 16-byte packs, one per thread: two 16-byte loads (gate and up halves,
+// streaming: every byte is read once; evict-last on huge inputs) and one 16-byte streaming store;
+// a warp's accesses are contiguous runs of 512 bytes. 256-thread blocks; the exact gelu, whose erf
+// costs about as much as the memory traffic, takes 8-byte packs on small inputs and two 16-byte
+// packs per thread on large ones (launch_packs16 says when and what each choice measured). Packs
+// are kept as raw registers (uint4 / uint2) and read as elements only to compute. The row of pack
+// c is c / (d / VEC), a multiply-high and a shift with a divisor prepared on the host; no
+// per-element integer division. Otherwise the same kernel runs with one element per pack (any d,
+// any alignment).
 // Arithmetic is fp32: exp is __expf, the logistic division __fdividef (x / inf = 0 as needed for
 // large negative inputs). erf is the branch-free Abramowitz & Stegun 7.1.26 formula (|error| <
 // 1.5e-7, about one fp32 ulp of 1): erff branches on |x|, which diverges within warps on real
@@ -86,38 +88,71 @@ __device__ __forceinline__ float act(float x) {
   }
 }
 
-// VEC consecutive elements, loaded and stored as one access (16 bytes on the fast path).
-template <typename T, int VEC>
-struct alignas(sizeof(T) * VEC) Pack {
-  T v[VEC];
+// BYTES of consecutive elements as one register-sized value (loaded and stored as one access).
+template <int BYTES>
+struct RawT;
+template <>
+struct RawT<16> {
+  using type = uint4;
 };
+template <>
+struct RawT<8> {
+  using type = uint2;
+};
+template <>
+struct RawT<4> {
+  using type = uint32_t;
+};
+template <>
+struct RawT<2> {
+  using type = uint16_t;
+};
+template <int BYTES>
+using Raw = typename RawT<BYTES>::type;
 
-// Streaming (evict-first) 16-byte accesses on the fast path; plain ones for single elements.
-template <typename P>
-__device__ __forceinline__ P load_stream(const P* p) {
-  if constexpr (sizeof(P) == 16) {
-    const uint4 u = __ldcs(reinterpret_cast<const uint4*>(p));
-    return *reinterpret_cast<const P*>(&u);
+// Loads of 16- and 8-byte packs: streaming (evict-first, `.cs`), or with an L2 evict-last policy
+// (kEvictLast, used on inputs far larger than L2, where it measured 0.5-1% faster); plain loads
+// for single elements.
+template <typename R, bool kEvictLast>
+__device__ __forceinline__ R load_stream(const void* p) {
+  if constexpr (sizeof(R) == 16 && kEvictLast) {
+    R r;
+    asm("{\n\t.reg .b64 pol;\n\tcreatepolicy.fractional.L2::evict_last.b64 pol, 1.0;\n\t"
+        "ld.global.L2::cache_hint.v4.u32 {%0, %1, %2, %3}, [%4], pol;\n\t}"
+        : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w)
+        : "l"(p));
+    return r;
+  } else if constexpr (sizeof(R) == 8 && kEvictLast) {
+    R r;
+    asm("{\n\t.reg .b64 pol;\n\tcreatepolicy.fractional.L2::evict_last.b64 pol, 1.0;\n\t"
+        "ld.global.L2::cache_hint.v2.u32 {%0, %1}, [%2], pol;\n\t}"
+        : "=r"(r.x), "=r"(r.y)
+        : "l"(p));
+    return r;
+  } else if constexpr (sizeof(R) >= 8) {
+    return __ldcs(static_cast<const R*>(p));
   } else {
-    return *p;
+    return *static_cast<const R*>(p);
   }
 }
-template <typename P>
-__device__ __forceinline__ void store_stream(P* p, const P& v) {
-  if constexpr (sizeof(P) == 16) {
-    __stcs(reinterpret_cast<uint4*>(p), *reinterpret_cast<const uint4*>(&v));
+template <typename R>
+__device__ __forceinline__ void store_stream(void* p, const R& v) {
+  if constexpr (sizeof(R) >= 8) {
+    __stcs(static_cast<R*>(p), v);
   } else {
-    *p = v;
+    *static_cast<R*>(p) = v;
   }
 }
 
-// out (as packs) [n_packs], in [rows, 2 d]; row of pack c = c / (d / VEC).
-template <typename T, Act A, int VEC, int kThreads, int kUnroll, typename Index, typename Div>
+// out (as packs of BYTES) [n_packs], in [rows, 2 d]; row of pack c = c / (d / VEC). Each thread
+// loads the gate and up halves of kUnroll packs (a block apart) before it computes any of them.
+template <typename T, Act A, int BYTES, int kThreads, int kUnroll, bool kEvictLast, typename Index, typename Div>
 __global__ void __launch_bounds__(kThreads) act_and_mul_kernel(T* __restrict__ out, const T* __restrict__ in,
                                                                Index n_packs, Div packs_per_row, int64_t d) {
-  using P = Pack<T, VEC>;
+  using R = Raw<BYTES>;
+  constexpr int VEC = BYTES / sizeof(T);
   const Index first = static_cast<Index>(blockIdx.x) * (kThreads * kUnroll) + threadIdx.x;
-  P gate[kUnroll], up[kUnroll];
+  R gate[kUnroll], up[kUnroll];
 #pragma unroll
   for (int u = 0; u < kUnroll; ++u) {
     const Index c = first + static_cast<Index>(u) * kThreads;
@@ -125,45 +160,87 @@ __global__ void __launch_bounds__(kThreads) act_and_mul_kernel(T* __restrict__ o
       const Index row = packs_per_row.div(c);
       const Index col = c - row * static_cast<Index>(packs_per_row.divisor);
       const T* g = in + static_cast<int64_t>(row) * 2 * d + static_cast<int64_t>(col) * VEC;
-      gate[u] = load_stream(reinterpret_cast<const P*>(g));
-      up[u] = load_stream(reinterpret_cast<const P*>(g + d));
+      gate[u] = load_stream<R, kEvictLast>(g);
+      up[u] = load_stream<R, kEvictLast>(g + d);
     }
   }
 #pragma unroll
   for (int u = 0; u < kUnroll; ++u) {
     const Index c = first + static_cast<Index>(u) * kThreads;
     if (c < n_packs) {
-      P o;
+      const T* a = reinterpret_cast<const T*>(&gate[u]);
+      const T* b = reinterpret_cast<const T*>(&up[u]);
+      R o;
+      T* r = reinterpret_cast<T*>(&o);
 #pragma unroll
-      for (int k = 0; k < VEC; ++k) {
-        o.v[k] = from_float<T>(act<A>(to_float(gate[u].v[k])) * to_float(up[u].v[k]));
-      }
-      store_stream(reinterpret_cast<P*>(out) + c, o);
+      for (int k = 0; k < VEC; ++k) r[k] = from_float<T>(act<A>(to_float(a[k])) * to_float(b[k]));
+      store_stream(reinterpret_cast<R*>(out) + c, o);
     }
   }
 }
 
-template <typename T, Act A, int VEC, int kThreads, int kUnroll>
+template <typename T, Act A, int BYTES, int kThreads, int kUnroll, bool kEvictLast = false>
 void launch_unrolled(T* out, const T* in, int64_t rows, int64_t d, cudaStream_t stream) {
+  constexpr int VEC = BYTES / sizeof(T);
   const int64_t per_row = d / VEC;
   const int64_t n_packs = rows * per_row;
   const int64_t blocks = (n_packs + kThreads * kUnroll - 1) / (kThreads * kUnroll);
   if (n_packs < (int64_t{1} << 31)) {
-    act_and_mul_kernel<T, A, VEC, kThreads, kUnroll, uint32_t, FastDiv32>
+    act_and_mul_kernel<T, A, BYTES, kThreads, kUnroll, kEvictLast, uint32_t, FastDiv32>
         <<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(out, in, static_cast<uint32_t>(n_packs),
                                                                  FastDiv32(static_cast<uint32_t>(per_row)), d);
   } else {
-    act_and_mul_kernel<T, A, VEC, kThreads, kUnroll, uint64_t, Div64><<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(
-        out, in, static_cast<uint64_t>(n_packs), Div64(static_cast<uint64_t>(per_row)), d);
+    act_and_mul_kernel<T, A, BYTES, kThreads, kUnroll, kEvictLast, uint64_t, Div64>
+        <<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(out, in, static_cast<uint64_t>(n_packs),
+                                                                 Div64(static_cast<uint64_t>(per_row)), d);
   }
 }
 
-template <typename T, Act A, int VEC>
-void launch_packs(T* out, const T* in, int64_t rows, int64_t d, cudaStream_t stream) {
-  if (A == Act::kGelu && VEC > 1 && rows * (d / VEC) >= kTwoPacksFrom) {
-    launch_unrolled<T, A, VEC, 128, 2>(out, in, rows, d, stream);
+// What the launch shape depends on, looked up once per device: threads resident at once (SMs x
+// 2048 on Hopper) and the L2 size. Defaults are an H100's.
+struct DeviceShape {
+  int64_t resident_threads = int64_t{132} * 2048;
+  int64_t l2_bytes = int64_t{50} << 20;
+};
+
+DeviceShape device_shape() {
+  static DeviceShape cache[64];
+  static bool known[64] = {};
+  int dev = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64) return DeviceShape{};
+  if (!known[dev]) {
+    int sms = 0, per_sm = 0, l2 = 0;
+    cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
+    cudaDeviceGetAttribute(&per_sm, cudaDevAttrMaxThreadsPerMultiProcessor, dev);
+    cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, dev);
+    if (sms > 0 && per_sm > 0) cache[dev].resident_threads = int64_t{sms} * per_sm;
+    if (l2 > 0) cache[dev].l2_bytes = l2;
+    known[dev] = true;
+  }
+  return cache[dev];
+}
+
+// 16-byte packs (d * sizeof(T) a multiple of 16, aligned pointers): one pack per thread in
+// 256-thread blocks. The exact gelu, whose erf costs about as much as the memory traffic, takes
+// 8-byte packs while they all fit in one resident wave (half the arithmetic on each thread's
+// critical path; 1.07x at 128x4096 bf16) and two packs per thread from 2^21 packs on (1.11x at
+// 8192x14336 bf16). Inputs of 4x L2 or more are loaded with the evict-last policy (1.005-1.01x at
+// 470-940 MB; at 134 MB it measured 0.99x, so smaller inputs stream). All measured against the
+// neighbouring shapes with benchmarks/explore/duel.py.
+template <typename T, Act A>
+void launch_packs16(T* out, const T* in, int64_t rows, int64_t d, cudaStream_t stream) {
+  const int64_t n_packs = rows * (d / (16 / sizeof(T)));
+  const DeviceShape dev = device_shape();
+  const bool huge = 2 * rows * d * static_cast<int64_t>(sizeof(T)) >= 4 * dev.l2_bytes;
+  if (A == Act::kGelu && n_packs >= kTwoPacksFrom) {
+    if (huge) launch_unrolled<T, A, 16, 256, 2, true>(out, in, rows, d, stream);
+    else launch_unrolled<T, A, 16, 256, 2>(out, in, rows, d, stream);
+  } else if (A == Act::kGelu && 2 * n_packs <= dev.resident_threads) {
+    launch_unrolled<T, A, 8, 128, 1>(out, in, rows, d, stream);
+  } else if (huge) {
+    launch_unrolled<T, A, 16, 256, 1, true>(out, in, rows, d, stream);
   } else {
-    launch_unrolled<T, A, VEC, 256, 1>(out, in, rows, d, stream);
+    launch_unrolled<T, A, 16, 256, 1>(out, in, rows, d, stream);
   }
 }
 
@@ -174,9 +251,9 @@ void launch_typed(void* out, const void* in, int64_t rows, int64_t d, cudaStream
   const auto* i = static_cast<const T*>(in);
   const bool aligned = (reinterpret_cast<uintptr_t>(out) % 16 == 0) && (reinterpret_cast<uintptr_t>(in) % 16 == 0);
   if (aligned && d % kVec == 0) {
-    launch_packs<T, A, kVec>(o, i, rows, d, stream);
+    launch_packs16<T, A>(o, i, rows, d, stream);
   } else {
-    launch_packs<T, A, 1>(o, i, rows, d, stream);
+    launch_unrolled<T, A, sizeof(T), 256, 1>(o, i, rows, d, stream);
   }
 }
 

@@ -121,6 +121,22 @@ def test_cuda_large_inputs(kernel, dtype):
         torch.testing.assert_close(got, reference(op, x), **TOL[dtype])
 
 
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32], ids=str)
+def test_cuda_inputs_of_four_l2_or_more(kernel, dtype):
+    """Inputs of 4x L2 or more are loaded with an L2 evict-last policy: every op, checked whole."""
+    l2 = torch.cuda.get_device_properties(0).L2_cache_size or (50 << 20)
+    d = 8192
+    row_bytes = 2 * d * torch.empty((), dtype=dtype).element_size()
+    rows = 4 * l2 // row_bytes + 3
+    x = torch.randn(rows, 2 * d, device="cuda", dtype=dtype)
+    for op in OPS:
+        got = call(kernel, op, x)
+        torch.testing.assert_close(got, reference(op, x), **TOL[dtype])
+        del got
+
+
 # (call, exception type, exact message fragment)
 ERRORS = [
     (lambda k: k.silu_and_mul(torch.ones(4, 4, dtype=torch.int32)), TypeError,

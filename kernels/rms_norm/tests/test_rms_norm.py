@@ -123,6 +123,18 @@ def test_many_rows(kernel):
     torch.testing.assert_close(kernel.rms_norm(x, w).cpu(), reference(x.cpu(), w.cpu(), 1e-6), **TOL[torch.bfloat16])
 
 
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+@pytest.mark.parametrize("hidden, dtype", [(128, torch.bfloat16), (4096, torch.float32)], ids=str)
+def test_x_of_twice_l2_or_more(kernel, hidden, dtype):
+    """x of 2x L2 or more is loaded with an L2 evict-last policy (row groups and block rows alike)."""
+    l2 = torch.cuda.get_device_properties(0).L2_cache_size or (50 << 20)
+    rows = 2 * l2 // (hidden * torch.empty((), dtype=dtype).element_size()) + 5
+    x = randn((rows, hidden), dtype, "cuda", seed=31)
+    w = randn((hidden,), dtype, "cuda", seed=32, shift=1.0)
+    torch.testing.assert_close(kernel.rms_norm(x, w), reference(x, w, 1e-6), **TOL[dtype])
+
+
 # (call, exception type, exact message fragment)
 ERRORS = [
     (lambda k: k.rms_norm(torch.ones(2, 4, dtype=torch.int32), torch.ones(4, dtype=torch.int32)), TypeError,

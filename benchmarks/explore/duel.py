@@ -1,0 +1,211 @@
+"""Launcher variants of activation and rms_norm against torch.compile, in one process, same tensors.
+
+Builds benchmarks/explore/duel_variants.cu into a shared library (nvcc), then for each case times
+the static-shape torch.compile baseline and every variant that supports the shape, in ROUNDS
+interleaved rounds (pybuild.bench's CUDA-graph timing: inputs rotated past 3x L2, median of replays),
+and prints per implementation the best and the median round and the ratio to compile. Needs a CUDA
+torch and nvcc; no kernel build.
+
+    python3 benchmarks/explore/duel.py [--rounds 5] [--out results.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+from pybuild.bench import n_sets, time_cuda_graph  # noqa: E402
+
+DTYPES = {torch.float32: 0, torch.float16: 1, torch.bfloat16: 2}
+ACTS = {"silu": 0, "gelu": 1}
+EPS = 1e-6
+
+ACT_CASES = [
+    ("silu", torch.bfloat16, 128, 4096),
+    ("silu", torch.bfloat16, 1024, 4096),
+    ("gelu", torch.bfloat16, 128, 4096),
+    ("gelu", torch.bfloat16, 1024, 4096),
+    ("silu", torch.bfloat16, 4096, 8192),
+    ("gelu", torch.bfloat16, 4096, 8192),
+    ("silu", torch.float32, 4096, 8192),
+    ("silu", torch.float32, 8192, 14336),
+    ("silu", torch.bfloat16, 8192, 14336),
+    ("gelu", torch.bfloat16, 8192, 14336),
+]
+RMS_CASES = [
+    (torch.bfloat16, 64, 4096),
+    (torch.float32, 512, 4096),
+    (torch.bfloat16, 4096, 4096),
+    (torch.bfloat16, 524288, 128),
+    (torch.float32, 32768, 4096),
+    (torch.float16, 32768, 4096),
+    (torch.bfloat16, 8192, 8192),
+    (torch.bfloat16, 65536, 1024),
+    (torch.bfloat16, 16384, 4096),
+    (torch.bfloat16, 4096, 16384),
+]
+
+
+def build(out_dir: Path) -> ctypes.CDLL:
+    so = out_dir / "duel.so"
+    src = ROOT / "benchmarks" / "explore" / "duel_variants.cu"
+    t0 = time.monotonic()
+    subprocess.run(["nvcc", "-O3", "-std=c++17", "-arch=sm_90", "-shared", "-Xcompiler", "-fPIC", str(src), "-o",
+                    str(so)], check=True)
+    print(f"built {so.name} in {time.monotonic() - t0:.0f} s", flush=True)
+    lib = ctypes.CDLL(str(so))
+    lib.duel_act_name.restype = ctypes.c_char_p
+    lib.duel_rms_name.restype = ctypes.c_char_p
+    lib.duel_act.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p,
+                             ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p]
+    lib.duel_rms.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
+                             ctypes.c_int64, ctypes.c_int64, ctypes.c_float, ctypes.c_void_p]
+    return lib
+
+
+def names(fn) -> list[str]:
+    out = []
+    while (n := fn(len(out))) is not None:
+        out.append(n.decode())
+    return out
+
+
+def act_ref(op: str):
+    f = F.silu if op == "silu" else F.gelu
+
+    def ref(x: torch.Tensor) -> torch.Tensor:
+        d = x.shape[-1] // 2
+        return f(x[..., :d]) * x[..., d:]
+
+    return ref
+
+
+def rms_ref(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+    return F.rms_norm(x, (x.shape[-1],), w, EPS)
+
+
+def duel(label: str, bytes_: int, arg_sets: list, impls: dict, ref, rounds: int, tol: tuple[float, float]) -> dict:
+    expect = ref(*arg_sets[0])
+    shipped = impls["v0 shipped"](*arg_sets[0])
+    checks = {}
+    for name, fn in list(impls.items()):
+        try:
+            got = fn(*arg_sets[0])
+        except ValueError:
+            del impls[name]
+            continue
+        torch.cuda.synchronize()
+        ok = torch.allclose(got.float(), expect.float(), atol=tol[0], rtol=tol[1])
+        checks[name] = ("ok" if ok else "MISMATCH") + (" =shipped" if torch.equal(got, shipped) else "")
+    times: dict[str, list[float]] = {name: [] for name in impls}
+    for _ in range(rounds):
+        for name, fn in impls.items():
+            times[name].append(time_cuda_graph(fn, arg_sets, 30))
+    base = min(times["compile"])
+    print(f"\n{label}  ({bytes_ / 1e6:.1f} MB/call, {len(arg_sets)} sets)  compile best {bytes_ / base / 1e6:.0f} GB/s")
+    rows = {}
+    for name, ts in sorted(times.items(), key=lambda kv: min(kv[1])):
+        best, med = min(ts), statistics.median(ts)
+        rows[name] = {"best_ms": best, "median_ms": med, "rounds_ms": ts, "gbps": bytes_ / best / 1e6,
+                      "vs_compile_best": base / best, "vs_compile_median": statistics.median(times["compile"]) / med,
+                      "check": checks.get(name, "")}
+        print(f"  {name:34} {bytes_ / best / 1e6:7.0f} GB/s  best {best * 1e3:8.2f} µs  median {med * 1e3:8.2f} µs  "
+              f"÷compile {base / best:5.3f} (median {rows[name]['vs_compile_median']:5.3f})  {checks.get(name, '')}",
+              flush=True)
+    return {"label": label, "bytes": bytes_, "sets": len(arg_sets), "impls": rows}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--out", type=Path, default=None)
+    ap.add_argument("--only", choices=("act", "rms"), default=None)
+    args = ap.parse_args()
+    torch._dynamo.config.cache_size_limit = 4096
+    l2 = torch.cuda.get_device_properties(0).L2_cache_size
+    with tempfile.TemporaryDirectory() as tmp:
+        lib = build(Path(tmp))
+        act_names, rms_names = names(lib.duel_act_name), names(lib.duel_rms_name)
+        results = []
+        # warm the clocks
+        a = torch.empty(1 << 30, dtype=torch.uint8, device="cuda")
+        b = torch.empty_like(a)
+        t0 = time.monotonic()
+        while time.monotonic() - t0 < 2:
+            b.copy_(a)
+        torch.cuda.synchronize()
+        del a, b
+        for op, dtype, rows, d in ACT_CASES if args.only != "rms" else []:
+            esize = torch.empty((), dtype=dtype).element_size()
+            nbytes = 3 * rows * d * esize
+            sets = n_sets("cuda", nbytes, l2)
+            arg_sets = []
+            for s in range(sets):
+                g = torch.Generator(device="cuda").manual_seed(s)
+                arg_sets.append((torch.randn(rows, 2 * d, device="cuda", dtype=dtype, generator=g),))
+            ref = act_ref(op)
+            impls = {"compile": torch.compile(ref, dynamic=False, fullgraph=True)}
+            for v, name in enumerate(act_names):
+                def fn(x, v=v):
+                    out = torch.empty(x.shape[0], x.shape[1] // 2, device=x.device, dtype=x.dtype)
+                    rc = lib.duel_act(v, ACTS[op], DTYPES[x.dtype], out.data_ptr(), x.data_ptr(), x.shape[0],
+                                      x.shape[1] // 2, torch.cuda.current_stream().cuda_stream)
+                    if rc == -2:
+                        raise ValueError("unsupported")
+                    if rc != 0:
+                        raise RuntimeError(f"variant {v}: error {rc}")
+                    return out
+                impls[f"v{v} {name}"] = fn
+            tol = (1e-4, 1e-4) if dtype == torch.float32 else (2e-2, 3.2e-2)
+            results.append(duel(f"{op}_and_mul {str(dtype)[6:]} {rows}x{d}", nbytes, arg_sets, impls, ref,
+                                args.rounds, tol))
+            del arg_sets
+            torch.cuda.empty_cache()
+        for dtype, rows, hidden in RMS_CASES if args.only != "act" else []:
+            esize = torch.empty((), dtype=dtype).element_size()
+            nbytes = (2 * rows * hidden + hidden) * esize
+            sets = n_sets("cuda", nbytes, l2)
+            arg_sets = []
+            for s in range(sets):
+                g = torch.Generator(device="cuda").manual_seed(s)
+                arg_sets.append((torch.randn(rows, hidden, device="cuda", dtype=dtype, generator=g),
+                                 torch.rand(hidden, device="cuda", dtype=dtype, generator=g) + 0.5))
+            impls = {"compile": torch.compile(rms_ref, dynamic=False, fullgraph=True)}
+            for v, name in enumerate(rms_names):
+                def fn(x, w, v=v):
+                    out = torch.empty_like(x)
+                    rc = lib.duel_rms(v, DTYPES[x.dtype], out.data_ptr(), x.data_ptr(), w.data_ptr(), x.shape[0],
+                                      x.shape[1], EPS, torch.cuda.current_stream().cuda_stream)
+                    if rc == -2:
+                        raise ValueError("unsupported")
+                    if rc != 0:
+                        raise RuntimeError(f"variant {v}: error {rc}")
+                    return out
+                impls[f"v{v} {name}"] = fn
+            tol = (1e-4, 1e-4) if dtype == torch.float32 else (2e-2, 3.2e-2)
+            results.append(duel(f"rms_norm {str(dtype)[6:]} {rows}x{hidden}", nbytes, arg_sets, impls, rms_ref,
+                                args.rounds, tol))
+            del arg_sets
+            torch.cuda.empty_cache()
+    doc = {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "rounds": args.rounds,
+           "command": "python3 benchmarks/explore/duel.py " + " ".join(sys.argv[1:]), "results": results}
+    if args.out:
+        args.out.write_text(json.dumps(doc, indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

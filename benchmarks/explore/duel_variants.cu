@@ -1,0 +1,490 @@
+// Variants of the activation and rms_norm launchers, built as a shared library for
+// benchmarks/explore/duel.py, which times each of them against torch.compile in one process, on the
+// same tensors, in interleaved rounds. The shipped launchers are included (variant 0 of each).
+//
+//   nvcc -O3 -std=c++17 -arch=sm_90 -shared -Xcompiler -fPIC benchmarks/explore/duel_variants.cu -o duel.so
+//
+// Knobs: threads per block, packs per thread, 16- or 8-byte packs, and the cache hints of the
+// streaming loads: `.cs` (evict-first, shipped), `.cs` plus an L2 prefetch of the whole 256-byte
+// sector group (`.L2::256B`), the non-coherent path without L1 allocation plus the 256-byte
+// prefetch, and plain loads.
+#include "../../kernels/activation/csrc/activation.cu"
+#include "../../kernels/rms_norm/csrc/rms_norm.cu"
+
+#include <type_traits>
+#include <utility>
+
+namespace duel {
+
+enum Hint : int { kCs = 0, kCs256 = 1, kNc256 = 2, kPlain = 3, kEvictLast = 4 };
+
+template <int H>
+__device__ __forceinline__ uint4 ld16(const void* p) {
+  uint4 r;
+  if constexpr (H == kCs) {
+    r = __ldcs(static_cast<const uint4*>(p));
+  } else if constexpr (H == kCs256) {
+    asm("ld.global.cs.L2::256B.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w) : "l"(p));
+  } else if constexpr (H == kNc256) {
+    asm("ld.global.nc.L1::no_allocate.L2::256B.v4.u32 {%0, %1, %2, %3}, [%4];"
+        : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w)
+        : "l"(p));
+  } else if constexpr (H == kEvictLast) {
+    asm("{\n .reg .b64 pol;\n createpolicy.fractional.L2::evict_last.b64 pol, 1.0;\n"
+        " ld.global.L2::cache_hint.v4.u32 {%0, %1, %2, %3}, [%4], pol;\n}"
+        : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w)
+        : "l"(p));
+  } else {
+    r = *static_cast<const uint4*>(p);
+  }
+  return r;
+}
+
+template <int H>
+__device__ __forceinline__ uint2 ld8(const void* p) {
+  uint2 r;
+  if constexpr (H == kCs) {
+    r = __ldcs(static_cast<const uint2*>(p));
+  } else if constexpr (H == kCs256) {
+    asm("ld.global.cs.L2::256B.v2.u32 {%0, %1}, [%2];" : "=r"(r.x), "=r"(r.y) : "l"(p));
+  } else if constexpr (H == kNc256) {
+    asm("ld.global.nc.L1::no_allocate.L2::256B.v2.u32 {%0, %1}, [%2];" : "=r"(r.x), "=r"(r.y) : "l"(p));
+  } else if constexpr (H == kEvictLast) {
+    asm("{\n .reg .b64 pol;\n createpolicy.fractional.L2::evict_last.b64 pol, 1.0;\n"
+        " ld.global.L2::cache_hint.v2.u32 {%0, %1}, [%2], pol;\n}"
+        : "=r"(r.x), "=r"(r.y)
+        : "l"(p));
+  } else {
+    r = *static_cast<const uint2*>(p);
+  }
+  return r;
+}
+
+template <typename R, int H>
+__device__ __forceinline__ R ld(const void* p) {
+  if constexpr (sizeof(R) == 16) return ld16<H>(p);
+  else return ld8<H>(p);
+}
+
+template <typename R>
+__device__ __forceinline__ void st(void* p, const R& v, bool stream) {
+  if (stream) __stcs(static_cast<R*>(p), v);
+  else *static_cast<R*>(p) = v;
+}
+
+// ---------------------------------------------------------------------------------------------
+// activation: out [rows, d] = act(in[:, :d]) * in[:, d:]; flat packs, row = c / (d / VEC).
+
+template <typename T, activation::Act A, int THREADS, int U, int LH, bool CS_STORE, int BYTES>
+__global__ void __launch_bounds__(THREADS) act_kernel(T* __restrict__ out, const T* __restrict__ in, uint32_t n_packs,
+                                                      activation::FastDiv32 per_row, int64_t d) {
+  using R = std::conditional_t<BYTES == 16, uint4, uint2>;
+  constexpr int VEC = BYTES / sizeof(T);
+  const uint32_t first = blockIdx.x * (THREADS * U) + threadIdx.x;
+  R g[U], u4[U];
+#pragma unroll
+  for (int u = 0; u < U; ++u) {
+    const uint32_t c = first + u * THREADS;
+    if (c < n_packs) {
+      const uint32_t row = per_row.div(c);
+      const uint32_t col = c - row * per_row.divisor;
+      const T* p = in + static_cast<int64_t>(row) * 2 * d + static_cast<int64_t>(col) * VEC;
+      g[u] = ld<R, LH>(p);
+      u4[u] = ld<R, LH>(p + d);
+    }
+  }
+#pragma unroll
+  for (int u = 0; u < U; ++u) {
+    const uint32_t c = first + u * THREADS;
+    if (c < n_packs) {
+      const T* a = reinterpret_cast<const T*>(&g[u]);
+      const T* b = reinterpret_cast<const T*>(&u4[u]);
+      R o;
+      T* r = reinterpret_cast<T*>(&o);
+#pragma unroll
+      for (int k = 0; k < VEC; ++k) {
+        r[k] = activation::from_float<T>(activation::act<A>(activation::to_float(a[k])) * activation::to_float(b[k]));
+      }
+      st(reinterpret_cast<R*>(out) + c, o, CS_STORE);
+    }
+  }
+}
+
+struct ActCfg {
+  const char* name;
+  int threads, unroll, hint;
+  bool cs_store;
+  int bytes;
+};
+
+constexpr ActCfg kActCfgs[] = {
+    {"shipped", 0, 0, 0, true, 16},
+    {"256x1 cs", 256, 1, kCs, true, 16},
+    {"256x1 evict-last", 256, 1, kEvictLast, true, 16},
+    {"256x2 cs", 256, 2, kCs, true, 16},
+    {"256x2 evict-last", 256, 2, kEvictLast, true, 16},
+    {"128x1 cs 8B", 128, 1, kCs, true, 8},
+    {"128x1 evict-last", 128, 1, kEvictLast, true, 16},
+    {"512x1 evict-last", 512, 1, kEvictLast, true, 16},
+    {"256x1 evict-last plain-store", 256, 1, kEvictLast, false, 16},
+};
+constexpr int kActN = sizeof(kActCfgs) / sizeof(kActCfgs[0]);
+
+template <typename T, activation::Act A, int I>
+void act_launch(T* out, const T* in, int64_t rows, int64_t d, cudaStream_t s) {
+  constexpr ActCfg c = kActCfgs[I];
+  constexpr int VEC = c.bytes / sizeof(T);
+  const uint32_t n = static_cast<uint32_t>(rows * (d / VEC));
+  const uint32_t blocks = (n + c.threads * c.unroll - 1) / (c.threads * c.unroll);
+  act_kernel<T, A, c.threads, c.unroll, c.hint, c.cs_store, c.bytes>
+      <<<blocks, c.threads, 0, s>>>(out, in, n, activation::FastDiv32(static_cast<uint32_t>(d / VEC)), d);
+}
+
+template <typename T, activation::Act A, int... I>
+int act_dispatch(int v, void* out, const void* in, int64_t rows, int64_t d, cudaStream_t s,
+                 std::integer_sequence<int, I...>) {
+  int found = 0;
+  ((v == I + 1 ? (act_launch<T, A, I + 1>(static_cast<T*>(out), static_cast<const T*>(in), rows, d, s), found = 1)
+               : 0),
+   ...);
+  return found ? 0 : -1;
+}
+
+template <typename T, activation::Act A>
+int act_typed(int v, void* out, const void* in, int64_t rows, int64_t d, cudaStream_t s) {
+  return act_dispatch<T, A>(v, out, in, rows, d, s, std::make_integer_sequence<int, kActN - 1>{});
+}
+
+// ---------------------------------------------------------------------------------------------
+// rms_norm: the shipped register-resident kernel with the load hint as a parameter.
+
+template <typename T, int CPT, int LH_ALL>
+__global__ void __launch_bounds__(1024) rms_kernel(T* __restrict__ out, const T* __restrict__ in,
+                                                   const T* __restrict__ weight, int64_t rows, int packs, int group,
+                                                   float inv_hidden, float eps) {
+  using P = rms_norm::Pack<T>;
+  __shared__ float scratch[33];
+  int64_t row;
+  int lane;
+  if (group <= 32) {
+    row = static_cast<int64_t>(blockIdx.x) * (blockDim.x / group) + threadIdx.x / group;
+    lane = threadIdx.x & (group - 1);
+  } else {
+    row = blockIdx.x;
+    lane = threadIdx.x;
+  }
+  const bool row_ok = row < rows;
+  const P* x = reinterpret_cast<const P*>(in) + row * packs;
+  constexpr int LH = LH_ALL & 7;
+  constexpr bool kWeightLate = LH_ALL >= 8;
+  const uint4* w = reinterpret_cast<const uint4*>(weight);
+  uint4 v[CPT], wv[CPT];
+#pragma unroll
+  for (int c = 0; c < CPT; ++c) {
+    const int p = lane + c * group;
+    if (row_ok && p < packs) {
+      v[c] = ld16<LH>(x + p);
+      if (!kWeightLate) wv[c] = __ldg(w + p);
+    } else {
+      v[c] = make_uint4(0u, 0u, 0u, 0u);
+    }
+  }
+  float ss = 0.0f;
+#pragma unroll
+  for (int c = 0; c < CPT; ++c) {
+    const P& pv = *reinterpret_cast<const P*>(&v[c]);
+#pragma unroll
+    for (int k = 0; k < P::kVec; ++k) {
+      const float f = rms_norm::to_float(pv.v[k]);
+      ss += f * f;
+    }
+    asm volatile("" : "+r"(v[c].x), "+r"(v[c].y), "+r"(v[c].z), "+r"(v[c].w));
+  }
+  if (group <= 32) {
+    for (int o = group / 2; o > 0; o >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, o);
+  } else {
+    ss = rms_norm::block_sum(ss, scratch);
+  }
+  if (!row_ok) return;
+  const float rstd = rsqrtf(ss * inv_hidden + eps);
+  P* y = reinterpret_cast<P*>(out) + row * packs;
+  if (kWeightLate) {
+#pragma unroll
+    for (int c = 0; c < CPT; ++c) {
+      const int p = lane + c * group;
+      if (p < packs) wv[c] = __ldg(w + p);
+    }
+  }
+#pragma unroll
+  for (int c = 0; c < CPT; ++c) {
+    const int p = lane + c * group;
+    if (p < packs) {
+      const P& pv = *reinterpret_cast<const P*>(&v[c]);
+      const P& pw = *reinterpret_cast<const P*>(&wv[c]);
+      P o;
+#pragma unroll
+      for (int k = 0; k < P::kVec; ++k) {
+        o.v[k] = rms_norm::from_float<T>(rms_norm::to_float(pv.v[k]) * rstd * rms_norm::to_float(pw.v[k]));
+      }
+      __stcs(reinterpret_cast<uint4*>(y + p), *reinterpret_cast<const uint4*>(&o));
+    }
+  }
+}
+
+// Small rows (packs a power of two <= 32): the warp layout of torch.compile's persistent
+// reduction. Load c of a warp covers 32 consecutive packs (512 contiguous bytes, 32 / packs rows),
+// so a lane's column, and its one weight pack, is the same for every c; each of the CPT rows a lane
+// touches is reduced over its `packs` lanes with shuffles.
+template <typename T, int CPT, int LH>
+__global__ void __launch_bounds__(256) rms_tile_kernel(T* __restrict__ out, const T* __restrict__ in,
+                                                       const T* __restrict__ weight, int64_t rows, int packs,
+                                                       float inv_hidden, float eps) {
+  using P = rms_norm::Pack<T>;
+  const int lane = threadIdx.x & 31;
+  const int64_t warp = static_cast<int64_t>(blockIdx.x) * (blockDim.x / 32) + threadIdx.x / 32;
+  const int64_t total = rows * packs;
+  const int64_t base = warp * 32 * CPT + lane;
+  const uint4 wv = __ldg(reinterpret_cast<const uint4*>(weight) + (lane & (packs - 1)));
+  const uint4* x = reinterpret_cast<const uint4*>(in);
+  uint4 v[CPT];
+  float ss[CPT];
+#pragma unroll
+  for (int c = 0; c < CPT; ++c) {
+    const int64_t f = base + c * 32;
+    v[c] = f < total ? ld16<LH>(x + f) : make_uint4(0u, 0u, 0u, 0u);
+  }
+#pragma unroll
+  for (int c = 0; c < CPT; ++c) {
+    const P& pv = *reinterpret_cast<const P*>(&v[c]);
+    float s = 0.0f;
+#pragma unroll
+    for (int k = 0; k < P::kVec; ++k) {
+      const float f = rms_norm::to_float(pv.v[k]);
+      s += f * f;
+    }
+    ss[c] = s;
+  }
+  for (int o = packs / 2; o > 0; o >>= 1) {
+#pragma unroll
+    for (int c = 0; c < CPT; ++c) ss[c] += __shfl_xor_sync(0xffffffffu, ss[c], o);
+  }
+  const P& pw = *reinterpret_cast<const P*>(&wv);
+  uint4* y = reinterpret_cast<uint4*>(out);
+#pragma unroll
+  for (int c = 0; c < CPT; ++c) {
+    const int64_t f = base + c * 32;
+    if (f < total) {
+      const float rstd = rsqrtf(ss[c] * inv_hidden + eps);
+      const P& pv = *reinterpret_cast<const P*>(&v[c]);
+      P o;
+#pragma unroll
+      for (int k = 0; k < P::kVec; ++k) {
+        o.v[k] = rms_norm::from_float<T>(rms_norm::to_float(pv.v[k]) * rstd * rms_norm::to_float(pw.v[k]));
+      }
+      __stcs(y + f, *reinterpret_cast<const uint4*>(&o));
+    }
+  }
+}
+
+// Large rows, as torch.compile's looped reduction: one block per row; pass 1 reads the row with an
+// L2 evict-last policy and sums squares (U packs in flight per thread), pass 2 reads it again (an
+// L2 hit), multiplies and stores. Few registers, so many rows per SM.
+__device__ __forceinline__ uint4 ld16_evict_last(const void* p) {
+  uint4 r;
+  asm("{\n .reg .b64 pol;\n createpolicy.fractional.L2::evict_last.b64 pol, 1.0;\n"
+      " ld.global.L2::cache_hint.v4.u32 {%0, %1, %2, %3}, [%4], pol;\n}"
+      : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w)
+      : "l"(p));
+  return r;
+}
+
+template <typename T, int U>
+__global__ void __launch_bounds__(1024) rms_2pass_kernel(T* __restrict__ out, const T* __restrict__ in,
+                                                         const T* __restrict__ weight, int packs, float inv_hidden,
+                                                         float eps) {
+  using P = rms_norm::Pack<T>;
+  __shared__ float scratch[33];
+  const uint4* x = reinterpret_cast<const uint4*>(in) + static_cast<int64_t>(blockIdx.x) * packs;
+  uint4* y = reinterpret_cast<uint4*>(out) + static_cast<int64_t>(blockIdx.x) * packs;
+  const uint4* w = reinterpret_cast<const uint4*>(weight);
+  float ss = 0.0f;
+  for (int p0 = threadIdx.x; p0 < packs; p0 += U * blockDim.x) {
+    uint4 v[U];
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      const int p = p0 + u * blockDim.x;
+      v[u] = p < packs ? ld16_evict_last(x + p) : make_uint4(0u, 0u, 0u, 0u);
+    }
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      const P& pv = *reinterpret_cast<const P*>(&v[u]);
+#pragma unroll
+      for (int k = 0; k < P::kVec; ++k) {
+        const float f = rms_norm::to_float(pv.v[k]);
+        ss += f * f;
+      }
+    }
+  }
+  const float rstd = rsqrtf(rms_norm::block_sum(ss, scratch) * inv_hidden + eps);
+  for (int p0 = threadIdx.x; p0 < packs; p0 += U * blockDim.x) {
+    uint4 v[U], wv[U];
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      const int p = p0 + u * blockDim.x;
+      if (p < packs) {
+        v[u] = __ldcs(x + p);
+        wv[u] = __ldg(w + p);
+      }
+    }
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      const int p = p0 + u * blockDim.x;
+      if (p < packs) {
+        const P& pv = *reinterpret_cast<const P*>(&v[u]);
+        const P& pw = *reinterpret_cast<const P*>(&wv[u]);
+        P o;
+#pragma unroll
+        for (int k = 0; k < P::kVec; ++k) {
+          o.v[k] = rms_norm::from_float<T>(rms_norm::to_float(pv.v[k]) * rstd * rms_norm::to_float(pw.v[k]));
+        }
+        __stcs(y + p, *reinterpret_cast<const uint4*>(&o));
+      }
+    }
+  }
+}
+
+struct RmsCfg {
+  const char* name;
+  int ppt, hint, warp_threads;  // packs per thread wanted; block size of the warp path
+  int kind = 0;                 // 0 registers (shipped layout), 1 tile (small rows), 2 two passes (large rows)
+};
+
+constexpr RmsCfg kRmsCfgs[] = {
+    {"shipped", 0, 0, 0},
+    {"ppt2 cs", 2, kCs, 256},
+    {"ppt4 cs", 4, kCs, 256},
+    {"tile cpt4 cs", 4, kCs, 256, 1},
+    {"tile cpt8 cs", 8, kCs, 256, 1},
+    {"tile cpt8 evict-last", 8, kEvictLast, 256, 1},
+    {"tile cpt8 plain", 8, kPlain, 256, 1},
+    {"2pass 256 thr u4", 4, 0, 256, 2},
+    {"2pass 256 thr u2", 2, 0, 256, 2},
+    {"2pass 512 thr u2", 2, 0, 512, 2},
+    {"ppt2 evict-last", 2, kEvictLast, 256},
+    {"ppt4 evict-last", 4, kEvictLast, 256},
+    {"ppt2 cs w-late", 2, kCs + 8, 256},
+    {"ppt2 evict-last w-late", 2, kEvictLast + 8, 256},
+    {"ppt4 evict-last w-late", 4, kEvictLast + 8, 256},
+};
+constexpr int kRmsN = sizeof(kRmsCfgs) / sizeof(kRmsCfgs[0]);
+
+template <typename T, int CPT, int LH>
+void rms_go(T* o, const T* x, const T* w, int64_t rows, int packs, int group, int threads, float inv_h, float eps,
+            cudaStream_t s) {
+  const int64_t rpb = group <= 32 ? threads / group : 1;
+  rms_kernel<T, CPT, LH><<<static_cast<unsigned>((rows + rpb - 1) / rpb), threads, 0, s>>>(o, x, w, rows, packs, group,
+                                                                                          inv_h, eps);
+}
+
+template <typename T, int I>
+int rms_launch(T* o, const T* x, const T* w, int64_t rows, int64_t hidden, float eps, cudaStream_t s) {
+  constexpr RmsCfg c = kRmsCfgs[I];
+  constexpr int kVec = 16 / sizeof(T);
+  if (hidden % kVec != 0) return -2;
+  const int packs = static_cast<int>(hidden / kVec);
+  const float inv_h = 1.0f / static_cast<float>(hidden);
+  if constexpr (c.kind == 1) {
+    if (packs > 32 || (packs & (packs - 1)) != 0) return -2;
+    const int64_t warps = (rows * packs + 32 * c.ppt - 1) / (32 * c.ppt);
+    rms_tile_kernel<T, c.ppt, c.hint><<<static_cast<unsigned>((warps + 7) / 8), 256, 0, s>>>(o, x, w, rows, packs,
+                                                                                         inv_h, eps);
+    return 0;
+  } else if constexpr (c.kind == 2) {
+    if (packs <= 64) return -2;
+    rms_2pass_kernel<T, c.ppt><<<static_cast<unsigned>(rows), c.warp_threads, 0, s>>>(o, x, w, packs, inv_h, eps);
+    return 0;
+  }
+  int group, threads;
+  if (packs <= 64) {
+    group = rms_norm::next_pow2((packs + c.ppt - 1) / c.ppt);
+    if (group > 32) return -2;
+    threads = c.warp_threads;
+  } else {
+    threads = ((packs + c.ppt - 1) / c.ppt + 31) / 32 * 32;
+    if (threads > 1024) return -2;
+    group = threads;
+  }
+  const int cpt = (packs + group - 1) / group;
+  switch (cpt) {
+    case 1: rms_go<T, 1, c.hint>(o, x, w, rows, packs, group, threads, inv_h, eps, s); break;
+    case 2: rms_go<T, 2, c.hint>(o, x, w, rows, packs, group, threads, inv_h, eps, s); break;
+    case 3:
+    case 4: rms_go<T, 4, c.hint>(o, x, w, rows, packs, group, threads, inv_h, eps, s); break;
+    case 5:
+    case 6:
+    case 7:
+    case 8: rms_go<T, 8, c.hint>(o, x, w, rows, packs, group, threads, inv_h, eps, s); break;
+    default: return -2;
+  }
+  return 0;
+}
+
+template <typename T, int... I>
+int rms_dispatch(int v, void* o, const void* x, const void* w, int64_t rows, int64_t hidden, float eps, cudaStream_t s,
+                 std::integer_sequence<int, I...>) {
+  int rc = -1;
+  ((v == I + 1 ? (rc = rms_launch<T, I + 1>(static_cast<T*>(o), static_cast<const T*>(x), static_cast<const T*>(w),
+                                            rows, hidden, eps, s))
+               : 0),
+   ...);
+  return rc;
+}
+
+}  // namespace duel
+
+extern "C" {
+
+// Variant names; nullptr past the last.
+const char* duel_act_name(int v) { return v >= 0 && v < duel::kActN ? duel::kActCfgs[v].name : nullptr; }
+const char* duel_rms_name(int v) { return v >= 0 && v < duel::kRmsN ? duel::kRmsCfgs[v].name : nullptr; }
+
+// act: 0 silu, 1 gelu, 2 gelu_tanh; dtype: 0 fp32, 1 fp16, 2 bf16. 0 on success, -1 unknown variant,
+// -2 shape not supported by the variant, else a CUDA error code.
+int duel_act(int v, int act, int dtype, void* out, const void* in, int64_t rows, int64_t d, void* stream) {
+  const auto s = static_cast<cudaStream_t>(stream);
+  const auto a = static_cast<activation::Act>(act);
+  if (v == 0) return activation::launch_act_and_mul(a, static_cast<activation::DType>(dtype), out, in, rows, d, stream);
+  const int elem = dtype == 0 ? 4 : 2;
+  if ((d * elem) % 16 != 0 || rows * d * elem / 8 >= (int64_t{1} << 31)) return -2;
+  using activation::Act;
+  if (a == Act::kGeluTanh) return -2;
+  int rc = -1;
+  if (dtype == 0) {
+    rc = a == Act::kSilu ? duel::act_typed<float, Act::kSilu>(v, out, in, rows, d, s)
+                         : duel::act_typed<float, Act::kGelu>(v, out, in, rows, d, s);
+  } else if (dtype == 2) {
+    rc = a == Act::kSilu ? duel::act_typed<__nv_bfloat16, Act::kSilu>(v, out, in, rows, d, s)
+                         : duel::act_typed<__nv_bfloat16, Act::kGelu>(v, out, in, rows, d, s);
+  } else {
+    return -2;
+  }
+  return rc != 0 ? rc : static_cast<int>(cudaGetLastError());
+}
+
+int duel_rms(int v, int dtype, void* out, const void* in, const void* w, int64_t rows, int64_t hidden, float eps,
+             void* stream) {
+  const auto s = static_cast<cudaStream_t>(stream);
+  if (v == 0) {
+    return rms_norm::launch_rms_norm(static_cast<rms_norm::DType>(dtype), out, in, w, rows, hidden, eps, stream);
+  }
+  int rc;
+  auto seq = std::make_integer_sequence<int, duel::kRmsN - 1>{};
+  switch (dtype) {
+    case 0: rc = duel::rms_dispatch<float>(v, out, in, w, rows, hidden, eps, s, seq); break;
+    case 1: rc = duel::rms_dispatch<__half>(v, out, in, w, rows, hidden, eps, s, seq); break;
+    default: rc = duel::rms_dispatch<__nv_bfloat16>(v, out, in, w, rows, hidden, eps, s, seq); break;
+  }
+  return rc != 0 ? rc : static_cast<int>(cudaGetLastError());
+}
+
+}  // extern "C"
