@@ -53,6 +53,10 @@ def test_a_target_above_every_copy_is_beyond_copy():
     finalize(r, timing(4230))
     assert verdicts(r) == {"compile": "beyond copy"}
     assert r.targets[0]["needed_gbps"] == pytest.approx(4960)
+    # a miss inside the spread stays a tie even when the baseline itself beats the copy
+    r = result((Target("compile", 1.0),), ours=timing(4290), compile=timing(4300, [1 / 4300, 1.01 / 4300]))
+    finalize(r, timing(4230))
+    assert verdicts(r) == {"compile": "tie"}
     # 1.6x a slower baseline is within reach, and met
     r = result((Target("compile", 1.6),), ours=timing(4200), compile=timing(2100))
     finalize(r, timing(4230))
