@@ -9,7 +9,7 @@
 #      writing gpu-<device>.json and .png.
 # Results and logs go to $OUT when set (a scratch folder the caller collects), else to
 # benchmarks/results/. Exit status: non-zero if any step failed. A tree copied without .git can
-# name its commit for the JSON: PYBUILD_SOURCE_COMMIT=<sha> bash benchmarks/run_gpu.sh.
+# name its commit for the JSON (it wins over a stale .git): PYBUILD_SOURCE_COMMIT=<sha> bash benchmarks/run_gpu.sh.
 #
 #   bash benchmarks/run_gpu.sh              # build, test, bench
 #   bash benchmarks/run_gpu.sh --quick      # fewer sizes and repetitions

@@ -216,11 +216,13 @@ def environment(device: str) -> dict[str, Any]:
         env["device"] = {"name": platform.processor() or platform.machine(), "threads": torch.get_num_threads()}
     root = Path(__file__).resolve().parent.parent
     commit = _run(["git", "-C", str(root), "rev-parse", "HEAD"])
-    if len(commit) == 40:
+    if os.environ.get("PYBUILD_SOURCE_COMMIT"):  # a copy of the tree shipped elsewhere: its caller knows best
+        env["git"] = os.environ["PYBUILD_SOURCE_COMMIT"]
+    elif len(commit) == 40:
         dirty = bool(_run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"]))
         env["git"] = commit + ("-dirty" if dirty else "")
-    else:  # a copy of the tree without .git (e.g. shipped to a GPU machine): the caller may say which commit
-        env["git"] = os.environ.get("PYBUILD_SOURCE_COMMIT") or None
+    else:
+        env["git"] = None
     return env
 
 
