@@ -200,8 +200,9 @@ def main() -> int:
                                 args.rounds, tol))
             del arg_sets
             torch.cuda.empty_cache()
+    argv = [a if not a.startswith("/") else "$OUT/" + Path(a).name for a in sys.argv[1:]]  # no machine paths
     doc = {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "rounds": args.rounds,
-           "command": "python3 benchmarks/explore/duel.py " + " ".join(sys.argv[1:]), "results": results}
+           "command": " ".join(["python3", "benchmarks/explore/duel.py", *argv]), "results": results}
     if args.out:
         args.out.write_text(json.dumps(doc, indent=1) + "\n")
     return 0
