@@ -133,6 +133,7 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--out", type=Path, default=None)
     ap.add_argument("--only", choices=("act", "rms"), default=None)
+    ap.add_argument("--match", default="", help="only cases whose label contains this text")
     args = ap.parse_args()
     torch._dynamo.config.cache_size_limit = 4096
     l2 = torch.cuda.get_device_properties(0).L2_cache_size
@@ -149,6 +150,8 @@ def main() -> int:
         torch.cuda.synchronize()
         del a, b
         for op, dtype, rows, d in ACT_CASES if args.only != "rms" else []:
+            if args.match not in f"{op}_and_mul {str(dtype)[6:]} {rows}x{d}":
+                continue
             esize = torch.empty((), dtype=dtype).element_size()
             nbytes = 3 * rows * d * esize
             sets = n_sets("cuda", nbytes, l2)
@@ -175,6 +178,8 @@ def main() -> int:
             del arg_sets
             torch.cuda.empty_cache()
         for dtype, rows, hidden in RMS_CASES if args.only != "act" else []:
+            if args.match not in f"rms_norm {str(dtype)[6:]} {rows}x{hidden}":
+                continue
             esize = torch.empty((), dtype=dtype).element_size()
             nbytes = (2 * rows * hidden + hidden) * esize
             sets = n_sets("cuda", nbytes, l2)

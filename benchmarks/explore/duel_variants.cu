@@ -176,7 +176,8 @@ __global__ void __launch_bounds__(1024) rms_kernel(T* __restrict__ out, const T*
   const bool row_ok = row < rows;
   const P* x = reinterpret_cast<const P*>(in) + row * packs;
   constexpr int LH = LH_ALL & 7;
-  constexpr bool kWeightLate = LH_ALL >= 8;
+  constexpr bool kWeightLate = (LH_ALL & 8) != 0;
+  constexpr bool kPlainStore = (LH_ALL & 16) != 0;
   const uint4* w = reinterpret_cast<const uint4*>(weight);
   uint4 v[CPT], wv[CPT];
 #pragma unroll
@@ -226,7 +227,8 @@ __global__ void __launch_bounds__(1024) rms_kernel(T* __restrict__ out, const T*
       for (int k = 0; k < P::kVec; ++k) {
         o.v[k] = rms_norm::from_float<T>(rms_norm::to_float(pv.v[k]) * rstd * rms_norm::to_float(pw.v[k]));
       }
-      __stcs(reinterpret_cast<uint4*>(y + p), *reinterpret_cast<const uint4*>(&o));
+      if (kPlainStore) *reinterpret_cast<uint4*>(y + p) = *reinterpret_cast<const uint4*>(&o);
+      else __stcs(reinterpret_cast<uint4*>(y + p), *reinterpret_cast<const uint4*>(&o));
     }
   }
 }
@@ -375,6 +377,11 @@ constexpr RmsCfg kRmsCfgs[] = {
     {"ppt2 cs w-late", 2, kCs + 8, 256},
     {"ppt2 evict-last w-late", 2, kEvictLast + 8, 256},
     {"ppt4 evict-last w-late", 4, kEvictLast + 8, 256},
+    {"ppt4 evict-last plain-store", 4, kEvictLast + 16, 256},
+    {"ppt2 evict-last plain-store", 2, kEvictLast + 16, 256},
+    {"ppt4 cs plain-store", 4, kCs + 16, 256},
+    {"ppt4 evict-last 512 thr", 4, kEvictLast, 512},
+    {"ppt8 evict-last", 8, kEvictLast, 256},
 };
 constexpr int kRmsN = sizeof(kRmsCfgs) / sizeof(kRmsCfgs[0]);
 
