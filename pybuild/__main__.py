@@ -286,6 +286,10 @@ def cmd_publish(args: argparse.Namespace) -> int:
         _print_check(rep, report)
     plan = make_plan(manifest, repo_id=args.repo_id, version=args.version, report=report,
                      allow_noncompliant=args.allow_noncompliant, repo_type=kernel_repo_type())
+    if not manifest.license_set and not args.quiet:
+        err_console.print(f"warning: {manifest.path} names no license; publishing under the default "
+                          f"{manifest.license}. Set `license = \"...\"` in [general] to choose it.",
+                          style="yellow", highlight=False, markup=False, soft_wrap=True)
     if plan.noncompliant:  # loud on purpose, even with -q
         err_console.print(f"[bold yellow]WARNING: publishing a NON-COMPLIANT build of {plan.kernel} "
                           f"(--allow-noncompliant); the kernel card says so:[/]", highlight=False)

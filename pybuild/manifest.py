@@ -76,6 +76,7 @@ class Manifest:
     universal: bool = False
     version: int = 1
     license: str = "Apache-2.0"
+    license_set: bool = False  # build.toml names the license (else the default above applies)
     python_depends: tuple[str, ...] = ()
     torch_src: tuple[str, ...] = ()
     torch_include: tuple[str, ...] = ()
@@ -328,6 +329,7 @@ def parse_manifest(text: str, path: Path) -> Manifest:
         universal=universal,
         version=version,
         license=license_,
+        license_set="license" in general.table,
         python_depends=python_depends,
         torch_src=torch_src,
         torch_include=torch_include,

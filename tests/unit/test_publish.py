@@ -119,11 +119,25 @@ def test_dry_run_lists_files_and_refs_without_any_network(kernel: Path, variants
     argv = ["publish", str(kernel), "--repo-id", REPO, "--version", "1.0.0", "--dry-run", "--variants",
             str(variants_file)]
     assert main(argv) == 0
-    out = capsys.readouterr().out
+    captured = capsys.readouterr()
+    out = captured.out
     assert "tinyk/_tinyk_ext.abi3.so" in out and "README.md" in out and "generated" in out
     assert "branch v1: one commit" in out and "tag v1.0.0: on that commit" in out
     assert "nothing was sent (dry run)" in out
     assert "compile_commands.json" not in out and "_ops.py" not in out and ".pybuild" not in out
+    # build.toml names no license: published under the default, said out loud
+    assert "names no license; publishing under the default Apache-2.0" in captured.err
+
+
+def test_a_named_license_publishes_without_the_warning(tmp_path: Path, variants_file: Path,
+                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    k = make_kernel(tmp_path / "lic")
+    toml = k / "build.toml"
+    toml.write_text(toml.read_text().replace("version = 1\n", 'version = 1\nlicense = "Apache-2.0"\n', 1))
+    make_variant(k)
+    argv = ["publish", str(k), "--repo-id", REPO, "--version", "1.0.0", "--dry-run", "--variants", str(variants_file)]
+    assert main(argv) == 0
+    assert "names no license" not in capsys.readouterr().err
 
 
 def test_noncompliant_build_is_refused_unless_allowed_loudly(tmp_path: Path, variants_file: Path,
