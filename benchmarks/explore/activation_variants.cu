@@ -5,7 +5,7 @@
 //
 //   nvcc -O3 -std=c++17 -arch=sm_90 benchmarks/explore/activation_variants.cu -o /tmp/av && /tmp/av
 //
-// Timing as in img2gray_variants.cu: a CUDA graph of one launch per input set (sets > 3x L2),
+// Timing (graph_timing.cuh): a CUDA graph of one launch per input set (sets > 3x L2),
 // median of 30 replays / launches. Bytes per call: 2 d read + d written per row, 2 bytes each.
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
@@ -21,14 +21,7 @@
 
 #include "../../kernels/activation/csrc/activation.cu"
 
-#define CK(x)                                                                                 \
-  do {                                                                                        \
-    cudaError_t e_ = (x);                                                                     \
-    if (e_ != cudaSuccess) {                                                                  \
-      std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
-      std::exit(1);                                                                           \
-    }                                                                                         \
-  } while (0)
+#include "graph_timing.cuh"
 
 namespace av {
 
@@ -138,45 +131,9 @@ int main() {
   const int64_t shapes[][2] = {{128, 4096}, {1024, 4096}, {4096, 8192}, {8192, 14336}};
   cudaStream_t stream;
   CK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-  cudaEvent_t e0, e1;
-  CK(cudaEventCreate(&e0));
-  CK(cudaEventCreate(&e1));
   bool all_ok = true;
-  auto time_graph = [&](int sets, const std::function<void(int)>& one) -> double {
-    cudaGraph_t graph;
-    cudaGraphExec_t exec;
-    for (int i = 0; i < sets; ++i) one(i);
-    CK(cudaStreamSynchronize(stream));
-    CK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
-    for (int i = 0; i < sets; ++i) one(i);
-    CK(cudaStreamEndCapture(stream, &graph));
-    CK(cudaGraphInstantiate(&exec, graph, 0));
-    for (int w = 0; w < 3; ++w) CK(cudaGraphLaunch(exec, stream));
-    std::vector<float> ms;
-    for (int r = 0; r < 30; ++r) {
-      CK(cudaEventRecord(e0, stream));
-      CK(cudaGraphLaunch(exec, stream));
-      CK(cudaEventRecord(e1, stream));
-      CK(cudaEventSynchronize(e1));
-      float t;
-      CK(cudaEventElapsedTime(&t, e0, e1));
-      ms.push_back(t);
-    }
-    CK(cudaGraphExecDestroy(exec));
-    CK(cudaGraphDestroy(graph));
-    std::sort(ms.begin(), ms.end());
-    return ms[ms.size() / 2] * 1e3 / sets;
-  };
-  // Warm the GPU up (clocks) for ~1 s.
-  {
-    void *a, *b;
-    CK(cudaMalloc(&a, 1 << 30));
-    CK(cudaMalloc(&b, 1 << 30));
-    for (int i = 0; i < 400; ++i) CK(cudaMemcpyAsync(b, a, 1 << 30, cudaMemcpyDeviceToDevice, stream));
-    CK(cudaStreamSynchronize(stream));
-    CK(cudaFree(a));
-    CK(cudaFree(b));
-  }
+  explore::warm_up(stream);
+  explore::GraphTimer time_graph(stream);
   for (auto& sh : shapes) {
     const int64_t rows = sh[0], d = sh[1];
     const int64_t moved = 3 * rows * d * 2;

@@ -128,6 +128,54 @@ def duel(label: str, bytes_: int, arg_sets: list, impls: dict, ref, rounds: int,
     return {"label": label, "bytes": bytes_, "sets": len(arg_sets), "impls": rows}
 
 
+def variants(names: list[str], launch) -> dict:
+    """One callable per variant of the library: ``launch(v, *inputs) -> (out, rc)``; an unsupported
+    shape raises ValueError (the duel drops that variant), any other error RuntimeError."""
+    impls = {}
+    for v, name in enumerate(names):
+        def fn(*inputs, v=v):
+            out, rc = launch(v, *inputs)
+            if rc == -2:
+                raise ValueError("unsupported")
+            if rc != 0:
+                raise RuntimeError(f"variant {v}: error {rc}")
+            return out
+        impls[f"v{v} {name}"] = fn
+    return impls
+
+
+def cases(lib: ctypes.CDLL, only: str | None) -> list[tuple]:
+    """(label, bytes per call, dtype, make(generator) -> inputs, reference, variant names, launch)."""
+    out = []
+    stream = lambda: torch.cuda.current_stream().cuda_stream  # noqa: E731 - the stream being captured
+    for op, dtype, rows, d in ACT_CASES if only != "rms" else []:
+        def make(g, rows=rows, d=d, dtype=dtype):
+            return (torch.randn(rows, 2 * d, device="cuda", dtype=dtype, generator=g),)
+
+        def launch(v, x, op=op):
+            y = torch.empty(x.shape[0], x.shape[1] // 2, device=x.device, dtype=x.dtype)
+            return y, lib.duel_act(v, ACTS[op], DTYPES[x.dtype], y.data_ptr(), x.data_ptr(), x.shape[0],
+                                   x.shape[1] // 2, stream())
+
+        esize = torch.empty((), dtype=dtype).element_size()
+        out.append((f"{op}_and_mul {str(dtype)[6:]} {rows}x{d}", 3 * rows * d * esize, dtype, make, act_ref(op),
+                    names(lib.duel_act_name), launch))
+    for dtype, rows, hidden in RMS_CASES if only != "act" else []:
+        def make(g, rows=rows, hidden=hidden, dtype=dtype):
+            return (torch.randn(rows, hidden, device="cuda", dtype=dtype, generator=g),
+                    torch.rand(hidden, device="cuda", dtype=dtype, generator=g) + 0.5)
+
+        def launch(v, x, w):
+            y = torch.empty_like(x)
+            return y, lib.duel_rms(v, DTYPES[x.dtype], y.data_ptr(), x.data_ptr(), w.data_ptr(), x.shape[0],
+                                   x.shape[1], EPS, stream())
+
+        esize = torch.empty((), dtype=dtype).element_size()
+        out.append((f"rms_norm {str(dtype)[6:]} {rows}x{hidden}", (2 * rows * hidden + hidden) * esize, dtype, make,
+                    rms_ref, names(lib.duel_rms_name), launch))
+    return out
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=5)
@@ -139,7 +187,6 @@ def main() -> int:
     l2 = torch.cuda.get_device_properties(0).L2_cache_size
     with tempfile.TemporaryDirectory() as tmp:
         lib = build(Path(tmp))
-        act_names, rms_names = names(lib.duel_act_name), names(lib.duel_rms_name)
         results = []
         # warm the clocks
         a = torch.empty(1 << 30, dtype=torch.uint8, device="cuda")
@@ -149,60 +196,14 @@ def main() -> int:
             b.copy_(a)
         torch.cuda.synchronize()
         del a, b
-        for op, dtype, rows, d in ACT_CASES if args.only != "rms" else []:
-            if args.match not in f"{op}_and_mul {str(dtype)[6:]} {rows}x{d}":
+        for label, nbytes, dtype, make, ref, variant_names, launch in cases(lib, args.only):
+            if args.match not in label:
                 continue
-            esize = torch.empty((), dtype=dtype).element_size()
-            nbytes = 3 * rows * d * esize
             sets = n_sets("cuda", nbytes, l2)
-            arg_sets = []
-            for s in range(sets):
-                g = torch.Generator(device="cuda").manual_seed(s)
-                arg_sets.append((torch.randn(rows, 2 * d, device="cuda", dtype=dtype, generator=g),))
-            ref = act_ref(op)
-            impls = {"compile": torch.compile(ref, dynamic=False, fullgraph=True)}
-            for v, name in enumerate(act_names):
-                def fn(x, v=v):
-                    out = torch.empty(x.shape[0], x.shape[1] // 2, device=x.device, dtype=x.dtype)
-                    rc = lib.duel_act(v, ACTS[op], DTYPES[x.dtype], out.data_ptr(), x.data_ptr(), x.shape[0],
-                                      x.shape[1] // 2, torch.cuda.current_stream().cuda_stream)
-                    if rc == -2:
-                        raise ValueError("unsupported")
-                    if rc != 0:
-                        raise RuntimeError(f"variant {v}: error {rc}")
-                    return out
-                impls[f"v{v} {name}"] = fn
+            arg_sets = [make(torch.Generator(device="cuda").manual_seed(seed)) for seed in range(sets)]
+            impls = {"compile": torch.compile(ref, dynamic=False, fullgraph=True), **variants(variant_names, launch)}
             tol = (1e-4, 1e-4) if dtype == torch.float32 else (2e-2, 3.2e-2)
-            results.append(duel(f"{op}_and_mul {str(dtype)[6:]} {rows}x{d}", nbytes, arg_sets, impls, ref,
-                                args.rounds, tol))
-            del arg_sets
-            torch.cuda.empty_cache()
-        for dtype, rows, hidden in RMS_CASES if args.only != "act" else []:
-            if args.match not in f"rms_norm {str(dtype)[6:]} {rows}x{hidden}":
-                continue
-            esize = torch.empty((), dtype=dtype).element_size()
-            nbytes = (2 * rows * hidden + hidden) * esize
-            sets = n_sets("cuda", nbytes, l2)
-            arg_sets = []
-            for s in range(sets):
-                g = torch.Generator(device="cuda").manual_seed(s)
-                arg_sets.append((torch.randn(rows, hidden, device="cuda", dtype=dtype, generator=g),
-                                 torch.rand(hidden, device="cuda", dtype=dtype, generator=g) + 0.5))
-            impls = {"compile": torch.compile(rms_ref, dynamic=False, fullgraph=True)}
-            for v, name in enumerate(rms_names):
-                def fn(x, w, v=v):
-                    out = torch.empty_like(x)
-                    rc = lib.duel_rms(v, DTYPES[x.dtype], out.data_ptr(), x.data_ptr(), w.data_ptr(), x.shape[0],
-                                      x.shape[1], EPS, torch.cuda.current_stream().cuda_stream)
-                    if rc == -2:
-                        raise ValueError("unsupported")
-                    if rc != 0:
-                        raise RuntimeError(f"variant {v}: error {rc}")
-                    return out
-                impls[f"v{v} {name}"] = fn
-            tol = (1e-4, 1e-4) if dtype == torch.float32 else (2e-2, 3.2e-2)
-            results.append(duel(f"rms_norm {str(dtype)[6:]} {rows}x{hidden}", nbytes, arg_sets, impls, rms_ref,
-                                args.rounds, tol))
+            results.append(duel(label, nbytes, arg_sets, impls, ref, args.rounds, tol))
             del arg_sets
             torch.cuda.empty_cache()
     argv = [a if not a.startswith("/") else "$OUT/" + Path(a).name for a in sys.argv[1:]]  # no machine paths

@@ -22,14 +22,7 @@
 
 #include "../../kernels/img2gray/csrc/img2gray.cu"
 
-#define CK(x)                                                                         \
-  do {                                                                                \
-    cudaError_t e_ = (x);                                                             \
-    if (e_ != cudaSuccess) {                                                          \
-      std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
-      std::exit(1);                                                                   \
-    }                                                                                 \
-  } while (0)
+#include "graph_timing.cuh"
 
 namespace v {
 
@@ -170,36 +163,10 @@ int main(int argc, char** argv) {
   const int sizes[][2] = {{1080, 1920}, {2160, 3840}, {4320, 7680}, {8640, 15360}};
   cudaStream_t stream;
   CK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-  cudaEvent_t e0, e1;
-  CK(cudaEventCreate(&e0));
-  CK(cudaEventCreate(&e1));
   bool all_ok = true;
 
-  auto time_graph = [&](int sets, const std::function<void(int)>& one) -> double {
-    cudaGraph_t graph;
-    cudaGraphExec_t exec;
-    for (int i = 0; i < sets; ++i) one(i);  // warm-up outside the graph
-    CK(cudaStreamSynchronize(stream));
-    CK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
-    for (int i = 0; i < sets; ++i) one(i);
-    CK(cudaStreamEndCapture(stream, &graph));
-    CK(cudaGraphInstantiate(&exec, graph, 0));
-    CK(cudaGraphLaunch(exec, stream));
-    std::vector<float> ms;
-    for (int r = 0; r < 30; ++r) {
-      CK(cudaEventRecord(e0, stream));
-      CK(cudaGraphLaunch(exec, stream));
-      CK(cudaEventRecord(e1, stream));
-      CK(cudaEventSynchronize(e1));
-      float t;
-      CK(cudaEventElapsedTime(&t, e0, e1));
-      ms.push_back(t);
-    }
-    CK(cudaGraphExecDestroy(exec));
-    CK(cudaGraphDestroy(graph));
-    std::sort(ms.begin(), ms.end());
-    return ms[ms.size() / 2] * 1e3 / sets;  // microseconds per launch
-  };
+  explore::warm_up(stream);
+  explore::GraphTimer time_graph(stream);
 
   for (auto& hw : sizes) {
     const int64_t n = static_cast<int64_t>(hw[0]) * hw[1];

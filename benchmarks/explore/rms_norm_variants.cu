@@ -5,7 +5,7 @@
 //
 //   nvcc -O3 -std=c++17 -arch=sm_90 benchmarks/explore/rms_norm_variants.cu -o /tmp/rv && /tmp/rv
 //
-// Timing as in img2gray_variants.cu. Bytes per call: x read + y written + weight read once.
+// Timing: graph_timing.cuh. Bytes per call: x read + y written + weight read once.
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
@@ -21,14 +21,7 @@
 
 #include "../../kernels/rms_norm/csrc/rms_norm.cu"
 
-#define CK(x)                                                                                 \
-  do {                                                                                        \
-    cudaError_t e_ = (x);                                                                     \
-    if (e_ != cudaSuccess) {                                                                  \
-      std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
-      std::exit(1);                                                                           \
-    }                                                                                         \
-  } while (0)
+#include "graph_timing.cuh"
 
 namespace rv {
 
@@ -181,7 +174,7 @@ std::vector<Variant<T>> variants(rms_norm::DType dt) {
 
 template <typename T>
 bool run(rms_norm::DType dt, const char* tname, int64_t rows, int64_t hidden, int64_t l2, cudaStream_t stream,
-         const std::function<double(int, const std::function<void(int)>&)>& time_graph) {
+         explore::GraphTimer& time_graph) {
   const int64_t n = rows * hidden;
   const int64_t moved = (2 * n + hidden) * sizeof(T);
   const int sets = static_cast<int>(std::max<int64_t>(2, std::min<int64_t>(256, (3 * l2 + moved - 1) / moved)));
@@ -257,34 +250,8 @@ int main() {
   std::printf("device %s, %d SMs, L2 %.0f MB\n", prop.name, prop.multiProcessorCount, l2 / 1e6);
   cudaStream_t stream;
   CK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-  cudaEvent_t e0, e1;
-  CK(cudaEventCreate(&e0));
-  CK(cudaEventCreate(&e1));
-  auto time_graph = [&](int sets, const std::function<void(int)>& one) -> double {
-    cudaGraph_t graph;
-    cudaGraphExec_t exec;
-    for (int i = 0; i < sets; ++i) one(i);
-    CK(cudaStreamSynchronize(stream));
-    CK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
-    for (int i = 0; i < sets; ++i) one(i);
-    CK(cudaStreamEndCapture(stream, &graph));
-    CK(cudaGraphInstantiate(&exec, graph, 0));
-    for (int w = 0; w < 3; ++w) CK(cudaGraphLaunch(exec, stream));
-    std::vector<float> ms;
-    for (int r = 0; r < 30; ++r) {
-      CK(cudaEventRecord(e0, stream));
-      CK(cudaGraphLaunch(exec, stream));
-      CK(cudaEventRecord(e1, stream));
-      CK(cudaEventSynchronize(e1));
-      float t;
-      CK(cudaEventElapsedTime(&t, e0, e1));
-      ms.push_back(t);
-    }
-    CK(cudaGraphExecDestroy(exec));
-    CK(cudaGraphDestroy(graph));
-    std::sort(ms.begin(), ms.end());
-    return ms[ms.size() / 2] * 1e3 / sets;
-  };
+  explore::warm_up(stream);
+  explore::GraphTimer time_graph(stream);
   bool ok = true;
   using rms_norm::DType;
   ok &= run<__nv_bfloat16>(DType::kBFloat16, "bf16", 64, 4096, l2, stream, time_graph);
