@@ -37,7 +37,13 @@ def main(argv: list[str]) -> int:
     if len(argv) != 1:
         print(__doc__.strip(), file=sys.stderr)
         return 2
-    doc = json.loads(Path(argv[0]).read_text())
+    try:
+        doc = json.loads(Path(argv[0]).read_text())
+        doc["results"], doc["copy_large"]
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        print(f"error: {argv[0]}: not a readable bench result ({type(e).__name__}: {e}); "
+              "pass a JSON written by `python -m pybuild bench --out DIR`", file=sys.stderr)
+        return 2
     print("\n".join(rows(doc)))
     n = sum(len(r["targets"]) for r in doc["results"])
     met = sum(x["met"] for r in doc["results"] for x in r["targets"])
