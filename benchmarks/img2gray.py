@@ -5,12 +5,17 @@ Bytes per call: 3 read + 1 written per pixel. Targets: at 4320x7680 and 8640x153
 >= 0.90 x a copy moving the same bytes and faster than torch.compile.
 
 Baselines: ``eager`` is the farm's integer rounding rule in plain torch (same bytes out as the
-kernel), compiled with static shapes ("compile", the strongest baseline) and with dynamic shapes
-("dynamic-compile", what torch.compile falls back to once shapes vary; its bandwidth matches the
-issue's torch.compile anchor); ``guide`` is the guide's float expression 0.21 R + 0.72 G + 0.07 B
-truncated to uint8, eager and compiled. The 1.6x target is checked against both compiled forms;
-against the static-shape compile it asks for more GB/s than a device copy reaches (the bench's
-verdict for it is then "beyond copy", computed from the run's own copy measurements).
+kernel), compiled with static shapes ("compile") and with dynamic shapes ("dynamic-compile", the
+code torch.compile runs once the image size varies); ``guide`` is the guide's float expression
+0.21 R + 0.72 G + 0.07 B truncated to uint8, eager and compiled.
+
+Which compile the 1.6x target means: the issue anchors torch.compile at 2337 GB/s for 8640x15360 on
+an H200 (copy 4252 GB/s), and 1.6x that is 0.88x copy, in line with the 0.90x copy target beside it.
+The dynamic-shape compile reproduces that anchor (2337 GB/s on an H200 in the committed run); the
+static-shape compile runs at ~3000 GB/s there, and 1.6x that is more than any device copy reaches.
+So the 1.6x target is checked against "dynamic-compile"; the ratio to the static-shape compile is
+still recorded (``ratios["compile"]``) and shown in the summary. At the small sizes "faster than
+torch.compile" is checked against both compiled forms.
 """
 
 from __future__ import annotations
@@ -21,8 +26,9 @@ from pybuild.bench import Case, Target
 
 LARGE = ((4320, 7680), (8640, 15360))
 SMALL = ((1080, 1920), (2160, 3840))
-LARGE_TARGETS = (Target("copy_large", 0.90), Target("compile", 1.6), Target("dynamic-compile", 1.6))
-SMALL_TARGETS = (Target("copy_same", 0.90), Target("compile", 1.0, strict=True))
+LARGE_TARGETS = (Target("copy_large", 0.90), Target("dynamic-compile", 1.6))
+SMALL_TARGETS = (Target("copy_same", 0.90), Target("compile", 1.0, strict=True),
+                 Target("dynamic-compile", 1.0, strict=True))
 
 
 def eager(image: torch.Tensor) -> torch.Tensor:

@@ -143,6 +143,10 @@ def time_cuda_graph(fn: Callable[..., Any], arg_sets: Sequence[tuple[Any, ...]],
         if i >= 3:
             samples.append(start.elapsed_time(end) / len(arg_sets))
     del graph, keep
+    # Hand the graph's memory back to the driver: the next capture (another implementation, or the
+    # next round) then starts from the same allocator state, and its outputs land where these did.
+    torch.cuda.synchronize()
+    torch.cuda.empty_cache()
     return _median_ms(samples)
 
 
