@@ -11,7 +11,6 @@
 #include "../../kernels/activation/csrc/activation.cu"
 #include "../../kernels/rms_norm/csrc/rms_norm.cu"
 
-#include <algorithm>
 #include <type_traits>
 #include <utility>
 
@@ -111,48 +110,11 @@ __global__ void __launch_bounds__(THREADS) act_kernel(T* __restrict__ out, const
   }
 }
 
-// Persistent grid (as many blocks as fit at once), grid-stride over packs, the next pack's loads
-// issued before the current one is computed and stored (two packs in flight per thread).
-template <typename T, activation::Act A, int THREADS, int LH>
-__global__ void __launch_bounds__(THREADS) act_persist_kernel(T* __restrict__ out, const T* __restrict__ in,
-                                                              uint32_t n_packs, activation::FastDiv32 per_row,
-                                                              int64_t d) {
-  constexpr int VEC = 16 / sizeof(T);
-  const uint32_t stride = gridDim.x * THREADS;
-  uint32_t c = blockIdx.x * THREADS + threadIdx.x;
-  auto load = [&](uint32_t i, uint4& g, uint4& u) {
-    const uint32_t row = per_row.div(i);
-    const uint32_t col = i - row * per_row.divisor;
-    const T* p = in + static_cast<int64_t>(row) * 2 * d + static_cast<int64_t>(col) * VEC;
-    g = ld16<LH>(p);
-    u = ld16<LH>(p + d);
-  };
-  uint4 g, u;
-  if (c < n_packs) load(c, g, u);
-  for (; c < n_packs; c += stride) {
-    uint4 g2, u2;
-    const uint32_t nxt = c + stride;
-    if (nxt < n_packs && nxt > c) load(nxt, g2, u2);
-    const T* a = reinterpret_cast<const T*>(&g);
-    const T* b = reinterpret_cast<const T*>(&u);
-    uint4 o;
-    T* r = reinterpret_cast<T*>(&o);
-#pragma unroll
-    for (int k = 0; k < VEC; ++k) {
-      r[k] = activation::from_float<T>(activation::act<A>(activation::to_float(a[k])) * activation::to_float(b[k]));
-    }
-    __stcs(reinterpret_cast<uint4*>(out) + c, o);
-    g = g2;
-    u = u2;
-  }
-}
-
 struct ActCfg {
   const char* name;
   int threads, unroll, hint;
   bool cs_store;
   int bytes;
-  bool persist = false;
 };
 
 constexpr ActCfg kActCfgs[] = {
@@ -165,9 +127,9 @@ constexpr ActCfg kActCfgs[] = {
     {"128x1 evict-last", 128, 1, kEvictLast, true, 16},
     {"512x1 evict-last", 512, 1, kEvictLast, true, 16},
     {"256x1 evict-last plain-store", 256, 1, kEvictLast, false, 16},
-    {"persist 256 cs", 256, 1, kCs, true, 16, true},
-    {"persist 256 evict-last", 256, 1, kEvictLast, true, 16, true},
-    {"persist 256 plain", 256, 1, kPlain, true, 16, true},
+    {"256x1 cs plain-store", 256, 1, kCs, false, 16},
+    {"256x2 cs plain-store", 256, 2, kCs, false, 16},
+    {"128x2 cs", 128, 2, kCs, true, 16},
 };
 constexpr int kActN = sizeof(kActCfgs) / sizeof(kActCfgs[0]);
 
@@ -176,17 +138,7 @@ void act_launch(T* out, const T* in, int64_t rows, int64_t d, cudaStream_t s) {
   constexpr ActCfg c = kActCfgs[I];
   constexpr int VEC = c.bytes / sizeof(T);
   const uint32_t n = static_cast<uint32_t>(rows * (d / VEC));
-  uint32_t blocks = (n + c.threads * c.unroll - 1) / (c.threads * c.unroll);
-  if constexpr (c.persist) {
-    auto* k = act_persist_kernel<T, A, c.threads, c.hint>;
-    int per_sm = 0, dev = 0, sms = 0;
-    cudaGetDevice(&dev);
-    cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
-    cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, k, c.threads, 0);
-    blocks = std::min<uint32_t>(blocks, static_cast<uint32_t>(per_sm * sms));
-    k<<<blocks, c.threads, 0, s>>>(out, in, n, activation::FastDiv32(static_cast<uint32_t>(d / VEC)), d);
-    return;
-  }
+  const uint32_t blocks = (n + c.threads * c.unroll - 1) / (c.threads * c.unroll);
   act_kernel<T, A, c.threads, c.unroll, c.hint, c.cs_store, c.bytes>
       <<<blocks, c.threads, 0, s>>>(out, in, n, activation::FastDiv32(static_cast<uint32_t>(d / VEC)), d);
 }
@@ -406,75 +358,10 @@ __global__ void __launch_bounds__(1024) rms_2pass_kernel(T* __restrict__ out, co
   }
 }
 
-// Small rows, persistent: as many blocks as fit at once; each group of `group` lanes walks rows
-// block-stride, loading the next row's packs before reducing and storing the current one. A lane's
-// weight packs are the same for every row and are loaded once.
-template <typename T, int CPT, int LH>
-__global__ void __launch_bounds__(256) rms_persist_kernel(T* __restrict__ out, const T* __restrict__ in,
-                                                          const T* __restrict__ weight, int64_t rows, int packs,
-                                                          int group, float inv_hidden, float eps) {
-  using P = rms_norm::Pack<T>;
-  const int rpb = blockDim.x / group;
-  const int lane = threadIdx.x & (group - 1);
-  const int64_t step = static_cast<int64_t>(gridDim.x) * rpb;
-  int64_t row = static_cast<int64_t>(blockIdx.x) * rpb + threadIdx.x / group;
-  const uint4* w = reinterpret_cast<const uint4*>(weight);
-  const uint4* x = reinterpret_cast<const uint4*>(in);
-  uint4 wv[CPT], v[CPT], nv[CPT];
-#pragma unroll
-  for (int c = 0; c < CPT; ++c) {
-    const int p = lane + c * group;
-    wv[c] = p < packs ? __ldg(w + p) : make_uint4(0u, 0u, 0u, 0u);
-    v[c] = (row < rows && p < packs) ? ld16<LH>(x + row * packs + p) : make_uint4(0u, 0u, 0u, 0u);
-  }
-  // Every lane of a warp runs the same number of iterations (the bound is per block), so the
-  // shuffles below always have all 32 lanes.
-  const int64_t first_row_of_block = static_cast<int64_t>(blockIdx.x) * rpb;
-  for (int64_t base = first_row_of_block; base < rows; base += step, row += step) {
-    const int64_t nrow = row + step;
-#pragma unroll
-    for (int c = 0; c < CPT; ++c) {
-      const int p = lane + c * group;
-      nv[c] = (nrow < rows && p < packs) ? ld16<LH>(x + nrow * packs + p) : make_uint4(0u, 0u, 0u, 0u);
-    }
-    float ss = 0.0f;
-#pragma unroll
-    for (int c = 0; c < CPT; ++c) {
-      const P& pv = *reinterpret_cast<const P*>(&v[c]);
-#pragma unroll
-      for (int k = 0; k < P::kVec; ++k) {
-        const float f = rms_norm::to_float(pv.v[k]);
-        ss += f * f;
-      }
-    }
-    for (int o = group / 2; o > 0; o >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, o);
-    if (row < rows) {
-      const float rstd = rsqrtf(ss * inv_hidden + eps);
-      uint4* y = reinterpret_cast<uint4*>(out) + row * packs;
-#pragma unroll
-      for (int c = 0; c < CPT; ++c) {
-        const int p = lane + c * group;
-        if (p < packs) {
-          const P& pv = *reinterpret_cast<const P*>(&v[c]);
-          const P& pw = *reinterpret_cast<const P*>(&wv[c]);
-          P o;
-#pragma unroll
-          for (int k = 0; k < P::kVec; ++k) {
-            o.v[k] = rms_norm::from_float<T>(rms_norm::to_float(pv.v[k]) * rstd * rms_norm::to_float(pw.v[k]));
-          }
-          __stcs(y + p, *reinterpret_cast<const uint4*>(&o));
-        }
-      }
-    }
-#pragma unroll
-    for (int c = 0; c < CPT; ++c) v[c] = nv[c];
-  }
-}
-
 struct RmsCfg {
   const char* name;
   int ppt, hint, warp_threads;  // packs per thread wanted; block size of the warp path
-  int kind = 0;  // 0 registers (shipped layout), 1 tile (small rows), 2 two passes (large rows), 3 persistent
+  int kind = 0;                 // 0 registers (shipped layout), 1 tile (small rows), 2 two passes (large rows)
 };
 
 constexpr RmsCfg kRmsCfgs[] = {
@@ -498,10 +385,6 @@ constexpr RmsCfg kRmsCfgs[] = {
     {"ppt4 cs plain-store", 4, kCs + 16, 256},
     {"ppt4 evict-last 512 thr", 4, kEvictLast, 512},
     {"ppt8 evict-last", 8, kEvictLast, 256},
-    {"persist ppt4 evict-last", 4, kEvictLast, 256, 3},
-    {"persist ppt4 cs", 4, kCs, 256, 3},
-    {"persist ppt2 evict-last", 2, kEvictLast, 256, 3},
-    {"persist ppt4 plain", 4, kPlain, 256, 3},
 };
 constexpr int kRmsN = sizeof(kRmsCfgs) / sizeof(kRmsCfgs[0]);
 
@@ -525,29 +408,6 @@ int rms_launch(T* o, const T* x, const T* w, int64_t rows, int64_t hidden, float
     const int64_t warps = (rows * packs + 32 * c.ppt - 1) / (32 * c.ppt);
     rms_tile_kernel<T, c.ppt, c.hint><<<static_cast<unsigned>((warps + 7) / 8), 256, 0, s>>>(o, x, w, rows, packs,
                                                                                          inv_h, eps);
-    return 0;
-  } else if constexpr (c.kind == 3) {
-    if (packs > 64) return -2;
-    const int group = rms_norm::next_pow2((packs + c.ppt - 1) / c.ppt);
-    if (group > 32) return -2;
-    const int cpt = (packs + group - 1) / group;
-    const int64_t rpb = 256 / group;
-    auto go = [&](auto kernel) {
-      int per_sm = 0, dev = 0, sms = 0;
-      cudaGetDevice(&dev);
-      cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
-      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, 256, 0);
-      const int64_t need = (rows + rpb - 1) / rpb;
-      const auto blocks = static_cast<unsigned>(std::min<int64_t>(need, static_cast<int64_t>(per_sm) * sms));
-      kernel<<<blocks, 256, 0, s>>>(o, x, w, rows, packs, group, inv_h, eps);
-    };
-    switch (cpt) {
-      case 1: go(rms_persist_kernel<T, 1, c.hint>); break;
-      case 2: go(rms_persist_kernel<T, 2, c.hint>); break;
-      case 3:
-      case 4: go(rms_persist_kernel<T, 4, c.hint>); break;
-      default: return -2;
-    }
     return 0;
   } else if constexpr (c.kind == 2) {
     if (packs <= 64) return -2;

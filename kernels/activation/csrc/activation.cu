@@ -197,10 +197,12 @@ void launch_unrolled(T* out, const T* in, int64_t rows, int64_t d, cudaStream_t 
 }
 
 // What the launch shape depends on, looked up once per device: threads resident at once (SMs x
-// 2048 on Hopper) and the L2 size. Defaults are an H100's.
+// 2048 on Hopper), the L2 size and the peak memory bandwidth per SM (2 x memory clock x bus width
+// / SMs; 0 when the device does not report it). Defaults are an H100's.
 struct DeviceShape {
   int64_t resident_threads = int64_t{132} * 2048;
   int64_t l2_bytes = int64_t{50} << 20;
+  double peak_gbps_per_sm = 0.0;
 };
 
 DeviceShape device_shape() {
@@ -209,30 +211,46 @@ DeviceShape device_shape() {
   int dev = 0;
   if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64) return DeviceShape{};
   if (!known[dev]) {
-    int sms = 0, per_sm = 0, l2 = 0;
+    int sms = 0, per_sm = 0, l2 = 0, mem_khz = 0, bus_bits = 0;
     cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
     cudaDeviceGetAttribute(&per_sm, cudaDevAttrMaxThreadsPerMultiProcessor, dev);
     cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, dev);
+    if (cudaDeviceGetAttribute(&mem_khz, cudaDevAttrMemoryClockRate, dev) != cudaSuccess) mem_khz = 0;
+    if (cudaDeviceGetAttribute(&bus_bits, cudaDevAttrGlobalMemoryBusWidth, dev) != cudaSuccess) bus_bits = 0;
+    cudaGetLastError();  // an attribute this driver does not report is not the caller's error
     if (sms > 0 && per_sm > 0) cache[dev].resident_threads = int64_t{sms} * per_sm;
     if (l2 > 0) cache[dev].l2_bytes = l2;
+    if (sms > 0 && mem_khz > 0 && bus_bits > 0) {
+      cache[dev].peak_gbps_per_sm = 2.0 * mem_khz * 1e3 * (bus_bits / 8) / 1e9 / sms;
+    }
     known[dev] = true;
   }
   return cache[dev];
 }
+
+// Devices whose memory delivers less than this per SM (an H100 SXM: 25 GB/s; an H200: 37 GB/s)
+// run every activation with 8-byte packs in 128-thread blocks.
+constexpr double kNarrowMemoryGbpsPerSm = 30.0;
 
 // 16-byte packs (d * sizeof(T) a multiple of 16, aligned pointers): one pack per thread in
 // 256-thread blocks. The exact gelu, whose erf costs about as much as the memory traffic, takes
 // 8-byte packs while they all fit in one resident wave (half the arithmetic on each thread's
 // critical path; 1.07x at 128x4096 bf16) and two packs per thread from 2^21 packs on (1.11x at
 // 8192x14336 bf16). Inputs of 4x L2 or more are loaded with the evict-last policy (1.005-1.01x at
-// 470-940 MB; at 134 MB it measured 0.99x, so smaller inputs stream). All measured against the
-// neighbouring shapes with benchmarks/explore/duel.py.
+// 470-940 MB; at 134 MB it measured 0.99x, so smaller inputs stream). Those were measured on an
+// H200. On an H100, which has 0.68x its memory bandwidth on as many SMs, 8-byte streaming packs in
+// 128-thread blocks were the fastest launch at every size and activation timed: 1.002-1.027x
+// torch.compile at 201-1409 MB, where the H200's choices gave 0.98-1.01x (on the H200 they give
+// 0.96-0.98x the 16-byte packs). All measured against the neighbouring shapes with
+// benchmarks/explore/duel.py.
 template <typename T, Act A>
 void launch_packs16(T* out, const T* in, int64_t rows, int64_t d, cudaStream_t stream) {
   const int64_t n_packs = rows * (d / (16 / sizeof(T)));
   const DeviceShape dev = device_shape();
   const bool huge = 2 * rows * d * static_cast<int64_t>(sizeof(T)) >= 4 * dev.l2_bytes;
-  if (A == Act::kGelu && n_packs >= kTwoPacksFrom) {
+  if (dev.peak_gbps_per_sm > 0.0 && dev.peak_gbps_per_sm < kNarrowMemoryGbpsPerSm) {
+    launch_unrolled<T, A, 8, 128, 1>(out, in, rows, d, stream);
+  } else if (A == Act::kGelu && n_packs >= kTwoPacksFrom) {
     if (huge) launch_unrolled<T, A, 16, 256, 2, true>(out, in, rows, d, stream);
     else launch_unrolled<T, A, 16, 256, 2>(out, in, rows, d, stream);
   } else if (A == Act::kGelu && 2 * n_packs <= dev.resident_threads) {
