@@ -14,7 +14,8 @@
 // weight (an L2 hit) costs no extra latency after it; y is stored with streaming (evict-first)
 // stores, the weight loaded with ordinary cached loads, and x loaded streaming too unless it is 2x
 // L2 or larger: then with an L2 evict-last policy, which measured 1.00-1.03x faster from 134 MB of
-// x on (and 0.9-0.99x on x smaller than L2; benchmarks/explore/duel.py). Sums and products are fp32.
+// x on an H200 (and 0.9-0.99x on x smaller than L2; benchmarks/explore/duel.py); devices with less
+// memory bandwidth per SM, such as an H100, always stream. Sums and products are fp32.
 // Other shapes (odd hidden, unaligned views, very long rows) take a two-pass kernel, one block per
 // row, whose second read of the row is served by L1/L2.
 #include <cuda_bf16.h>
@@ -184,15 +185,27 @@ int next_pow2(int n) {
   return p;
 }
 
-// The device's L2 size, looked up once per device (an H100's 50 MiB if it cannot be read).
-int64_t l2_bytes() {
+// Devices whose memory delivers less than this per SM (2 x memory clock x bus width / SMs; an
+// H100 SXM: 25 GB/s, an H200: 37 GB/s) stream x at every size: the evict-last policy that gains
+// 1-3% on an H200 lost 1-2% on an H100 (benchmarks/explore/duel.py).
+constexpr double kNarrowMemoryGbpsPerSm = 30.0;
+
+// From how many bytes of x the loads take the L2 evict-last policy, looked up once per device:
+// 2x L2 (an H100's 50 MiB if L2 cannot be read), or never on narrow-memory devices.
+int64_t evict_last_from() {
   static int64_t cache[64] = {};
   int dev = 0;
-  if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64) return int64_t{50} << 20;
+  if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64) return int64_t{100} << 20;
   if (cache[dev] == 0) {
-    int l2 = 0;
+    int l2 = 0, sms = 0, mem_khz = 0, bus_bits = 0;
     cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, dev);
-    cache[dev] = l2 > 0 ? l2 : int64_t{50} << 20;
+    cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
+    if (cudaDeviceGetAttribute(&mem_khz, cudaDevAttrMemoryClockRate, dev) != cudaSuccess) mem_khz = 0;
+    if (cudaDeviceGetAttribute(&bus_bits, cudaDevAttrGlobalMemoryBusWidth, dev) != cudaSuccess) bus_bits = 0;
+    cudaGetLastError();  // an attribute this driver does not report is not the caller's error
+    const double gbps_per_sm = sms > 0 ? 2.0 * mem_khz * 1e3 * (bus_bits / 8) / 1e9 / sms : 0.0;
+    const bool narrow = gbps_per_sm > 0.0 && gbps_per_sm < kNarrowMemoryGbpsPerSm;
+    cache[dev] = narrow ? INT64_MAX : 2 * (l2 > 0 ? int64_t{l2} : int64_t{50} << 20);
   }
   return cache[dev];
 }
@@ -202,7 +215,7 @@ void launch_vec(T* out, const T* in, const T* weight, int64_t rows, int packs, i
                 float eps, cudaStream_t s) {
   const int64_t rows_per_block = group <= 32 ? threads / group : 1;
   const auto blocks = static_cast<unsigned>((rows + rows_per_block - 1) / rows_per_block);
-  if (rows * packs * 16 >= 2 * l2_bytes()) {
+  if (rows * packs * 16 >= evict_last_from()) {
     rms_norm_vec_kernel<T, CPT, true><<<blocks, threads, 0, s>>>(out, in, weight, rows, packs, group, inv_h, eps);
   } else {
     rms_norm_vec_kernel<T, CPT, false><<<blocks, threads, 0, s>>>(out, in, weight, rows, packs, group, inv_h, eps);
