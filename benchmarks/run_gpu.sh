@@ -85,7 +85,7 @@ if [ $build_ok = 1 ]; then
 
   step "bench"
   python3 -m pybuild bench img2gray activation rms_norm "${quick[@]}" --out "$dest" \
-    --record-command "bash benchmarks/run_gpu.sh${quick[*]:+ ${quick[*]}}" || status=1
+    --record-command "bash benchmarks/run_gpu.sh${*:+ $*}" || status=1
 fi
 step "done (status $status)"
 exit $status

@@ -10,8 +10,10 @@ costs stay out), and a round's time is the median over replays (device events) d
 calls in the graph. Every implementation is timed in ROUNDS interleaved rounds and reports the
 median round (the first round of a case ran 7-15% faster on an H200 for whichever implementation
 came first, so the best round would favour the order); the spread of the rounds is kept, and a
-target missed by less than that spread is reported as a tie, not as met. Each implementation is
-also timed as plain stream launches ("launch"), which adds whatever the host needs per call.
+target missed by less than that spread is reported as a tie, not as met. Every graph is captured
+from an emptied allocator cache, so where an implementation's outputs land does not change from
+round to round (on an H200, repeated captures put them at the same addresses). Each implementation
+is also timed as plain stream launches ("launch"), which adds whatever the host needs per call.
 Bandwidth = bytes a call must move (inputs read once, outputs written once) / time. Copy
 baselines: ``dst.copy_(src)`` moving the same bytes as one call, and one large (1 GiB) copy. On CPU
 the same cases run with wall-clock medians.

@@ -6,7 +6,8 @@
 // streaming: every byte is read once; evict-last on huge inputs) and one 16-byte streaming store;
 // a warp's accesses are contiguous runs of 512 bytes. 256-thread blocks; the exact gelu, whose erf
 // costs about as much as the memory traffic, takes 8-byte packs on small inputs and two 16-byte
-// packs per thread on large ones (launch_packs16 says when and what each choice measured). Packs
+// packs per thread on large ones; devices with less memory bandwidth per SM (an H100) run every
+// activation in 8-byte packs (launch_packs16 says when and what each choice measured). Packs
 // are kept as raw registers (uint4 / uint2) and read as elements only to compute. The row of pack
 // c is c / (d / VEC), a multiply-high and a shift with a divisor prepared on the host; no
 // per-element integer division. Otherwise the same kernel runs with one element per pack (any d,

@@ -114,7 +114,8 @@ def test_cuda_agrees_with_cpu(kernel, op):
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 def test_cuda_large_inputs(kernel, dtype):
-    """Over 2^21 packs of 16 bytes: the exact gelu switches to two packs per thread there."""
+    """Over 2^21 packs of 16 bytes: the exact gelu switches to two packs per thread there (on devices
+    with 30 GB/s of memory per SM or more; others run 8-byte packs at every size)."""
     x = (torch.randn(2049, 2 * 8192, device="cuda") * 3).to(dtype)
     for op in OPS:
         got = call(kernel, op, x)
@@ -125,7 +126,8 @@ def test_cuda_large_inputs(kernel, dtype):
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32], ids=str)
 def test_cuda_inputs_of_four_l2_or_more(kernel, dtype):
-    """Inputs of 4x L2 or more are loaded with an L2 evict-last policy: every op, checked whole."""
+    """Inputs of 4x L2 or more are loaded with an L2 evict-last policy (where 16-byte packs are used):
+    every op, checked whole."""
     l2 = torch.cuda.get_device_properties(0).L2_cache_size or (50 << 20)
     d = 8192
     row_bytes = 2 * d * torch.empty((), dtype=dtype).element_size()
