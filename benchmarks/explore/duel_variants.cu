@@ -4,10 +4,10 @@
 //
 //   nvcc -O3 -std=c++17 -arch=sm_90 -shared -Xcompiler -fPIC benchmarks/explore/duel_variants.cu -o duel.so
 //
-// Knobs: threads per block, packs per thread, 16- or 8-byte packs, and the cache hints of the
-// streaming loads: `.cs` (evict-first, shipped), `.cs` plus an L2 prefetch of the whole 256-byte
-// sector group (`.L2::256B`), the non-coherent path without L1 allocation plus the 256-byte
-// prefetch, and plain loads.
+// Knobs: threads per block, packs per thread, 16- or 8-byte packs, a cap on blocks per SM, and the
+// cache hints of the streaming loads: `.cs` (evict-first, shipped), `.cs` plus an L2 prefetch of
+// the whole 256-byte sector group (`.L2::256B`), the non-coherent path without L1 allocation plus
+// the 256-byte prefetch, and plain loads.
 #include "../../kernels/activation/csrc/activation.cu"
 #include "../../kernels/rms_norm/csrc/rms_norm.cu"
 
@@ -72,6 +72,21 @@ __device__ __forceinline__ void st(void* p, const R& v, bool stream) {
   else *static_cast<R*>(p) = v;
 }
 
+// Dynamic shared memory (unused) that lets at most `per_sm` blocks of `kernel` share an SM: fewer
+// bytes in flight per SM, for variants that test whether a shorter memory queue (and so a shorter
+// drain at the end of the grid) beats full occupancy. 0 = no limit.
+template <typename K>
+size_t occupancy_smem(K kernel, int per_sm) {
+  if (per_sm <= 0) return 0;
+  int dev = 0, smem_sm = 0, reserved = 0;
+  cudaGetDevice(&dev);
+  cudaDeviceGetAttribute(&smem_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, dev);
+  cudaDeviceGetAttribute(&reserved, cudaDevAttrReservedSharedMemoryPerBlock, dev);
+  const size_t bytes = (static_cast<size_t>(smem_sm / per_sm - reserved - 256)) / 128 * 128;
+  cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes));
+  return bytes;
+}
+
 // ---------------------------------------------------------------------------------------------
 // activation: out [rows, d] = act(in[:, :d]) * in[:, d:]; flat packs, row = c / (d / VEC).
 
@@ -115,6 +130,7 @@ struct ActCfg {
   int threads, unroll, hint;
   bool cs_store;
   int bytes;
+  int occ = 0;  // blocks per SM at most (0: as many as fit)
 };
 
 constexpr ActCfg kActCfgs[] = {
@@ -130,6 +146,9 @@ constexpr ActCfg kActCfgs[] = {
     {"256x1 cs plain-store", 256, 1, kCs, false, 16},
     {"256x2 cs plain-store", 256, 2, kCs, false, 16},
     {"128x2 cs", 128, 2, kCs, true, 16},
+    {"256x1 cs occ6", 256, 1, kCs, true, 16, 6},
+    {"256x1 cs occ4", 256, 1, kCs, true, 16, 4},
+    {"256x1 cs occ3", 256, 1, kCs, true, 16, 3},
 };
 constexpr int kActN = sizeof(kActCfgs) / sizeof(kActCfgs[0]);
 
@@ -139,8 +158,9 @@ void act_launch(T* out, const T* in, int64_t rows, int64_t d, cudaStream_t s) {
   constexpr int VEC = c.bytes / sizeof(T);
   const uint32_t n = static_cast<uint32_t>(rows * (d / VEC));
   const uint32_t blocks = (n + c.threads * c.unroll - 1) / (c.threads * c.unroll);
-  act_kernel<T, A, c.threads, c.unroll, c.hint, c.cs_store, c.bytes>
-      <<<blocks, c.threads, 0, s>>>(out, in, n, activation::FastDiv32(static_cast<uint32_t>(d / VEC)), d);
+  auto* k = act_kernel<T, A, c.threads, c.unroll, c.hint, c.cs_store, c.bytes>;
+  const size_t smem = occupancy_smem(k, c.occ);
+  k<<<blocks, c.threads, smem, s>>>(out, in, n, activation::FastDiv32(static_cast<uint32_t>(d / VEC)), d);
 }
 
 template <typename T, activation::Act A, int... I>
@@ -362,6 +382,7 @@ struct RmsCfg {
   const char* name;
   int ppt, hint, warp_threads;  // packs per thread wanted; block size of the warp path
   int kind = 0;                 // 0 registers (shipped layout), 1 tile (small rows), 2 two passes (large rows)
+  int occ = 0;                  // kind 0: blocks per SM at most (0: as many as fit)
 };
 
 constexpr RmsCfg kRmsCfgs[] = {
@@ -385,15 +406,20 @@ constexpr RmsCfg kRmsCfgs[] = {
     {"ppt4 cs plain-store", 4, kCs + 16, 256},
     {"ppt4 evict-last 512 thr", 4, kEvictLast, 512},
     {"ppt8 evict-last", 8, kEvictLast, 256},
+    {"ppt4 evict-last occ6", 4, kEvictLast, 256, 0, 6},
+    {"ppt4 evict-last occ4", 4, kEvictLast, 256, 0, 4},
+    {"ppt4 evict-last occ3", 4, kEvictLast, 256, 0, 3},
+    {"ppt2 evict-last occ4", 2, kEvictLast, 256, 0, 4},
 };
 constexpr int kRmsN = sizeof(kRmsCfgs) / sizeof(kRmsCfgs[0]);
 
 template <typename T, int CPT, int LH>
 void rms_go(T* o, const T* x, const T* w, int64_t rows, int packs, int group, int threads, float inv_h, float eps,
-            cudaStream_t s) {
+            cudaStream_t s, int occ = 0) {
   const int64_t rpb = group <= 32 ? threads / group : 1;
-  rms_kernel<T, CPT, LH><<<static_cast<unsigned>((rows + rpb - 1) / rpb), threads, 0, s>>>(o, x, w, rows, packs, group,
-                                                                                          inv_h, eps);
+  auto* k = rms_kernel<T, CPT, LH>;
+  const size_t smem = occupancy_smem(k, occ);
+  k<<<static_cast<unsigned>((rows + rpb - 1) / rpb), threads, smem, s>>>(o, x, w, rows, packs, group, inv_h, eps);
 }
 
 template <typename T, int I>
@@ -426,14 +452,14 @@ int rms_launch(T* o, const T* x, const T* w, int64_t rows, int64_t hidden, float
   }
   const int cpt = (packs + group - 1) / group;
   switch (cpt) {
-    case 1: rms_go<T, 1, c.hint>(o, x, w, rows, packs, group, threads, inv_h, eps, s); break;
-    case 2: rms_go<T, 2, c.hint>(o, x, w, rows, packs, group, threads, inv_h, eps, s); break;
+    case 1: rms_go<T, 1, c.hint>(o, x, w, rows, packs, group, threads, inv_h, eps, s, c.occ); break;
+    case 2: rms_go<T, 2, c.hint>(o, x, w, rows, packs, group, threads, inv_h, eps, s, c.occ); break;
     case 3:
-    case 4: rms_go<T, 4, c.hint>(o, x, w, rows, packs, group, threads, inv_h, eps, s); break;
+    case 4: rms_go<T, 4, c.hint>(o, x, w, rows, packs, group, threads, inv_h, eps, s, c.occ); break;
     case 5:
     case 6:
     case 7:
-    case 8: rms_go<T, 8, c.hint>(o, x, w, rows, packs, group, threads, inv_h, eps, s); break;
+    case 8: rms_go<T, 8, c.hint>(o, x, w, rows, packs, group, threads, inv_h, eps, s, c.occ); break;
     default: return -2;
   }
   return 0;
