@@ -216,9 +216,15 @@ DeviceShape device_shape() {
     cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
     cudaDeviceGetAttribute(&per_sm, cudaDevAttrMaxThreadsPerMultiProcessor, dev);
     cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, dev);
-    if (cudaDeviceGetAttribute(&mem_khz, cudaDevAttrMemoryClockRate, dev) != cudaSuccess) mem_khz = 0;
-    if (cudaDeviceGetAttribute(&bus_bits, cudaDevAttrGlobalMemoryBusWidth, dev) != cudaSuccess) bus_bits = 0;
-    cudaGetLastError();  // an attribute this driver does not report is not the caller's error
+    // An attribute this driver does not report is not the caller's error: clear it (and only it).
+    if (cudaDeviceGetAttribute(&mem_khz, cudaDevAttrMemoryClockRate, dev) != cudaSuccess) {
+      mem_khz = 0;
+      cudaGetLastError();
+    }
+    if (cudaDeviceGetAttribute(&bus_bits, cudaDevAttrGlobalMemoryBusWidth, dev) != cudaSuccess) {
+      bus_bits = 0;
+      cudaGetLastError();
+    }
     if (sms > 0 && per_sm > 0) cache[dev].resident_threads = int64_t{sms} * per_sm;
     if (l2 > 0) cache[dev].l2_bytes = l2;
     if (sms > 0 && mem_khz > 0 && bus_bits > 0) {
@@ -229,7 +235,7 @@ DeviceShape device_shape() {
   return cache[dev];
 }
 
-// Devices whose memory delivers less than this per SM (an H100 SXM: 25 GB/s; an H200: 37 GB/s)
+// Devices whose memory delivers less than this per SM (an H100 SXM: 25.4 GB/s; an H200: 36.5 GB/s)
 // run every activation with 8-byte packs in 128-thread blocks.
 constexpr double kNarrowMemoryGbpsPerSm = 30.0;
 
@@ -239,8 +245,8 @@ constexpr double kNarrowMemoryGbpsPerSm = 30.0;
 // critical path; 1.07x at 128x4096 bf16) and two packs per thread from 2^21 packs on (1.11x at
 // 8192x14336 bf16). Inputs of 4x L2 or more are loaded with the evict-last policy (1.005-1.01x at
 // 470-940 MB; at 134 MB it measured 0.99x, so smaller inputs stream). Those were measured on an
-// H200. On an H100, which has 0.68x its memory bandwidth on as many SMs, 8-byte streaming packs in
-// 128-thread blocks were the fastest launch at every size and activation timed: 1.002-1.027x
+// H200. On an H100, which has 0.70x its memory bandwidth on as many SMs, 8-byte streaming packs in
+// 128-thread blocks were the fastest launch at every size and activation timed: 1.002-1.026x
 // torch.compile at 201-1409 MB, where the H200's choices gave 0.98-1.01x (on the H200 they give
 // 0.96-0.98x the 16-byte packs). All measured against the neighbouring shapes with
 // benchmarks/explore/duel.py.

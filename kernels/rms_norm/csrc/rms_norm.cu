@@ -186,7 +186,7 @@ int next_pow2(int n) {
 }
 
 // Devices whose memory delivers less than this per SM (2 x memory clock x bus width / SMs; an
-// H100 SXM: 25 GB/s, an H200: 37 GB/s) stream x at every size: the evict-last policy that gains
+// H100 SXM: 25.4 GB/s, an H200: 36.5 GB/s) stream x at every size: the evict-last policy that gains
 // 1-3% on an H200 lost 1.3-1.4% to streaming on an H100 at bf16 rows of 4096-16384 (268 MB of x)
 // and was within 0.6% of it at hidden 128, fp16 and fp32 (benchmarks/explore/duel.py).
 constexpr double kNarrowMemoryGbpsPerSm = 30.0;
@@ -201,9 +201,15 @@ int64_t evict_last_from() {
     int l2 = 0, sms = 0, mem_khz = 0, bus_bits = 0;
     cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, dev);
     cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
-    if (cudaDeviceGetAttribute(&mem_khz, cudaDevAttrMemoryClockRate, dev) != cudaSuccess) mem_khz = 0;
-    if (cudaDeviceGetAttribute(&bus_bits, cudaDevAttrGlobalMemoryBusWidth, dev) != cudaSuccess) bus_bits = 0;
-    cudaGetLastError();  // an attribute this driver does not report is not the caller's error
+    // An attribute this driver does not report is not the caller's error: clear it (and only it).
+    if (cudaDeviceGetAttribute(&mem_khz, cudaDevAttrMemoryClockRate, dev) != cudaSuccess) {
+      mem_khz = 0;
+      cudaGetLastError();
+    }
+    if (cudaDeviceGetAttribute(&bus_bits, cudaDevAttrGlobalMemoryBusWidth, dev) != cudaSuccess) {
+      bus_bits = 0;
+      cudaGetLastError();
+    }
     const double gbps_per_sm = sms > 0 ? 2.0 * mem_khz * 1e3 * (bus_bits / 8) / 1e9 / sms : 0.0;
     const bool narrow = gbps_per_sm > 0.0 && gbps_per_sm < kNarrowMemoryGbpsPerSm;
     cache[dev] = narrow ? INT64_MAX : 2 * (l2 > 0 ? int64_t{l2} : int64_t{50} << 20);
