@@ -50,6 +50,8 @@ RMS_CASES = [
     (torch.float32, 512, 4096),
     (torch.bfloat16, 4096, 4096),
     (torch.bfloat16, 524288, 128),
+    (torch.float32, 262144, 128),
+    (torch.bfloat16, 131072, 512),
     (torch.float32, 32768, 4096),
     (torch.float16, 32768, 4096),
     (torch.bfloat16, 8192, 8192),
@@ -182,6 +184,8 @@ def main() -> int:
     ap.add_argument("--out", type=Path, default=None)
     ap.add_argument("--only", choices=("act", "rms"), default=None)
     ap.add_argument("--match", default="", help="only cases whose label contains this text")
+    ap.add_argument("--variants", default="",
+                    help="comma-separated texts: only the variants whose name contains one (the shipped one always)")
     args = ap.parse_args()
     torch._dynamo.config.cache_size_limit = 4096
     l2 = torch.cuda.get_device_properties(0).L2_cache_size
@@ -202,6 +206,10 @@ def main() -> int:
             sets = n_sets("cuda", nbytes, l2)
             arg_sets = [make(torch.Generator(device="cuda").manual_seed(seed)) for seed in range(sets)]
             impls = {"compile": torch.compile(ref, dynamic=False, fullgraph=True), **variants(variant_names, launch)}
+            if args.variants:
+                wanted = args.variants.split(",")
+                impls = {k: f for k, f in impls.items()
+                         if k in ("compile", "v0 shipped") or any(w in k for w in wanted)}
             tol = (1e-4, 1e-4) if dtype == torch.float32 else (2e-2, 3.2e-2)
             results.append(duel(label, nbytes, arg_sets, impls, ref, args.rounds, tol))
             del arg_sets

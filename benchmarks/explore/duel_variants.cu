@@ -311,6 +311,196 @@ __global__ void __launch_bounds__(256) rms_tile_kernel(T* __restrict__ out, cons
   }
 }
 
+// Small rows with lean registers: the shipped warp-group layout, but (WREG = false) the row's
+// weight is staged in shared memory (one copy per block, read at the store) instead of CPT weight
+// packs per thread, and ptxas is asked for MINB blocks of 256 threads per SM. The store decodes
+// bf16 x with byte permutes, not the shifts of the sum of squares: with the same instructions
+// ptxas reuses the reduction's fp32 values across it and keeps twice the registers live (the
+// shipped bf16 kernel: 54-56 registers at 4 packs, so 4 blocks, 1024 threads per SM). With only
+// packed x live, 4 packs fit 32 registers: 8 blocks, twice the x bytes in flight per SM.
+template <typename T>
+__device__ __forceinline__ float ss_word(uint32_t u) {
+  if constexpr (std::is_same_v<T, float>) {
+    const float f = __uint_as_float(u);
+    return f * f;
+  } else if constexpr (std::is_same_v<T, __nv_bfloat16>) {
+    const float lo = __uint_as_float(u << 16), hi = __uint_as_float(u & 0xffff0000u);
+    return fmaf(hi, hi, lo * lo);
+  } else {
+    const float2 f = __half22float2(*reinterpret_cast<const __half2*>(&u));
+    return fmaf(f.y, f.y, f.x * f.x);
+  }
+}
+
+template <typename T>
+__device__ __forceinline__ uint32_t scale_word(uint32_t u, uint32_t w, float rstd) {
+  if constexpr (std::is_same_v<T, float>) {
+    return __float_as_uint(__uint_as_float(u) * rstd * __uint_as_float(w));
+  } else if constexpr (std::is_same_v<T, __nv_bfloat16>) {
+    const float lo = __uint_as_float(__byte_perm(u, 0u, 0x1044)) * rstd * __uint_as_float(w << 16);
+    const float hi = __uint_as_float(__byte_perm(u, 0u, 0x3244)) * rstd * __uint_as_float(w & 0xffff0000u);
+    const __nv_bfloat162 b = __floats2bfloat162_rn(lo, hi);
+    return *reinterpret_cast<const uint32_t*>(&b);
+  } else {
+    const float2 x = __half22float2(*reinterpret_cast<const __half2*>(&u));
+    const float2 g = __half22float2(*reinterpret_cast<const __half2*>(&w));
+    const __half2 h = __floats2half2_rn(x.x * rstd * g.x, x.y * rstd * g.y);
+    return *reinterpret_cast<const uint32_t*>(&h);
+  }
+}
+
+template <typename T, int CPT, int LH, int MINB, bool WREG>
+__global__ void __launch_bounds__(256, MINB) rms_lean_kernel(T* __restrict__ out, const T* __restrict__ in,
+                                                             const T* __restrict__ weight, int64_t rows, int packs,
+                                                             int group, float inv_hidden, float eps) {
+  __shared__ uint4 sw[WREG ? 1 : 64];
+  const int64_t row = static_cast<int64_t>(blockIdx.x) * (blockDim.x / group) + threadIdx.x / group;
+  const int lane = threadIdx.x & (group - 1);
+  const bool row_ok = row < rows;
+  const uint4* x = reinterpret_cast<const uint4*>(in) + row * packs;
+  const uint4* w = reinterpret_cast<const uint4*>(weight);
+  uint4 v[CPT], wv[WREG ? CPT : 1];
+#pragma unroll
+  for (int c = 0; c < CPT; ++c) {
+    const int p = lane + c * group;
+    v[c] = make_uint4(0u, 0u, 0u, 0u);
+    if (row_ok && p < packs) {
+      v[c] = ld16<LH>(x + p);
+      if constexpr (WREG) wv[c] = __ldg(w + p);
+    }
+  }
+  if constexpr (!WREG) {
+    if (threadIdx.x < packs) sw[threadIdx.x] = __ldg(w + threadIdx.x);
+  }
+  float ss = 0.0f;
+#pragma unroll
+  for (int c = 0; c < CPT; ++c) ss += ss_word<T>(v[c].x) + ss_word<T>(v[c].y) + ss_word<T>(v[c].z) + ss_word<T>(v[c].w);
+  for (int o = group / 2; o > 0; o >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, o);
+  if constexpr (!WREG) __syncthreads();
+  if (!row_ok) return;
+  const float rstd = rsqrtf(ss * inv_hidden + eps);
+  uint4* y = reinterpret_cast<uint4*>(out) + row * packs;
+#pragma unroll
+  for (int c = 0; c < CPT; ++c) {
+    const int p = lane + c * group;
+    if (p < packs) {
+      uint4 g;
+      if constexpr (WREG) g = wv[c]; else g = sw[p];
+      const uint4 r = make_uint4(scale_word<T>(v[c].x, g.x, rstd), scale_word<T>(v[c].y, g.y, rstd),
+                                 scale_word<T>(v[c].z, g.z, rstd), scale_word<T>(v[c].w, g.w, rstd));
+      __stcs(y + p, r);
+    }
+  }
+}
+
+// Small rows through the bulk copy engine: a persistent grid; each block moves tiles of TILE
+// contiguous bytes (whole rows) global -> shared with `cp.async.bulk` completing on an mbarrier,
+// STAGES tiles in flight, normalises the tile in place (a row's packs on `packs` consecutive lanes,
+// reduced with shuffles), and writes it back with a bulk shared -> global store. The stage that
+// the previous tile's store has finished reading is refilled with the tile STAGES - 1 ahead.
+__device__ __forceinline__ uint32_t smem_u32(const void* p) {
+  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
+
+__device__ __forceinline__ bool mbar_try_wait(uint32_t bar, uint32_t parity) {
+  uint32_t ok;
+  asm volatile(
+      "{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n selp.u32 %0, 1, 0, p;\n}"
+      : "=r"(ok)
+      : "r"(bar), "r"(parity)
+      : "memory");
+  return ok != 0;
+}
+
+__device__ __forceinline__ void bulk_load(uint32_t dst, const void* src, uint32_t bytes, uint32_t bar) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(bytes) : "memory");
+  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(dst),
+               "l"(src), "r"(bytes), "r"(bar)
+               : "memory");
+}
+
+template <typename T, int TILE, int STAGES>
+__global__ void __launch_bounds__(256) rms_bulk_kernel(T* __restrict__ out, const T* __restrict__ in,
+                                                       const T* __restrict__ weight, int64_t rows, int packs,
+                                                       float inv_hidden, float eps) {
+  extern __shared__ __align__(128) uint4 buf[];  // STAGES x TILE bytes
+  __shared__ __align__(8) uint64_t bar[STAGES];
+  constexpr int kTilePacks = TILE / 16;
+  static_assert(kTilePacks % 256 == 0, "a tile is a whole number of block-wide passes");
+  const int tid = threadIdx.x;
+  const int64_t total = rows * packs * 16;  // bytes
+  const int64_t tiles = (total + TILE - 1) / TILE;
+  const int64_t mine = (tiles - blockIdx.x + gridDim.x - 1) / gridDim.x;
+  const char* gin = reinterpret_cast<const char*>(in);
+  char* gout = reinterpret_cast<char*>(out);
+  auto tile_at = [&](int64_t i) { return static_cast<int64_t>(blockIdx.x) + i * gridDim.x; };
+  auto bytes_of = [&](int64_t t) { return static_cast<uint32_t>(min(static_cast<int64_t>(TILE), total - t * TILE)); };
+  if (tid == 0) {
+#pragma unroll
+    for (int s = 0; s < STAGES; ++s) asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(smem_u32(&bar[s])));
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+  }
+  __syncthreads();
+  if (tid == 0) {
+    for (int s = 0; s < STAGES && s < mine; ++s) {
+      const int64_t t = tile_at(s);
+      bulk_load(smem_u32(buf + s * kTilePacks), gin + t * TILE, bytes_of(t), smem_u32(&bar[s]));
+    }
+  }
+  const uint4 wv = __ldg(reinterpret_cast<const uint4*>(weight) + (tid & (packs - 1)));
+  for (int64_t i = 0; i < mine; ++i) {
+    const int s = static_cast<int>(i % STAGES);
+    const int64_t t = tile_at(i);
+    const uint32_t nbytes = bytes_of(t);
+    const int npk = static_cast<int>(nbytes / 16);
+    while (!mbar_try_wait(smem_u32(&bar[s]), static_cast<uint32_t>((i / STAGES) & 1))) {
+    }
+    uint4* b = buf + s * kTilePacks;
+#pragma unroll
+    for (int k = tid; k < kTilePacks; k += 256) {
+      const uint4 v = b[k];
+      float ss = ss_word<T>(v.x) + ss_word<T>(v.y) + ss_word<T>(v.z) + ss_word<T>(v.w);
+      for (int o = packs / 2; o > 0; o >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, o);
+      const float rstd = rsqrtf(ss * inv_hidden + eps);
+      if (k < npk) {
+        b[k] = make_uint4(scale_word<T>(v.x, wv.x, rstd), scale_word<T>(v.y, wv.y, rstd),
+                          scale_word<T>(v.z, wv.z, rstd), scale_word<T>(v.w, wv.w, rstd));
+      }
+    }
+    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+    __syncthreads();
+    if (tid == 0) {
+      asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;" ::"l"(gout + t * TILE),
+                   "r"(smem_u32(b)), "r"(nbytes)
+                   : "memory");
+      asm volatile("cp.async.bulk.commit_group;" ::: "memory");
+      if (i >= 1 && i - 1 + STAGES < mine) {
+        asm volatile("cp.async.bulk.wait_group.read 1;" ::: "memory");  // the previous tile's store has read its stage
+        const int ps = static_cast<int>((i - 1) % STAGES);
+        const int64_t nt = tile_at(i - 1 + STAGES);
+        bulk_load(smem_u32(buf + ps * kTilePacks), gin + nt * TILE, bytes_of(nt), smem_u32(&bar[ps]));
+      }
+    }
+  }
+  if (tid == 0) asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");
+}
+
+template <typename T, int TILE, int STAGES>
+int rms_bulk_go(T* o, const T* x, const T* w, int64_t rows, int packs, float inv_h, float eps, cudaStream_t s) {
+  if (packs > 32 || (packs & (packs - 1)) != 0 || TILE % (packs * 16) != 0) return -2;
+  auto* k = rms_bulk_kernel<T, TILE, STAGES>;
+  constexpr int kSmem = TILE * STAGES;
+  cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem);
+  int dev = 0, sms = 0, per_sm = 0;
+  cudaGetDevice(&dev);
+  cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
+  cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, k, 256, kSmem);
+  const int64_t tiles = (rows * packs * 16 + TILE - 1) / TILE;
+  const auto blocks = static_cast<unsigned>(std::min<int64_t>(tiles, static_cast<int64_t>(sms) * std::max(per_sm, 1)));
+  k<<<blocks, 256, kSmem, s>>>(o, x, w, rows, packs, inv_h, eps);
+  return 0;
+}
+
 // Large rows, as torch.compile's looped reduction: one block per row; pass 1 reads the row with an
 // L2 evict-last policy and sums squares (U packs in flight per thread), pass 2 reads it again (an
 // L2 hit), multiplies and stores. Few registers, so many rows per SM.
@@ -381,8 +571,10 @@ __global__ void __launch_bounds__(1024) rms_2pass_kernel(T* __restrict__ out, co
 struct RmsCfg {
   const char* name;
   int ppt, hint, warp_threads;  // packs per thread wanted; block size of the warp path
-  int kind = 0;                 // 0 registers (shipped layout), 1 tile (small rows), 2 two passes (large rows)
-  int occ = 0;                  // kind 0: blocks per SM at most (0: as many as fit)
+  int kind = 0;                 // 0 registers (shipped layout), 1 tile (small rows), 2 two passes (large rows),
+                                // 3 lean (small rows, weight in shared memory), 4 lean with the weight in registers,
+                                // 5 bulk copies (ppt: tile KiB, occ: stages)
+  int occ = 0;                  // kind 0: blocks per SM at most (0: as many as fit); kind 3: blocks per SM wanted
 };
 
 constexpr RmsCfg kRmsCfgs[] = {
@@ -410,6 +602,19 @@ constexpr RmsCfg kRmsCfgs[] = {
     {"ppt4 evict-last occ4", 4, kEvictLast, 256, 0, 4},
     {"ppt4 evict-last occ3", 4, kEvictLast, 256, 0, 3},
     {"ppt2 evict-last occ4", 2, kEvictLast, 256, 0, 4},
+    {"lean ppt4 cs min8", 4, kCs, 256, 3, 8},
+    {"lean ppt4 evict-last min8", 4, kEvictLast, 256, 3, 8},
+    {"lean ppt4 cs min6", 4, kCs, 256, 3, 6},
+    {"lean ppt8 cs min4", 8, kCs, 256, 3, 4},
+    {"lean ppt2 cs min8", 2, kCs, 256, 3, 8},
+    {"lean-wreg ppt4 cs min6", 4, kCs, 256, 4, 6},
+    {"lean-wreg ppt4 evict-last min6", 4, kEvictLast, 256, 4, 6},
+    {"lean-wreg ppt4 cs min4", 4, kCs, 256, 4, 4},
+    {"bulk 16K x4", 16, 0, 256, 5, 4},
+    {"bulk 16K x3", 16, 0, 256, 5, 3},
+    {"bulk 8K x4", 8, 0, 256, 5, 4},
+    {"bulk 8K x6", 8, 0, 256, 5, 6},
+    {"bulk 32K x3", 32, 0, 256, 5, 3},
 };
 constexpr int kRmsN = sizeof(kRmsCfgs) / sizeof(kRmsCfgs[0]);
 
@@ -438,6 +643,15 @@ int rms_launch(T* o, const T* x, const T* w, int64_t rows, int64_t hidden, float
   } else if constexpr (c.kind == 2) {
     if (packs <= 64) return -2;
     rms_2pass_kernel<T, c.ppt><<<static_cast<unsigned>(rows), c.warp_threads, 0, s>>>(o, x, w, packs, inv_h, eps);
+    return 0;
+  } else if constexpr (c.kind == 5) {
+    return rms_bulk_go<T, c.ppt * 1024, c.occ>(o, x, w, rows, packs, inv_h, eps, s);
+  } else if constexpr (c.kind == 3 || c.kind == 4) {
+    if (packs > 64) return -2;
+    const int group = rms_norm::next_pow2((packs + c.ppt - 1) / c.ppt);
+    if (group > 32 || (packs + group - 1) / group > c.ppt) return -2;
+    const auto blocks = static_cast<unsigned>((rows + 256 / group - 1) / (256 / group));
+    rms_lean_kernel<T, c.ppt, c.hint, c.occ, c.kind == 4><<<blocks, 256, 0, s>>>(o, x, w, rows, packs, group, inv_h, eps);
     return 0;
   }
   int group, threads;
