@@ -187,7 +187,7 @@ int next_pow2(int n) {
 
 // Devices whose memory delivers less than this per SM (2 x memory clock x bus width / SMs; an
 // H100 SXM: 25.4 GB/s, an H200: 36.5 GB/s) stream x at every size: the evict-last policy that gains
-// 1-3% on an H200 lost 1.3-1.4% to streaming on an H100 at bf16 rows of 4096-16384 (268 MB of x)
+// 1-3% on an H200 lost 0.9-1.4% to streaming on an H100 at bf16 rows of 4096-16384 (134 MB of x)
 // and was within 0.6% of it at hidden 128, fp16 and fp32 (benchmarks/explore/duel.py).
 constexpr double kNarrowMemoryGbpsPerSm = 30.0;
 
