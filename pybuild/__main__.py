@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 import traceback
@@ -145,8 +146,9 @@ def cmd_clean(args: argparse.Namespace) -> int:
     from .manifest import load_manifest
 
     rep = Reporter(quiet=args.quiet)
-    for d in _kernel_dirs(args.kernel_dirs):
-        manifest = load_manifest(d)
+    # every manifest is read before anything is removed: a broken one stops the command untouched
+    manifests = [(d, load_manifest(d)) for d in _kernel_dirs(args.kernel_dirs)]
+    for d, manifest in manifests:
         removed = clean_project(manifest)
         for rel in removed:
             rep.info(f"  removed {d / rel}")
@@ -336,7 +338,7 @@ def cmd_publish(args: argparse.Namespace) -> int:
 
 def cmd_wheel(args: argparse.Namespace) -> int:
     from .check import MANYLINUX, find_target
-    from .wheel import build_wheel
+    from .wheel import build_wheel, wheel_spec
 
     rep = Reporter(quiet=args.quiet)
     target = find_target(Path(args.kernel_dir))
@@ -347,9 +349,13 @@ def cmd_wheel(args: argparse.Namespace) -> int:
     if not dirs:
         raise UsageError(f"{target.build_dir}: nothing built; run `python -m pybuild build` first")
     version = args.version or f"{target.manifest.version if target.manifest else 1}.0.0"
+    for d in dirs:  # every variant is checked before the first wheel is written
+        wheel_spec(d, version)
+    out_dir = Path(args.out_dir)
+    _check_writable_dir(out_dir, "--out-dir")
     rows = []
     for d in dirs:
-        path = build_wheel(d, version, Path(args.out_dir))
+        path = build_wheel(d, version, out_dir)
         rows.append((d.name, str(path), human_size(path.stat().st_size)))
         if f"-{MANYLINUX}_" not in path.name and path.name.endswith(("linux_x86_64.whl", "linux_aarch64.whl")):
             rep.info(f"note: {path.name} is tagged linux_*, not {MANYLINUX}: a host build; PyPI refuses such wheels "
@@ -377,6 +383,17 @@ def cmd_collect(args: argparse.Namespace) -> int:
 # bench
 
 
+def _check_writable_dir(path: Path, flag: str) -> None:
+    """Fail before any work if ``path`` cannot become a folder this process writes into."""
+    if path.exists() and not path.is_dir():
+        raise UsageError(f"{flag} {path}: exists and is not a folder; name a folder")
+    probe = path
+    while not probe.exists():
+        probe = probe.parent
+    if not probe.is_dir() or not os.access(probe, os.W_OK | os.X_OK):
+        raise UsageError(f"{flag} {path}: {probe} is not writable; pick a folder you can write to")
+
+
 def cmd_bench(args: argparse.Namespace) -> int:
     from . import bench
     from .errors import BuildError
@@ -388,12 +405,18 @@ def cmd_bench(args: argparse.Namespace) -> int:
         dirs = []
         for k in args.kernels:
             p = Path(k) if (Path(k) / "build.toml").is_file() else root / "kernels" / k
+            if not (p / "build.toml").is_file():  # the kernel's name (rms-norm) for its folder (rms_norm)
+                p = root / "kernels" / k.replace("-", "_")
             if not (p / "build.toml").is_file():
                 raise UsageError(f"{k}: not a kernel name or folder (no build.toml); pass e.g. img2gray or kernels/img2gray")
             dirs.append(p)
     else:
         dirs = [d for d in _kernel_dirs([])
                 if (root / "benchmarks" / f"{load_manifest(d).python_name}.py").is_file()]
+    if args.name is not None and (not args.name or "/" in args.name or args.name in (".", "..")):
+        raise UsageError(f"--name {args.name!r}: a file name without '/', e.g. gpu-h200")
+    if args.out:
+        _check_writable_dir(Path(args.out), "--out")
     device = bench.resolve_device(args.device)
     rep = Reporter(quiet=args.quiet, json_mode=args.json)
     modules = [(load_manifest(d), d) for d in dirs]

@@ -245,7 +245,13 @@ def load_cases_module(farm_root: Path, python_name: str) -> ModuleType:
     spec = importlib.util.spec_from_file_location(f"_pybuild_bench_{python_name}", path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    try:
+        spec.loader.exec_module(module)
+    except Exception as e:  # the benchmark file is the kernel author's code: name it and the error
+        where = f" line {e.lineno}" if isinstance(e, SyntaxError) and e.lineno else ""
+        raise UsageError(f"{path}{where}: cannot be loaded ({type(e).__name__}: {e}); fix the benchmark file") from None
+    if not callable(getattr(module, "cases", None)):
+        raise UsageError(f"{path}: defines no cases(kernel, device, quick) function; add one that returns the cases")
     return module
 
 

@@ -214,6 +214,7 @@ def build_variant(
             if variant.backend_version and toolkit.split(".")[0] != variant.backend_version.split(".")[0]:
                 msg = f"variant {variant.name} needs CUDA {variant.backend_version}, but nvcc is CUDA {toolkit}"
                 raise ToolchainError(msg)
+        _drop_moved_cmake_cache(cmake_dir)
         configure_key = hashlib.sha256("\0".join(args).encode()).hexdigest()
         configure_stamp = work / "configure.sha256"
         env = dict(os.environ)
@@ -275,6 +276,19 @@ def build_variant(
         if commands.is_file():
             shutil.copyfile(commands, root / "compile_commands.json")
     return BuildResult(manifest.name, variant.name, "built", time.monotonic() - start, dir_size(final), final)
+
+
+def _drop_moved_cmake_cache(cmake_dir: Path) -> None:
+    """A kernel folder copied or moved with its .pybuild/ carries a CMake cache that names the old
+    place, which CMake refuses to reuse: start that configuration afresh (ccache keeps it cheap)."""
+    cache = cmake_dir / "CMakeCache.txt"
+    try:
+        text = cache.read_text(errors="replace")
+    except OSError:
+        return
+    m = re.search(r"^CMAKE_CACHEFILE_DIR:INTERNAL=(.*)$", text, re.MULTILINE)
+    if m and Path(m[1].strip()).resolve() != cmake_dir.resolve():
+        shutil.rmtree(cmake_dir, ignore_errors=True)
 
 
 def _copy_python_package(src: Path, dest: Path) -> None:

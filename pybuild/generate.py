@@ -124,6 +124,11 @@ def write_project(manifest: Manifest, spec: ProjectSpec, dest: Path | None = Non
                 "(pybuild generates this file from build.toml)"
             )
             raise PybuildError(msg)
+        if target.is_dir():
+            raise PybuildError(f"{target}: is a folder where pybuild generates a file; move it away")
+        for parent in target.relative_to(dest).parents:
+            if parent != Path(".") and (dest / parent).exists() and not (dest / parent).is_dir():
+                raise PybuildError(f"{dest / parent}: is a file where pybuild generates a folder ({rel}); move it away")
     return [(rel, write_atomic(dest / rel, text)) for rel, text in files.items()]
 
 

@@ -144,14 +144,25 @@ def expand_matrix(data: Any, path: Path = Path("variants.json")) -> Matrix:
     torch_entries = data.get("torch")
     if not isinstance(torch_entries, list) or not torch_entries:
         raise _fail(path, "torch", 'must be a non-empty list like [{"version": "2.13", "cuda": ["13.0"], "cpu": true}]')
+    if "schema" in data and data["schema"] != 1:
+        raise _fail(path, "schema", f"is {data['schema']!r}; this pybuild reads schema 1 (or leave the key out)")
     abis = _str_list(path, "cxx-abi", data.get("cxx-abi"), "cxx11|cxx98", '["cxx11"]')
     systems = _str_list(path, "systems", data.get("systems"), "|".join(SYSTEMS), '["x86_64-linux"]')
+    for key, value, example in (("cxx-abi", abis, '["cxx11"]'), ("systems", systems, '["x86_64-linux"]')):
+        if not value:
+            raise _fail(path, key, f"is empty, which leaves no variant; list at least one, e.g. {example}")
     excludes = data.get("exclude", [])
     if not isinstance(excludes, list):
         raise _fail(path, "exclude", "must be a list of objects")
     for i, ex in enumerate(excludes):
         if not isinstance(ex, dict) or not ex or set(ex) - set(EXCLUDE_KEYS):
             raise _fail(path, f"exclude[{i}]", f"must be an object with keys from {list(EXCLUDE_KEYS)}; found {ex!r}")
+        if not set(ex) - {"reason"}:
+            raise _fail(path, f"exclude[{i}]", "has only a reason, so it would exclude every variant; add the keys "
+                                               'it matches, e.g. {"backend": "rocm", "system": "aarch64-linux"}')
+        bad = {k: v for k, v in ex.items() if not isinstance(v, str)}
+        if bad:
+            raise _fail(path, f"exclude[{i}]", f"values must be strings like \"2.13\"; found {bad!r}")
 
     variants: set[Variant] = set()
     excluded: dict[Variant, str] = {}
@@ -234,6 +245,12 @@ def load_matrix(path: Path) -> Matrix:
         data = json.loads(path.read_text())
     except FileNotFoundError:
         raise VariantsError(f"{path}: file not found") from None
+    except IsADirectoryError:
+        raise VariantsError(f"{path}: is a folder; pass the variants.json file itself") from None
+    except UnicodeDecodeError:
+        raise VariantsError(f"{path}: not UTF-8 text; variants.json must be a UTF-8 JSON file") from None
     except json.JSONDecodeError as e:
         raise VariantsError(f"{path}:{e.lineno}:{e.colno}: invalid JSON: {e.msg}") from None
+    except OSError as e:
+        raise VariantsError(f"{path}: cannot be read ({e.strerror})") from None
     return expand_matrix(data, path)

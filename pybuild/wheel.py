@@ -25,6 +25,7 @@ from pathlib import Path
 
 from . import __version__
 from .check import MACOS, MANYLINUX, PYTHON_ABI
+from .digest import digest_mismatches
 from .errors import PybuildError, UsageError
 from .metadata import METADATA
 from .variants import Variant, parse_variant_name
@@ -124,16 +125,34 @@ def _package_dir(variant_dir: Path, meta: dict) -> Path:
 
 def wheel_spec(variant_dir: Path, version: str) -> tuple[WheelSpec, Path]:
     """The spec of ``variant_dir``'s wheel and the package folder it packs."""
+    if not re.fullmatch(r"(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)", version):
+        raise UsageError(f"--version {version!r}: expected MAJOR.MINOR.PATCH without leading zeros, e.g. 1.0.0")
+    path = variant_dir / METADATA
     try:
-        meta = json.loads((variant_dir / METADATA).read_text())
+        meta = json.loads(path.read_text())
     except (OSError, ValueError) as e:
-        raise PybuildError(f"{variant_dir / METADATA}: unreadable ({e}); rebuild the variant") from None
-    variant = parse_variant_name(variant_dir.name)
+        raise PybuildError(f"{path}: unreadable ({e}); rebuild the variant") from None
+    if not isinstance(meta, dict) or not isinstance(meta.get("name"), str):
+        raise PybuildError(f"{path}: not a kernel metadata object (no \"name\"); rebuild the variant")
+    depends_list = meta.get("python-depends", [])
+    if not isinstance(depends_list, list) or not all(isinstance(d, str) for d in depends_list):
+        raise PybuildError(f"{path}: \"python-depends\" must be a list of names; found {depends_list!r}; "
+                           "rebuild the variant")
+    digest = meta.get("digest")
+    files = digest.get("files") if isinstance(digest, dict) else None
+    if not isinstance(files, dict):
+        raise PybuildError(f"{path}: no digest of the variant's files; rebuild the variant")
+    problems = digest_mismatches(variant_dir, files)
+    if problems:
+        raise PybuildError(f"{variant_dir}: files differ from metadata.json's digest ({'; '.join(problems[:3])}); "
+                           "rebuild the variant or restore its files")
+    try:
+        variant = parse_variant_name(variant_dir.name)
+    except PybuildError as e:
+        raise type(e)(f"{variant_dir}: {e}") from None
     pkg = _package_dir(variant_dir, meta)
-    if not re.fullmatch(r"\d+\.\d+\.\d+", version):
-        raise UsageError(f"--version {version!r}: expected MAJOR.MINOR.PATCH, e.g. 1.0.0")
     exts = _extensions(pkg)
-    depends = _python_requirements(list(meta.get("python-depends", [])), variant.backend)
+    depends = _python_requirements(list(depends_list), variant.backend)
     requires = [f"torch=={variant.torch}.*", *depends]
     spec = WheelSpec(
         name=str(meta["name"]),

@@ -131,3 +131,19 @@ def test_readme_table_is_the_committed_h200_run():
     rendered = "\n".join(table.rows(doc))
     assert rendered in readme, "README table differs: python3 benchmarks/table.py benchmarks/results/gpu-nvidia-h200.json"
     assert f"source commit `{doc['environment']['git'][:7]}`" in readme
+
+
+@pytest.mark.parametrize("text, message", [
+    ("def cases(:\n", "line 1: cannot be loaded (SyntaxError"),
+    ("X = 1\n", "defines no cases(kernel, device, quick) function"),
+    ("raise ImportError('no triton')\n", "cannot be loaded (ImportError: no triton)"),
+])
+def test_a_broken_benchmark_file_is_one_usage_error(tmp_path, text: str, message: str) -> None:
+    from pybuild.bench import load_cases_module
+    from pybuild.errors import UsageError
+
+    (tmp_path / "benchmarks").mkdir()
+    (tmp_path / "benchmarks" / "k.py").write_text(text)
+    with pytest.raises(UsageError, match=r"k\.py") as info:
+        load_cases_module(tmp_path, "k")
+    assert message in str(info.value)

@@ -64,3 +64,30 @@ def test_variants_json(capsys: pytest.CaptureFixture[str]) -> None:
     host = [r["name"] for r in rows if r["host"]]
     expected = [v.name for v in host_variants() if v.name in names]
     assert host == expected and len(host) >= 1, (host, expected)
+
+
+def test_clean_reads_every_manifest_before_removing_anything(tmp_path: Path, capsys) -> None:
+    from tests.fakebuild import make_kernel
+
+    good, broken = make_kernel(tmp_path / "a"), make_kernel(tmp_path / "b")
+    (good / "build" / "some-variant").mkdir(parents=True)
+    (broken / "build.toml").write_text((broken / "build.toml").read_text() + "\nlicence = 'MIT'\n")
+    assert main(["clean", "--build", str(good), str(broken)]) == 3
+    assert "licence" in capsys.readouterr().err
+    assert (good / "build" / "some-variant").is_dir()  # nothing removed
+
+
+def test_bench_rejects_output_arguments_before_any_work(tmp_path: Path, capsys) -> None:
+    assert main(["bench", "img2gray", "--device", "cpu", "--name", "a/b", "--out", str(tmp_path)]) == 2
+    assert "--name 'a/b'" in capsys.readouterr().err
+    (tmp_path / "f").write_text("")
+    assert main(["bench", "img2gray", "--device", "cpu", "--out", str(tmp_path / "f")]) == 2
+    err = capsys.readouterr().err
+    assert "--out" in err and "not a folder" in err
+    assert list(tmp_path.iterdir()) == [tmp_path / "f"]
+
+
+def test_bench_takes_the_kernel_name_too(capsys) -> None:
+    # rms-norm is the kernel's name, rms_norm its folder: both name it (checked up to the output flags)
+    assert main(["bench", "rms-norm", "--device", "cpu", "--name", "x/y"]) == 2
+    assert "--name" in capsys.readouterr().err

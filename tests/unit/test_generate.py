@@ -65,3 +65,38 @@ def test_generate_refuses_to_clobber_user_files(guide_kernel: Path) -> None:
     assert not (guide_kernel / "CMakeLists.txt").exists()  # nothing half-written
     clean_project(manifest)
     assert (guide_kernel / "setup.py").read_text() == "# the author's own setup.py\n"
+
+
+def test_a_file_where_a_generated_folder_goes(tmp_path: Path) -> None:
+    from pybuild.errors import PybuildError
+    from pybuild.generate import ProjectSpec, write_project
+    from pybuild.manifest import load_manifest
+    from tests.fakebuild import make_kernel
+
+    kernel = make_kernel(tmp_path)
+    for p in list(kernel.rglob("*")):  # drop what make_kernel leaves around as a work tree would
+        if p.is_file() and p.name in ("CMakeLists.txt", "setup.py", "pyproject.toml"):
+            p.unlink()
+    import shutil
+    shutil.rmtree(kernel / "cmake", ignore_errors=True)
+    (kernel / "cmake").write_text("not a folder")
+    before = sorted(p.name for p in kernel.iterdir())
+    with pytest.raises(PybuildError, match="is a file where pybuild generates a folder"):
+        write_project(load_manifest(kernel), ProjectSpec(backend="cpu", ops_name="_tinyk_cpu_0"))
+    assert sorted(p.name for p in kernel.iterdir()) == before
+
+
+def test_a_moved_cmake_cache_is_dropped(tmp_path: Path) -> None:
+    # A kernel folder copied with its .pybuild/ names the old place in CMakeCache.txt, which CMake
+    # refuses to reuse; the build starts that configuration afresh instead of failing.
+    from pybuild.build import _drop_moved_cmake_cache
+
+    here = tmp_path / "new" / "cmake"
+    here.mkdir(parents=True)
+    (here / "CMakeCache.txt").write_text(f"CMAKE_CACHEFILE_DIR:INTERNAL={tmp_path / 'old' / 'cmake'}\n")
+    _drop_moved_cmake_cache(here)
+    assert not here.exists()
+    here.mkdir()
+    (here / "CMakeCache.txt").write_text(f"CMAKE_CACHEFILE_DIR:INTERNAL={here}\n")
+    _drop_moved_cmake_cache(here)
+    assert (here / "CMakeCache.txt").is_file()  # still its own: kept for the incremental build

@@ -113,3 +113,27 @@ def test_variants_json_is_documented() -> None:
     assert "variants.json" in readme
     for key in ("cxx-abi", "systems", "exclude"):
         assert key in data
+
+
+_BASE = {"torch": [{"version": "2.13", "cpu": True}], "cxx-abi": ["cxx11"], "systems": ["x86_64-linux"]}
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"exclude": [{"reason": "oops"}]}, "has only a reason"),
+    ({"exclude": [{"torch": 2.13}]}, "values must be strings"),
+    ({"cxx-abi": []}, "cxx-abi: is empty"),
+    ({"systems": []}, "systems: is empty"),
+    ({"schema": 99}, "reads schema 1"),
+])
+def test_matrix_mistakes_that_would_silently_drop_variants(change: dict, message: str) -> None:
+    with pytest.raises(VariantsError, match=message):
+        expand_matrix({**_BASE, **change})
+
+
+def test_unreadable_variants_file(tmp_path: Path) -> None:
+    bad = tmp_path / "variants.json"
+    bad.write_bytes(b"\xff\xfe{}")
+    with pytest.raises(VariantsError, match="not UTF-8"):
+        load_matrix(bad)
+    with pytest.raises(VariantsError, match="is a folder"):
+        load_matrix(tmp_path)

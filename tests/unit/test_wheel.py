@@ -104,3 +104,49 @@ def test_help(command: str, capsys: pytest.CaptureFixture[str]) -> None:
         main([command, "--help"])
     assert info.value.code == 0
     assert f"usage: python -m pybuild {command}" in capsys.readouterr().out
+
+
+def test_a_tampered_build_is_not_packed(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    kernel = make_kernel(tmp_path)
+    vdir = make_variant(kernel)
+    init = vdir / "tinyk" / "__init__.py"
+    init.write_text(init.read_text() + "\nprint('not what was built')\n")
+    assert main(["wheel", str(kernel), "-o", str(tmp_path / "dist")]) != 0
+    err = capsys.readouterr().err
+    assert "differ from metadata.json's digest" in err and "changed file tinyk/__init__.py" in err
+    assert not (tmp_path / "dist").exists()
+
+
+@pytest.mark.parametrize("metadata, message", [
+    ([1], "not a kernel metadata object"),
+    ({"name": "tinyk", "python-depends": "einops"}, '"python-depends" must be a list'),
+])
+def test_malformed_metadata_is_one_line(tmp_path: Path, metadata, message: str,
+                                        capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    kernel = make_kernel(tmp_path)
+    vdir = make_variant(kernel)
+    (vdir / "metadata.json").write_text(json.dumps(metadata))
+    assert main(["wheel", str(kernel), "-o", str(tmp_path / "dist")]) != 0
+    err = capsys.readouterr().err.strip()
+    assert message in err and "Traceback" not in err and len(err.splitlines()) == 1
+    assert not (tmp_path / "dist").exists()
+
+
+def test_one_bad_variant_means_no_wheel_at_all(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    kernel = make_kernel(tmp_path)
+    make_variant(kernel)
+    other = make_variant(kernel, "torch299-cxx11-cpu-x86_64-linux")  # sorts after the good one
+    (other / "metadata.json").write_text("{")
+    assert main(["wheel", str(kernel), "-o", str(tmp_path / "dist")]) != 0
+    assert "unreadable" in capsys.readouterr().err
+    assert not (tmp_path / "dist").exists() or not any((tmp_path / "dist").iterdir())
+
+
+def test_out_dir_that_is_a_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    kernel = make_kernel(tmp_path)
+    make_variant(kernel)
+    (tmp_path / "dist").write_text("")
+    assert main(["wheel", str(kernel), "-o", str(tmp_path / "dist")]) == 2
+    assert "--out-dir" in capsys.readouterr().err
