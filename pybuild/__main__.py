@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import errno
 import json
 import os
 import sys
@@ -15,7 +16,22 @@ from . import __version__
 from .errors import PybuildError, UsageError
 from .ui import Reporter, error, human_size, out_console
 
-EPILOG = "Run `python -m pybuild <command> --help` for a command's options."
+EPILOG = ("Run `python -m pybuild <command> --help` for a command's options. Exit codes: 0 done, 1 other failure "
+          "(e.g. a file system error), 2 command-line argument, 3 build.toml, 4 variants.json, 5 toolchain, "
+          "6 compile/link, 7 collect, 8 check, 9 publish.")
+
+#: What to do about the file-system errors a command may meet, by errno.
+_OS_HINTS = {
+    errno.EACCES: "check the permissions of that path (or pass another folder)",
+    errno.EPERM: "check the permissions of that path (or pass another folder)",
+    errno.EROFS: "that file system is read-only; pass a writable folder",
+    errno.ENOSPC: "the disk is full; free some space (e.g. `python -m pybuild clean --build`) and run again",
+    errno.EDQUOT: "the disk quota is used up; free some space and run again",
+    errno.ENOTDIR: "a file stands where a folder is needed; move it away",
+    errno.EISDIR: "a folder stands where a file is needed; move it away",
+    errno.ENOENT: "it does not exist; check the path",
+    errno.ENAMETOOLONG: "the path is too long; use a shorter folder",
+}
 
 
 class _Parser(argparse.ArgumentParser):
@@ -181,7 +197,7 @@ def cmd_build(args: argparse.Namespace) -> int:
     archs = tuple(a for a in args.cuda_archs.split(",") if a) if args.cuda_archs else None
     options = BuildOptions(cuda_archs=archs, force=args.force, jobs=args.jobs)
     results: list[BuildResult] = []
-    failed = False
+    failed = 0  # the exit code of the first failed build
     for manifest in manifests:
         variants = [v for v in host_variants() if manifest.accepts(v)]
         if args.variant:
@@ -204,7 +220,7 @@ def cmd_build(args: argparse.Namespace) -> int:
                 with rep.task(label) as update:
                     result = build_variant(manifest, variant, options, progress=update)
             except PybuildError as e:
-                failed = True
+                failed = failed or e.exit_code  # the first failure's exit code (BuildError 6, ToolchainError 5, ...)
                 error(f"{label}: {e}")
                 result = BuildResult(manifest.name, variant.name, "failed", time.monotonic() - start, 0,
                                      manifest.root / "build" / variant.name, str(e))
@@ -222,7 +238,7 @@ def cmd_build(args: argparse.Namespace) -> int:
     rows = [(r.kernel, r.variant, r.status, f"{r.seconds:.1f} s", human_size(r.size) if r.size else "-")
             for r in results]
     rep.table("Build summary", ["kernel", "variant", "status", "time", "size"], rows)
-    return 1 if failed else 0
+    return int(failed)
 
 
 # --------------------------------------------------------------------------------------------
@@ -349,6 +365,10 @@ def cmd_wheel(args: argparse.Namespace) -> int:
     if not dirs:
         raise UsageError(f"{target.build_dir}: nothing built; run `python -m pybuild build` first")
     version = args.version or f"{target.manifest.version if target.manifest else 1}.0.0"
+    if args.version and target.manifest:
+        from .publish import parse_version
+
+        parse_version(args.version, target.manifest)  # the major is build.toml's, as for `publish`
     for d in dirs:  # every variant is checked before the first wheel is written
         wheel_spec(d, version)
     out_dir = Path(args.out_dir)
@@ -471,6 +491,16 @@ def _positive_int(text: str) -> int:
     return value
 
 
+def _count(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected 0 or a positive integer, got {text!r}")
+    return value
+
+
 def _add_output_flags(p: argparse.ArgumentParser, json_flag: bool = True) -> None:
     p.add_argument("-q", "--quiet", action="store_true", help="print only errors")
     if json_flag:
@@ -547,7 +577,7 @@ def make_parser() -> argparse.ArgumentParser:
     p.add_argument("--dry-run", action="store_true", help="list files, sizes and refs; no network at all")
     p.add_argument("--allow-noncompliant", action="store_true",
                    help="publish even if `check` fails (said loudly, recorded in the kernel card)")
-    p.add_argument("--retries", type=int, default=4, metavar="N",
+    p.add_argument("--retries", type=_count, default=4, metavar="N",
                    help="retries per request on transient errors (HTTP 5xx/429, dropped connections); default 4")
     p.add_argument("--variants", metavar="FILE", help="variants.json to read (default: nearest one)")
     _add_output_flags(p)
@@ -617,7 +647,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if debug:
             traceback.print_exc()
         where = f"{e.filename}: " if e.filename else ""
-        error(f"{where}{e.strerror or e}")
+        hint = _OS_HINTS.get(e.errno or 0, "")
+        error(f"{where}{e.strerror or e}{'; ' + hint if hint else ''}")
         return 1
 
 

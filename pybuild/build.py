@@ -248,7 +248,7 @@ def build_variant(
         try:
             _run_logged([cmake, "--install", str(cmake_dir), "--prefix", str(staging)], log, cwd=work)
             pkg_dest = staging / manifest.python_name
-            _copy_python_package(root / "torch-ext" / manifest.python_name, pkg_dest)
+            _copy_python_package(manifest, pkg_dest)
             (pkg_dest / "_ops.py").write_text(render_ops_py(ops))
             for so in pkg_dest.glob("*.so"):
                 bad = bad_rpaths(so)
@@ -291,15 +291,11 @@ def _drop_moved_cmake_cache(cmake_dir: Path) -> None:
         shutil.rmtree(cmake_dir, ignore_errors=True)
 
 
-def _copy_python_package(src: Path, dest: Path) -> None:
+def _copy_python_package(manifest: Manifest, dest: Path) -> None:
+    """Copy the package files the manifest ships (its [torch] `pyext`) into ``dest``."""
+    src = manifest.root / "torch-ext" / manifest.python_name
     dest.mkdir(parents=True, exist_ok=True)
-    for p in sorted(src.rglob("*")):
-        rel = p.relative_to(src)
-        if "__pycache__" in rel.parts or p.suffix in (".so", ".pyc") or rel.as_posix() == "_ops.py":
-            continue
+    for rel in manifest.package_files():
         target = dest / rel
-        if p.is_dir():
-            target.mkdir(parents=True, exist_ok=True)
-        elif p.is_file():
-            target.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(p, target)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(src / rel, target)

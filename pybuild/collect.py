@@ -64,18 +64,21 @@ def variant_dirs(result: Path) -> list[Path]:
     return found
 
 
-def farm_kernels(farm_root: Path) -> dict[str, Path]:
-    """``{kernel name: kernel folder}`` for every ``kernels/*/build.toml`` of the farm that parses."""
+def farm_kernels(farm_root: Path) -> tuple[dict[str, Path], dict[str, ManifestError]]:
+    """``{kernel name: kernel folder}`` for every ``kernels/*/build.toml`` of the farm that parses, and
+    ``{folder name: error}`` for those that do not (their kernel's variants cannot be placed)."""
     kernels: dict[str, Path] = {}
+    broken: dict[str, ManifestError] = {}
     for toml in sorted((farm_root / "kernels").glob("*/build.toml")):
         try:
             kernels[load_manifest(toml.parent).name] = toml.parent
-        except ManifestError:
-            continue  # a broken manifest is `pybuild build`'s to report; its variants cannot be placed
-    return kernels
+        except ManifestError as e:
+            broken[toml.parent.name] = e
+    return kernels, broken
 
 
-def _problem(path: Path, farm_root: Path, kernels: dict[str, Path]) -> tuple[str, Incoming | None]:
+def _problem(path: Path, farm_root: Path, kernels: dict[str, Path],
+             broken: dict[str, ManifestError]) -> tuple[str, Incoming | None]:
     """Verify one variant folder of a result: (problem, None) or ("", Incoming)."""
     v = _Variant(path)
     for result in (check_metadata(v), check_digest(v)):
@@ -87,19 +90,24 @@ def _problem(path: Path, farm_root: Path, kernels: dict[str, Path]) -> tuple[str
         return f"{path}: metadata.json says it was built as {built_as!r}; the folder was renamed", None
     kernel_dir = kernels.get(v.kernel)
     if kernel_dir is None:
+        folder = str(v.kernel).replace("-", "_")
+        same = [e for name, e in broken.items() if name.replace("-", "_") == folder]
+        if same:  # the kernel's own folder is there, with a build.toml that does not parse: that is the fix
+            return f"{path}: kernel {v.kernel!r} cannot be placed: {same[0]}", None
         known = ", ".join(sorted(kernels)) or "none"
-        return (f"{path}: kernel {v.kernel!r} is not a kernel of {farm_root} (kernels: {known}); "
+        unreadable = f"; unreadable: {', '.join(f'kernels/{n}/build.toml' for n in sorted(broken))}" if broken else ""
+        return (f"{path}: kernel {v.kernel!r} is not a kernel of {farm_root} (kernels: {known}{unreadable}); "
                 "collect into the farm that built it (--farm DIR)"), None
     return "", Incoming(path, path.name, v.kernel, kernel_dir, dict(meta["digest"]["files"]))
 
 
 def verify(result: Path, farm_root: Path) -> list[Incoming]:
     """Check every variant of ``result``; raise CollectError naming the first problem. Writes nothing."""
-    kernels = farm_kernels(farm_root)
+    kernels, broken = farm_kernels(farm_root)
     incoming: list[Incoming] = []
     problems: list[str] = []
     for path in variant_dirs(result):
-        problem, item = _problem(path, farm_root, kernels)
+        problem, item = _problem(path, farm_root, kernels, broken)
         if item is None:
             problems.append(problem)
         else:

@@ -27,6 +27,12 @@ KERNEL_SECTION_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*$")
 SOURCE_SUFFIXES = {".c", ".cc", ".cpp", ".cxx", ".cu", ".h", ".hh", ".hpp", ".cuh", ".inc", ".metal", ".mm"}
 COMPILED_SUFFIXES = {".c", ".cc", ".cpp", ".cxx", ".cu", ".mm", ".metal"}
 KNOWN_DEPENDS = ("torch", "cutlass", "cub")
+#: Extensions of the files of ``torch-ext/<name>/`` shipped with a variant when [torch] names no `pyext`.
+DEFAULT_PYEXT = ("py", "pyi")
+PYEXT_RE = re.compile(r"^[A-Za-z0-9_]+(\.[A-Za-z0-9_]+)*$")
+#: Files of ``torch-ext/<name>/`` that the build makes, never copied from the source folder.
+_BUILT_SUFFIXES = (".so", ".pyd", ".dylib", ".pyc")
+ROCM_ARCH_RE = re.compile(r"^gfx[0-9a-f]{2,4}(:[a-z]+[+-])*$")
 
 #: CUDA compute capabilities each toolkit release can target (nvcc --list-gpu-arch).
 CUDA_CAPABILITIES: dict[str, tuple[str, ...]] = {
@@ -61,6 +67,7 @@ class KernelSpec:
     cuda_capabilities: tuple[str, ...] = ()
     cuda_flags: tuple[str, ...] = ()
     cxx_flags: tuple[str, ...] = ()
+    rocm_archs: tuple[str, ...] = ()
 
     @property
     def compiled_src(self) -> tuple[str, ...]:
@@ -82,6 +89,7 @@ class Manifest:
     torch_include: tuple[str, ...] = ()
     torch_minver: tuple[int, int] | None = None
     torch_maxver: tuple[int, int] | None = None
+    torch_pyext: tuple[str, ...] = DEFAULT_PYEXT
     backends_filter: tuple[str, ...] | None = None
     kernels: tuple[KernelSpec, ...] = field(default_factory=tuple)
 
@@ -135,12 +143,24 @@ class Manifest:
             base = root / inc
             if base.is_dir():
                 files.update(str(p.relative_to(root)) for p in base.rglob("*") if p.is_file())
-        pkg = root / "torch-ext" / self.python_name
-        if pkg.is_dir():
-            for p in pkg.rglob("*"):
-                if p.is_file() and "__pycache__" not in p.parts and p.suffix != ".so" and p.name != "_ops.py":
-                    files.add(str(p.relative_to(root)))
+        files.update(f"torch-ext/{self.python_name}/{rel}" for rel in self.package_files())
         return sorted(files)
+
+    def package_files(self) -> list[str]:
+        """The files of ``torch-ext/<name>/`` a variant ships (relative to that folder, sorted): those
+        whose extension [torch] `pyext` lists, without caches, built extensions and the generated _ops.py."""
+        pkg = self.root / "torch-ext" / self.python_name
+        if not pkg.is_dir():
+            return []
+        found = []
+        for p in pkg.rglob("*"):
+            rel = p.relative_to(pkg)
+            if not p.is_file() or "__pycache__" in rel.parts or rel.as_posix() == "_ops.py" \
+                    or p.name.endswith(_BUILT_SUFFIXES):
+                continue
+            if any(p.name.endswith("." + ext) for ext in self.torch_pyext):
+                found.append(rel.as_posix())
+        return sorted(found)
 
 
 def _suggest(key: str, allowed: tuple[str, ...]) -> str:
@@ -257,6 +277,15 @@ def parse_manifest(text: str, path: Path) -> Manifest:
         _check_path(torch, root, "src", s)
     for inc in torch_include:
         _check_path(torch, root, "include", inc, must_be_dir=True)
+    pyext = torch.str_list("pyext") if "pyext" in torch.table else DEFAULT_PYEXT
+    for ext in pyext:
+        if not PYEXT_RE.match(ext):
+            torch.fail(f"`pyext` in [torch] has {ext!r}; list file extensions without the dot, e.g. [\"py\", \"json\"]")
+        if "." + ext in _BUILT_SUFFIXES:
+            torch.fail(f"`pyext` in [torch] has {ext!r}: built files come from the build, not torch-ext/; drop it")
+    if "py" not in pyext:
+        torch.fail(f"`pyext` in [torch] is {list(pyext)!r} and leaves out \"py\": the package's Python files would "
+                   "not ship; add \"py\"")
     minver = _parse_torch_bound(torch, "minver")
     maxver = _parse_torch_bound(torch, "maxver")
     if minver and maxver and minver > maxver:
@@ -298,6 +327,13 @@ def parse_manifest(text: str, path: Path) -> Manifest:
                 close = difflib.get_close_matches(c, ALL_CUDA_CAPABILITIES, n=1)
                 hint = f"did you mean {close[0]!r}?" if close else f"known: {', '.join(ALL_CUDA_CAPABILITIES)}"
                 r.fail(f"`cuda-capabilities` in [{section}] has {c!r}, which no supported CUDA toolkit knows; {hint}")
+        rocm_archs = r.str_list("rocm-archs")
+        if rocm_archs and backend != "rocm":
+            r.fail(f"`rocm-archs` in [{section}] only applies to backend \"rocm\" (this one is {backend!r})")
+        for a in rocm_archs:
+            if not ROCM_ARCH_RE.match(a):
+                r.fail(f"`rocm-archs` in [{section}] has {a!r}, not an AMD GPU target; use names like \"gfx90a\", "
+                       "\"gfx942\" or \"gfx1100\"")
         kernels.append(
             KernelSpec(
                 name=kname,
@@ -308,6 +344,7 @@ def parse_manifest(text: str, path: Path) -> Manifest:
                 cuda_capabilities=caps,
                 cuda_flags=r.str_list("cuda-flags"),
                 cxx_flags=r.str_list("cxx-flags"),
+                rocm_archs=rocm_archs,
             )
         )
     if not universal:
@@ -335,6 +372,7 @@ def parse_manifest(text: str, path: Path) -> Manifest:
         torch_include=torch_include,
         torch_minver=minver,
         torch_maxver=maxver,
+        torch_pyext=tuple(pyext),
         backends_filter=backends_filter,
         kernels=tuple(kernels),
     )

@@ -111,7 +111,7 @@ def parse_version(version: str, manifest: Manifest) -> tuple[int, int, int]:
     major, minor, patch = (int(x) for x in m.groups())
     if major != manifest.version:
         msg = (f"--version {version}: major {major} differs from `version = {manifest.version}` in [general] of "
-               f"{manifest.path} (the v<N> branch that get_kernel(version=N) loads); publish "
+               f"{manifest.path} (the v<N> branch that get_kernel(version=N) loads); use "
                f"{manifest.version}.x.y, or bump `version` in build.toml and rebuild")
         raise UsageError(msg)
     return major, minor, patch

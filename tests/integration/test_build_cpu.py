@@ -125,6 +125,36 @@ def test_changed_source_rebuilds_with_new_id(kernel_copy: Path) -> None:
     assert len(list((kernel_copy / "build" / VARIANT / "img2gray").glob("*.so"))) == 1
 
 
+def test_pyext_ships_the_listed_package_files(kernel_copy: Path) -> None:
+    pkg = kernel_copy / "torch-ext" / "img2gray"
+    (pkg / "table.json").write_text('{"weights": [21, 72, 7]}\n')
+    (pkg / "notes.txt").write_text("not shipped\n")
+    toml = kernel_copy / "build.toml"
+    toml.write_text(toml.read_text().replace("[torch]\n", '[torch]\npyext = ["py", "json"]\n'))
+    proc = pybuild("build", str(kernel_copy))
+    assert proc.returncode == 0, proc.stderr
+    built = kernel_copy / "build" / VARIANT / "img2gray"
+    assert (built / "table.json").read_text() == (pkg / "table.json").read_text()
+    assert not (built / "notes.txt").exists()
+    digest = json.loads((kernel_copy / "build" / VARIANT / "metadata.json").read_text())["digest"]["files"]
+    assert "img2gray/table.json" in digest and "img2gray/notes.txt" not in digest
+
+
+def test_compile_error_exits_6_and_leaves_build_dir(kernel_copy: Path) -> None:
+    src = kernel_copy / "csrc" / "img2gray_cpu.cpp"
+    good = src.read_text()
+    before = tree_state(kernel_copy / "build")
+    src.write_text(good + "\nthis is not C++;\n")
+    try:
+        proc = pybuild("build", str(kernel_copy))
+    finally:
+        src.write_text(good)
+    assert proc.returncode == 6, proc.stdout + proc.stderr  # BuildError, as --help lists
+    assert "img2gray_cpu.cpp" in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
+    assert "failed" in proc.stdout  # the summary row
+    assert tree_state(kernel_copy / "build") == before
+
+
 def test_killed_build_leaves_build_dir_as_it_was(kernel_copy: Path) -> None:
     """Kill a build of changed sources mid-compile: build/ keeps the old, complete variant."""
     before = tree_state(kernel_copy / "build")

@@ -91,3 +91,28 @@ def test_bench_takes_the_kernel_name_too(capsys) -> None:
     # rms-norm is the kernel's name, rms_norm its folder: both name it (checked up to the output flags)
     assert main(["bench", "rms-norm", "--device", "cpu", "--name", "x/y"]) == 2
     assert "--name" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("err", "fragment"), [
+    (OSError(28, "No space left on device", "/farm/build/x"), "/farm/build/x: No space left on device; the disk is full"),
+    (PermissionError(13, "Permission denied", "/farm/kernels"), "/farm/kernels: Permission denied; check the permissions"),
+    (NotADirectoryError(20, "Not a directory", "/farm/dist"), "a file stands where a folder is needed"),
+])
+def test_file_system_errors_are_one_line_with_the_fix(err: OSError, fragment: str, monkeypatch,
+                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    import pybuild.__main__ as cli
+
+    def fail(args):  # noqa: ANN001, ANN202
+        raise err
+
+    monkeypatch.setattr(cli, "cmd_variants", fail)
+    assert main(["variants"]) == 1
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1 and fragment in lines[0], lines
+
+
+def test_help_lists_the_exit_codes(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "3 build.toml" in text and "6 compile/link" in text and "9 publish" in text

@@ -190,3 +190,24 @@ def test_cli_json_summary(farm: Path, result: Path, capsys: pytest.CaptureFixtur
     assert main(["collect", str(result), "--farm", str(farm), "--json"]) == 0
     rows = json.loads(capsys.readouterr().out)
     assert [(r["kernel"], r["variant"], r["status"]) for r in rows] == [("img2gray", VARIANT, "added")]
+
+
+def test_broken_build_toml_of_the_kernel_is_named(farm: Path, result: Path,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    toml = farm / "kernels" / "img2gray" / "build.toml"
+    toml.write_text(toml.read_text().replace('backend = "cuda"', 'backend = "cuda"\ncuda-capabilites = ["9.0"]'))
+    assert main(["collect", str(result), "--farm", str(farm)]) == CollectError.exit_code
+    err = " ".join(capsys.readouterr().err.split())
+    assert "kernel 'img2gray' cannot be placed" in err and "unknown key `cuda-capabilites`" in err, err
+    assert str(toml) in err and "not a kernel of" not in err
+    assert not (farm / "kernels" / "img2gray" / "build").exists()
+
+
+def test_unknown_kernel_lists_unreadable_manifests(farm: Path, result: Path, tmp_path: Path,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    shutil.copytree(farm / "kernels" / "img2gray", farm / "kernels" / "relu_v2")
+    (farm / "kernels" / "relu_v2" / "build.toml").write_text("[general\n")
+    _other_kernel(result / VARIANT)
+    assert main(["collect", str(result), "--farm", str(farm)]) == CollectError.exit_code
+    err = " ".join(capsys.readouterr().err.split())
+    assert "kernel 'relu' is not a kernel of" in err and "unreadable: kernels/relu_v2/build.toml" in err, err

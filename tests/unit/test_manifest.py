@@ -87,6 +87,16 @@ ERRORS = [
     (lambda t: t.replace('[general]\n', ''), "unknown key `name` in [top level]"),
     (lambda t: t.replace('universal = false', 'version = 0'), "must be a positive integer"),
     (lambda t: t.replace('[torch]\n', '[torch]\nminver = "2.13"\nmaxver = "2.12"\n'), "no torch version is left"),
+    (lambda t: t.replace('[torch]\n', '[torch]\npyext = [".py"]\n'), "`pyext` in [torch] has '.py'; list file extensions without the dot"),
+    (lambda t: t.replace('[torch]\n', '[torch]\npyext = "py"\n'), "`pyext` in [torch] must be a list"),
+    (lambda t: t.replace('[torch]\n', '[torch]\npyext = ["py", "so"]\n'), "built files come from the build"),
+    (lambda t: t.replace('[torch]\n', '[torch]\npyext = ["json"]\n'), "leaves out \"py\""),
+    (lambda t: t.replace('depends = ["torch"]', 'depends = ["torch"]\nrocm-archs = ["gfx942"]'),
+     "`rocm-archs` in [kernel.img2gray] only applies to backend \"rocm\""),
+    (lambda t: t.replace('backend = "cuda"\ndepends = ["torch"]', 'backend = "rocm"\ndepends = ["torch"]\nrocm-archs = ["mi300"]'),
+     "`rocm-archs` in [kernel.img2gray] has 'mi300', not an AMD GPU target"),
+    (lambda t: t.replace('backend = "cuda"\ndepends = ["torch"]', 'backend = "rocm"\ndepends = ["torch"]\nrocm-archs = "gfx942"'),
+     "`rocm-archs` in [kernel.img2gray] must be a list"),
 ]
 
 
@@ -112,3 +122,30 @@ def test_toml_syntax_error_has_line_and_column(guide_kernel: Path) -> None:
 def test_missing_build_toml(tmp_path: Path) -> None:
     with pytest.raises(ManifestError, match="not found; a kernel folder needs a build.toml"):
         load_manifest(tmp_path)
+
+
+def test_rocm_archs_parse(guide_kernel: Path) -> None:
+    text = GUIDE.replace('backend = "cuda"', 'backend = "rocm"').replace(
+        'depends = ["torch"]', 'depends = ["torch"]\nrocm-archs = ["gfx90a", "gfx942", "gfx1100", "gfx90a:xnack+"]')
+    m = parse_manifest(text, guide_kernel / "build.toml")
+    assert m.kernels[0].rocm_archs == ("gfx90a", "gfx942", "gfx1100", "gfx90a:xnack+")
+    assert m.backends == ("rocm",)
+
+
+def test_pyext_picks_the_package_files_that_ship(guide_kernel: Path) -> None:
+    pkg = guide_kernel / "torch-ext" / "img2gray"
+    (pkg / "sub").mkdir()
+    for name in ("sub/helpers.py", "types.pyi", "table.json", "notes.txt", "_ops.py", "_img2gray.abi3.so",
+                 "__pycache__/x.cpython-312.pyc"):
+        (pkg / name).parent.mkdir(parents=True, exist_ok=True)
+        (pkg / name).write_text("x\n")
+    default = parse_manifest(GUIDE, guide_kernel / "build.toml")
+    assert default.torch_pyext == ("py", "pyi")
+    assert default.package_files() == ["__init__.py", "sub/helpers.py", "types.pyi"]
+    with_json = parse_manifest(GUIDE.replace("[torch]\n", '[torch]\npyext = ["py", "json"]\n'),
+                               guide_kernel / "build.toml")
+    assert with_json.package_files() == ["__init__.py", "sub/helpers.py", "table.json"]
+    # the source hash covers exactly the files that ship
+    assert "torch-ext/img2gray/table.json" in with_json.source_files()
+    assert "torch-ext/img2gray/table.json" not in default.source_files()
+    assert "torch-ext/img2gray/notes.txt" not in with_json.source_files()

@@ -98,6 +98,8 @@ def test_card_is_deterministic(kernel: Path, variants_file: Path) -> None:
     (["--version", "1.0"], 2, "expected MAJOR.MINOR.PATCH"),
     (["--version", "2.0.0"], 2, "major 2 differs from `version = 1`"),
     (["--version", "1.0.0", "--repo-id", "no-slash"], 2, "expected ORG/NAME"),
+    (["--version", "1.0.0", "--retries", "-3"], 2, "--retries: expected 0 or a positive integer, got '-3'"),
+    (["--version", "1.0.0", "--retries", "many"], 2, "--retries: expected 0 or a positive integer, got 'many'"),
 ])
 def test_bad_arguments(kernel: Path, variants_file: Path, args: list[str], code: int, fragment: str,
                        capsys: pytest.CaptureFixture[str]) -> None:

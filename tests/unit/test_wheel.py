@@ -96,6 +96,10 @@ def test_default_version_and_variant_selection(tmp_path: Path, capsys: pytest.Ca
     assert main(["wheel", str(kernel), "--variant", "torch100-cxx11-cpu-x86_64-linux", "-o", str(out)]) == 2
     assert "not built under" in capsys.readouterr().err
     assert main(["wheel", str(kernel), "--version", "1.0", "-o", str(out)]) == 2
+    capsys.readouterr()
+    assert main(["wheel", str(kernel), "--version", "2.0.0", "-o", str(tmp_path / "other")]) == 2
+    assert "major 2 differs from `version = 1`" in capsys.readouterr().err  # as `publish` says
+    assert not (tmp_path / "other").exists()
 
 
 @pytest.mark.parametrize("command", ["check", "publish", "wheel"])
