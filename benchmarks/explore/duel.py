@@ -183,7 +183,7 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--out", type=Path, default=None)
     ap.add_argument("--only", choices=("act", "rms"), default=None)
-    ap.add_argument("--match", default="", help="only cases whose label contains this text")
+    ap.add_argument("--match", default="", help="comma-separated texts: only the cases whose label contains one")
     ap.add_argument("--variants", default="",
                     help="comma-separated texts: only the variants whose name contains one (the shipped one always)")
     args = ap.parse_args()
@@ -201,7 +201,7 @@ def main() -> int:
         torch.cuda.synchronize()
         del a, b
         for label, nbytes, dtype, make, ref, variant_names, launch in cases(lib, args.only):
-            if args.match not in label:
+            if not any(m in label for m in args.match.split(",")):
                 continue
             sets = n_sets("cuda", nbytes, l2)
             arg_sets = [make(torch.Generator(device="cuda").manual_seed(seed)) for seed in range(sets)]

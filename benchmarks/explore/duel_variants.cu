@@ -615,6 +615,12 @@ constexpr RmsCfg kRmsCfgs[] = {
     {"bulk 8K x4", 8, 0, 256, 5, 4},
     {"bulk 8K x6", 8, 0, 256, 5, 6},
     {"bulk 32K x3", 32, 0, 256, 5, 3},
+    {"ppt4 evict-last blk32", 4, kEvictLast, 32},
+    {"ppt4 evict-last blk64", 4, kEvictLast, 64},
+    {"ppt4 evict-last blk96", 4, kEvictLast, 96},
+    {"ppt4 evict-last blk128", 4, kEvictLast, 128},
+    {"ppt4 cs blk64", 4, kCs, 64},
+    {"ppt2 evict-last blk64", 2, kEvictLast, 64},
 };
 constexpr int kRmsN = sizeof(kRmsCfgs) / sizeof(kRmsCfgs[0]);
 
