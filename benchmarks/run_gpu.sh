@@ -14,17 +14,24 @@
 #   bash benchmarks/run_gpu.sh              # build, test, bench
 #   bash benchmarks/run_gpu.sh --quick      # fewer sizes and repetitions
 #   bash benchmarks/run_gpu.sh --explore    # also time the kernels' alternative designs
+#   bash benchmarks/run_gpu.sh --no-bench   # build and test only (writes no results)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 quick=()
 explore=0
+bench=1
 for arg in "$@"; do
   case "$arg" in
     --quick) quick=(--quick) ;;
     --explore) explore=1 ;;
-    *) echo "usage: $0 [--quick] [--explore]" >&2; exit 2 ;;
+    --no-bench) bench=0 ;;
+    *) echo "usage: $0 [--quick] [--explore] [--no-bench]" >&2; exit 2 ;;
   esac
 done
+if [ $bench = 0 ] && { [ $explore = 1 ] || [ ${#quick[@]} -gt 0 ]; }; then
+  echo "$0: --no-bench builds and tests only; drop --quick/--explore" >&2
+  exit 2
+fi
 dest=${OUT:-benchmarks/results}
 mkdir -p "$dest"
 exec > >(tee "$dest/gpu-run.log") 2>&1
@@ -83,9 +90,11 @@ if [ $build_ok = 1 ]; then
     python3 -m pytest -q -p no:cacheprovider "$t" || status=1
   done
 
-  step "bench"
-  python3 -m pybuild bench img2gray activation rms_norm "${quick[@]}" --out "$dest" \
-    --record-command "bash benchmarks/run_gpu.sh${*:+ $*}" || status=1
+  if [ $bench = 1 ]; then
+    step "bench"
+    python3 -m pybuild bench img2gray activation rms_norm "${quick[@]}" --out "$dest" \
+      --record-command "bash benchmarks/run_gpu.sh${*:+ $*}" || status=1
+  fi
 fi
 step "done (status $status)"
 exit $status
