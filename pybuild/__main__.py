@@ -481,24 +481,20 @@ def cmd_bench(args: argparse.Namespace) -> int:
 # Parser
 
 
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
-    return value
+def _int_at_least(low: int):  # noqa: ANN202 - an argparse `type`
+    """An argparse type: an integer >= ``low``, else one line saying what was expected."""
+    wanted = "a positive integer" if low == 1 else f"{low} or a positive integer"
 
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            value = low - 1
+        if value < low:
+            raise argparse.ArgumentTypeError(f"expected {wanted}, got {text!r}")
+        return value
 
-def _count(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = -1
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected 0 or a positive integer, got {text!r}")
-    return value
+    return parse
 
 
 def _add_output_flags(p: argparse.ArgumentParser, json_flag: bool = True) -> None:
@@ -548,7 +544,7 @@ def make_parser() -> argparse.ArgumentParser:
     p.add_argument("--variant", action="append", metavar="NAME", help="only this host variant (repeatable)")
     p.add_argument("--cuda-archs", metavar="LIST", help="override CUDA capabilities, e.g. 9.0 or 8.0,9.0")
     p.add_argument("--force", action="store_true", help="rebuild even when up to date")
-    p.add_argument("-j", "--jobs", type=_positive_int, metavar="N", help="parallel compile jobs (default: ninja's)")
+    p.add_argument("-j", "--jobs", type=_int_at_least(1), metavar="N", help="parallel compile jobs (default: ninja's)")
     p.add_argument("-k", "--keep-going", action="store_true", help="build the other kernels after a failure")
     p.add_argument("--variants", metavar="FILE", help="variants.json to read (default: nearest one)")
     _add_output_flags(p)
@@ -577,7 +573,7 @@ def make_parser() -> argparse.ArgumentParser:
     p.add_argument("--dry-run", action="store_true", help="list files, sizes and refs; no network at all")
     p.add_argument("--allow-noncompliant", action="store_true",
                    help="publish even if `check` fails (said loudly, recorded in the kernel card)")
-    p.add_argument("--retries", type=_count, default=4, metavar="N",
+    p.add_argument("--retries", type=_int_at_least(0), default=4, metavar="N",
                    help="retries per request on transient errors (HTTP 5xx/429, dropped connections); default 4")
     p.add_argument("--variants", metavar="FILE", help="variants.json to read (default: nearest one)")
     _add_output_flags(p)
