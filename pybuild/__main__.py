@@ -87,7 +87,7 @@ def cmd_variants(args: argparse.Namespace) -> int:
     variants = list(matrix.variants)
     manifest = load_manifest(Path(args.kernel)) if args.kernel else None
     if manifest is not None:
-        variants = [v for v in variants if manifest.accepts(v)]
+        variants = manifest.variants(variants)
     try:
         host = {v.name for v in host_variants()}
     except PybuildError:
@@ -108,10 +108,12 @@ def cmd_variants(args: argparse.Namespace) -> int:
         print(json.dumps(out, indent=2))
         return 0
     title = f"{len(variants)} variants from {matrix.path}" + (f" for {manifest.name}" if manifest else "")
-    rows = [(v.name, v.torch, v.backend_tag, v.cxx_abi or "-", v.system, "◀ host" if v.name in host else "")
-            for v in variants]
+    rows = [(v.name, v.torch or "any", v.backend_tag, v.cxx_abi or "-", v.system or "any",
+             "◀ host" if v.name in host else "") for v in variants]
     Reporter().table(title, ["variant", "torch", "backend", "abi", "system", ""], rows)
-    if not host & {v.name for v in variants}:
+    if manifest is not None and manifest.noarch:
+        print("(a pure-Python kernel: every machine builds these; each loads with any torch of its backend)")
+    elif not host & {v.name for v in variants}:
         print("(this machine's variant is not in the list)" if host else "(no torch installed: host variant unknown)")
     return 0
 
@@ -129,6 +131,10 @@ def cmd_generate(args: argparse.Namespace) -> int:
     rep = Reporter(quiet=args.quiet)
     manifests = [load_manifest(d) for d in _kernel_dirs(args.kernel_dirs)]  # validate all first
     for manifest in manifests:
+        if manifest.noarch:
+            rep.info(f"{manifest.name}: a pure-Python kernel has no CMake project to generate; edit "
+                     f"{manifest.root / 'torch-ext' / manifest.python_name} and `python -m pybuild build` it")
+            continue
         backend = args.backend
         archs: tuple[str, ...] = ()
         if backend is None:
@@ -199,7 +205,8 @@ def cmd_build(args: argparse.Namespace) -> int:
     results: list[BuildResult] = []
     failed = 0  # the exit code of the first failed build
     for manifest in manifests:
-        variants = [v for v in host_variants() if manifest.accepts(v)]
+        # a pure-Python kernel's variants need no toolchain: every machine builds all of them
+        variants = manifest.variants(()) if manifest.noarch else [v for v in host_variants() if manifest.accepts(v)]
         if args.variant:
             unknown = sorted(set(args.variant) - {v.name for v in variants})
             if unknown:
@@ -212,7 +219,7 @@ def cmd_build(args: argparse.Namespace) -> int:
                      f"host {[v.name for v in host_variants()]})")
             continue
         for variant in variants:
-            if variant.name not in matrix_names:
+            if variant.name not in matrix_names and not variant.noarch:
                 rep.info(f"note: {variant.name} is not in {matrix.path.name}; building it for local use")
             label = f"{manifest.name} {variant.name}"
             start = time.monotonic()
@@ -583,7 +590,8 @@ def make_parser() -> argparse.ArgumentParser:
                        description="Pack each built variant as a wheel, e.g. "
                                    "img2gray-1.1.2+torch213cpucxx11-cp39-abi3-linux_x86_64.whl, requiring the "
                                    "torch minor it was built for. The platform tag is manylinux_2_28 only if the "
-                                   "build fits it.")
+                                   "build fits it. A pure-Python variant (torch-cuda, ...) makes a py3-none-any "
+                                   "wheel that accepts any torch.")
     p.add_argument("kernel_dir", metavar="KERNEL_DIR")
     p.add_argument("--variant", action="append", metavar="NAME", help="only this built variant (repeatable)")
     p.add_argument("--version", metavar="X.Y.Z", help="wheel version (default: <build.toml version>.0.0)")

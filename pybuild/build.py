@@ -1,5 +1,8 @@
 """Build the host variant(s) of a kernel with CMake + ninja into ``<kernel>/build/<variant>/``.
 
+A pure-Python (noarch) kernel compiles nothing: each of its ``torch-<backend>`` variants is its
+package, ``_ops.py`` and ``metadata.json``, assembled the same way on any machine.
+
 Each variant is compiled in ``<kernel>/.pybuild/<variant>/`` (kept for incremental builds and
 ``compile_commands.json``), installed into a fresh staging directory, completed with ``_ops.py``,
 the Python package and ``metadata.json``, and only then swapped into ``build/`` in one step.
@@ -8,6 +11,7 @@ A build whose inputs (sources, variant, torch, templates, flags) are unchanged i
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -16,7 +20,7 @@ import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -85,12 +89,12 @@ def metadata_archs(archs: tuple[str, ...]) -> tuple[str, ...]:
 
 
 def _build_key(manifest: Manifest, variant: Variant, src_hash: str, archs: tuple[str, ...]) -> str:
-    info = torch_info()
     key = {
         "source": src_hash,
         "variant": variant.name,
-        "torch": info.version,
-        "python": sys.executable,
+        # a noarch variant holds no binary: the torch and Python that assemble it do not matter
+        "torch": None if variant.noarch else torch_info().version,
+        "python": None if variant.noarch else sys.executable,
         "templates": template_fingerprint(),
         "cuda-archs": list(archs),
         "cflags": [os.environ.get(v, "") for v in ("CXXFLAGS", "CUDAFLAGS", "LDFLAGS")],
@@ -162,6 +166,8 @@ def build_variant(
     progress: Progress = _no_progress,
 ) -> BuildResult:
     """Build one variant of one kernel on this host."""
+    if variant.noarch:
+        return _assemble_noarch(manifest, variant, options)
     start = time.monotonic()
     root = manifest.root.resolve()  # absolute: CMake runs with cwd=.pybuild/<variant>
     final = root / BUILD_DIR / variant.name
@@ -244,12 +250,9 @@ def build_variant(
         _run_logged(build_cmd, log, cwd=work, on_line=on_line, env=env)
 
         progress("assembling", None)
-        staging = new_staging_dir(root / WORK_DIR, variant.name)
-        try:
+        with _staging(root, variant) as staging:
             _run_logged([cmake, "--install", str(cmake_dir), "--prefix", str(staging)], log, cwd=work)
-            pkg_dest = staging / manifest.python_name
-            _copy_python_package(manifest, pkg_dest)
-            (pkg_dest / "_ops.py").write_text(render_ops_py(ops))
+            pkg_dest = _add_package(manifest, staging, ops, noarch=False)
             for so in pkg_dest.glob("*.so"):
                 bad = bad_rpaths(so)
                 if bad:
@@ -264,18 +267,65 @@ def build_variant(
                 "cuda": info.cuda if variant.backend == "cuda" else None,
                 "source-hash": src_hash,
             }
-            metadata = make_metadata(manifest, ops_name=ops, backend=variant.backend, cuda_archs=metadata_archs(archs),
-                                     variant_dir=staging, extra=extra)
-            write_metadata(staging, metadata)
-            replace_dir(staging, final)
-        except BaseException:
-            shutil.rmtree(staging, ignore_errors=True)
-            raise
+            _seal(manifest, variant, staging, final, ops=ops, archs=metadata_archs(archs), extra=extra)
         stamp.write_text(json.dumps({"key": key, "metadata-sha256": _sha256(final / METADATA)}))
         commands = cmake_dir / "compile_commands.json"
         if commands.is_file():
             shutil.copyfile(commands, root / "compile_commands.json")
     return BuildResult(manifest.name, variant.name, "built", time.monotonic() - start, dir_size(final), final)
+
+
+def _assemble_noarch(manifest: Manifest, variant: Variant, options: BuildOptions) -> BuildResult:
+    """A pure-Python variant: the package, its ``_ops.py`` and ``metadata.json``; no toolchain needed."""
+    start = time.monotonic()
+    if not manifest.noarch:
+        raise ToolchainError(f"variant {variant.name} is for pure-Python kernels; {manifest.path} compiles sources")
+    root = manifest.root.resolve()
+    final = root / BUILD_DIR / variant.name
+    work = root / WORK_DIR / variant.name
+    stamp = work / "stamp.json"
+    src_hash = source_hash(manifest)
+    ops = make_ops_name(manifest, variant.backend, src_hash)
+    key = _build_key(manifest, variant, src_hash, ())
+    if not options.force and is_up_to_date(final, stamp, key):
+        return BuildResult(manifest.name, variant.name, "up to date", time.monotonic() - start, dir_size(final), final)
+    with locked(root / WORK_DIR / f"{variant.name}.lock"):
+        remove_stale_staging(root / WORK_DIR)
+        work.mkdir(parents=True, exist_ok=True)
+        with _staging(root, variant) as staging:
+            _add_package(manifest, staging, ops, noarch=True)
+            extra = {"version": __version__, "variant": variant.name, "source-hash": src_hash}
+            _seal(manifest, variant, staging, final, ops=ops, archs=(), extra=extra)
+        stamp.write_text(json.dumps({"key": key, "metadata-sha256": _sha256(final / METADATA)}))
+    return BuildResult(manifest.name, variant.name, "built", time.monotonic() - start, dir_size(final), final)
+
+
+@contextlib.contextmanager
+def _staging(root: Path, variant: Variant) -> Iterator[Path]:
+    """A fresh staging folder for ``variant``, removed again if anything fails before it is sealed."""
+    staging = new_staging_dir(root / WORK_DIR, variant.name)
+    try:
+        yield staging
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+
+
+def _add_package(manifest: Manifest, staging: Path, ops: str, *, noarch: bool) -> Path:
+    """Put the kernel's Python package and its generated ``_ops.py`` into ``staging``."""
+    pkg_dest = staging / manifest.python_name
+    _copy_python_package(manifest, pkg_dest)
+    (pkg_dest / "_ops.py").write_text(render_ops_py(ops, noarch=noarch))
+    return pkg_dest
+
+
+def _seal(manifest: Manifest, variant: Variant, staging: Path, final: Path, *, ops: str,
+          archs: tuple[str, ...], extra: dict[str, object]) -> None:
+    """Write ``metadata.json`` (its digest over the finished files) and swap ``staging`` in as ``final``."""
+    metadata = make_metadata(manifest, ops_name=ops, backend=variant.backend, cuda_archs=archs,
+                             variant_dir=staging, extra=extra)
+    write_metadata(staging, metadata)
+    replace_dir(staging, final)
 
 
 def _drop_moved_cmake_cache(cmake_dir: Path) -> None:

@@ -84,7 +84,7 @@ def card_variants(report: CheckReport) -> list[CardVariant]:
     for name in report.variants:
         try:
             v = parse_variant_name(name)
-            torch, backend = v.torch, v.backend_tag
+            torch, backend = v.torch or "any", v.backend_tag
         except VariantsError:
             torch, backend = "?", "?"
         archs = ""

@@ -289,6 +289,10 @@ def check_abi3(v: _Variant) -> CheckResult:
     exts = v.extensions()
     if not exts:
         return CheckResult(v.name, "abi3", "pass", "no compiled extension")
+    if v.variant is not None and v.variant.noarch:
+        return CheckResult(v.name, "abi3", "fail",
+                           f"{', '.join(p.name for p in exts)} in a pure-Python variant: {v.name} loads on every "
+                           "system and torch of its backend, so it must hold no compiled file; remove it")
     kac = _abi_checker()
     problems: list[str] = []
     symbols: list[str] = []
@@ -317,7 +321,7 @@ def check_abi3(v: _Variant) -> CheckResult:
 
 def check_platform(v: _Variant) -> CheckResult:
     exts = v.extensions()
-    darwin = v.variant is not None and v.variant.system.endswith("-darwin")
+    darwin = v.variant is not None and (v.variant.system or "").endswith("-darwin")
     name = "macos" if darwin else MANYLINUX
     if not exts:
         return CheckResult(v.name, name, "pass", "no compiled extension")
@@ -413,9 +417,11 @@ def importable_here(variant: Variant) -> str | None:
         info = torch_info()
     except PybuildError as e:
         return str(e)
-    if variant.system != host_system():
+    if variant.noarch:
+        pass  # any system, any torch: only the backend must be here
+    elif variant.system != host_system():
         return f"built for {variant.system}, this machine is {host_system()}"
-    if variant.torch != info.major_minor:
+    elif variant.torch != info.major_minor:
         return f"built for torch {variant.torch}, this Python has torch {info.version}"
     if variant.backend == "cpu":
         return None
@@ -495,8 +501,9 @@ def check_variant(path: Path, *, run_import: bool = True) -> list[CheckResult]:
 
 
 def required_variants(manifest: Manifest, matrix: Matrix) -> list[Variant]:
-    """Variants the matrix requires for this kernel's backends and torch bounds."""
-    return [v for v in matrix.variants if manifest.accepts(v)]
+    """Variants the matrix requires for this kernel's backends and torch bounds (for a pure-Python
+    kernel, its ``torch-<backend>`` variants)."""
+    return manifest.variants(matrix.variants)
 
 
 def check_coverage(target: Target, matrix: Matrix) -> CheckResult:
@@ -507,10 +514,11 @@ def check_coverage(target: Target, matrix: Matrix) -> CheckResult:
     missing = [n for n in required if n not in present]
     extra = sorted(present - set(required))
     data = {"required": required, "missing": missing, "extra": extra}
-    note = f"; not in {matrix.path.name}: {', '.join(extra)}" if extra else ""
+    source = "build.toml" if target.manifest.noarch else matrix.path.name  # noarch: one per listed backend
+    note = f"; not in {source}: {', '.join(extra)}" if extra else ""
     if missing:
         return CheckResult("*", "variants", "fail",
-                           f"{len(missing)} of {len(required)} variants required by {matrix.path.name} for backends "
+                           f"{len(missing)} of {len(required)} variants required by {source} for backends "
                            f"{', '.join(target.manifest.backends)} are missing (listed below){note}", data)
     return CheckResult("*", "variants", "pass", f"all {len(required)} required variants present{note}", data)
 

@@ -63,13 +63,16 @@ def render_project(manifest: Manifest, spec: ProjectSpec) -> dict[str, str]:
         "backend": spec.backend,
         "ops_name": spec.ops_name,
         "cuda_archs": spec.cuda_archs,
+        "noarch": False,  # a pure-Python kernel has no project (its _ops.py comes from the build)
         "marker": f"{MARKER} {__version__}",
     }
     return {rel: _env.get_template(_template_for(rel)).render(ctx) for rel in generated_paths(manifest)}
 
 
-def render_ops_py(ops_name: str) -> str:
-    return _env.get_template("_ops.py.j2").render({"ops_name": ops_name, "marker": f"{MARKER} {__version__}"})
+def render_ops_py(ops_name: str, noarch: bool = False) -> str:
+    """``_ops.py``: the build's op namespace; a compiled build also loads its extension there."""
+    return _env.get_template("_ops.py.j2").render({"ops_name": ops_name, "noarch": noarch,
+                                                   "marker": f"{MARKER} {__version__}"})
 
 
 def template_fingerprint() -> str:

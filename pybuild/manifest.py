@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import ManifestError
-from .variants import BACKENDS, Variant
+from .variants import BACKENDS, Variant, noarch_variant
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -102,14 +102,26 @@ class Manifest:
         return self.name.replace("-", "_")
 
     @property
+    def noarch(self) -> bool:
+        """A pure-Python kernel: no compiled sources, one ``torch-<backend>`` variant per backend."""
+        return not self.kernels
+
+    @property
     def backends(self) -> tuple[str, ...]:
         """Backends this kernel builds for, in matrix order."""
-        if self.universal:
-            return ()
+        if self.noarch:
+            return tuple(b for b in BACKENDS if b in (self.backends_filter or ()))
         found = {k.backend for k in self.kernels}
         if self.backends_filter is not None:
             found &= set(self.backends_filter)
         return tuple(b for b in BACKENDS if b in found)
+
+    def variants(self, matrix_variants: tuple[Variant, ...] | list[Variant]) -> list[Variant]:
+        """The variants this kernel builds: those of the matrix it accepts, or (pure Python) one
+        ``torch-<backend>`` per backend, whatever the matrix."""
+        if self.noarch:
+            return [noarch_variant(b) for b in self.backends]
+        return [v for v in matrix_variants if self.accepts(v)]
 
     def kernels_for(self, backend: str) -> tuple[KernelSpec, ...]:
         """Kernel sections compiled into a ``backend`` variant: that backend's and the CPU ones."""
@@ -123,9 +135,12 @@ class Manifest:
         return tuple(caps) or DEFAULT_CUDA_CAPABILITIES
 
     def accepts(self, variant: Variant) -> bool:
-        """Whether this kernel builds for ``variant`` (its backends and torch bounds)."""
-        if variant.backend not in self.backends:
+        """Whether this kernel builds for ``variant`` (its backends and torch bounds; a pure-Python
+        kernel builds exactly its noarch variants)."""
+        if variant.backend not in self.backends or variant.noarch != self.noarch:
             return False
+        if self.noarch:
+            return True
         t = variant.torch_tuple
         if self.torch_minver and t < self.torch_minver:
             return False
@@ -256,8 +271,9 @@ def parse_manifest(text: str, path: Path) -> Manifest:
         )
     universal = general.get("universal", bool, False)
     if universal:
-        general.fail("`universal = true` in [general]: pure-Python (torch-universal) kernels are not built by "
-                     "this farm yet; set universal = false and add a [kernel.<name>] section")
+        general.fail("`universal = true` in [general] asks for the legacy torch-universal variant, which this farm "
+                     "does not build; for a pure-Python kernel drop it, leave out [kernel.*] sections and list "
+                     "`backends` in [general] (e.g. backends = [\"cuda\", \"cpu\"]): it builds torch-cuda, torch-cpu")
     version = general.get("version", int, 1)
     if version < 1:
         general.fail(f"`version` in [general] must be a positive integer (the v<N> branch); found {version}")
@@ -347,14 +363,23 @@ def parse_manifest(text: str, path: Path) -> Manifest:
                 rocm_archs=rocm_archs,
             )
         )
-    if not universal:
-        if not kernels:
+    if kernels and not torch_src:
+        raise ManifestError(f"{path}: `src` in [torch] is empty; list the binding, e.g. [\"torch-ext/torch_binding.cpp\"]")
+    if not kernels:  # a pure-Python (noarch) kernel, or a compiled one missing its sections
+        if not backends_filter:
             raise ManifestError(
-                f"{path}: no [kernel.<name>] section; add one with backend and src, "
-                f"e.g. [kernel.{name}] backend = \"cpu\", src = [\"csrc/{name}.cpp\"]"
+                f"{path}: no [kernel.<name>] section; add one with backend and src, e.g. [kernel.{name}] "
+                f"backend = \"cpu\", src = [\"csrc/{name}.cpp\"] (or, for a pure-Python kernel, list its "
+                "backends in [general], e.g. backends = [\"cuda\", \"cpu\"])"
             )
-        if not torch_src:
-            raise ManifestError(f"{path}: `src` in [torch] is empty; list the binding, e.g. [\"torch-ext/torch_binding.cpp\"]")
+        if torch_src or torch_include:
+            key = "src" if torch_src else "include"
+            torch.fail(f"`{key}` in [torch] names C++ files, but no [kernel.*] section compiles anything; add the "
+                       "kernel sections, or drop the key for a pure-Python kernel")
+        for key in ("minver", "maxver"):
+            if key in torch.table:
+                torch.fail(f"`{key}` in [torch] does not apply to a pure-Python kernel: its torch-<backend> "
+                           "variants load with any torch version; drop it")
     if not (root / "torch-ext" / name.replace("-", "_") / "__init__.py").is_file():
         raise ManifestError(
             f"{path}: missing Python package torch-ext/{name.replace('-', '_')}/__init__.py; "
@@ -376,7 +401,7 @@ def parse_manifest(text: str, path: Path) -> Manifest:
         backends_filter=backends_filter,
         kernels=tuple(kernels),
     )
-    if not universal and not manifest.backends:
+    if not manifest.backends:
         raise ManifestError(f"{path}: `backends` in [general] leaves no backend that a [kernel.*] section builds")
     return manifest
 

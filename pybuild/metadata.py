@@ -43,7 +43,7 @@ def make_metadata(
 ) -> dict[str, Any]:
     """The metadata dict for the finished files in ``variant_dir`` (digest computed from them)."""
     backend_info: dict[str, Any] = {"type": backend}
-    if backend == "cuda":
+    if backend == "cuda" and cuda_archs:  # none for a pure-Python variant
         backend_info["archs"] = list(cuda_archs)
     provenance: dict[str, Any] = {"kernel-builder": {"version": f"pybuild-{__version__}"}}
     builder_git = git_state(Path(__file__).resolve().parent, ["."])

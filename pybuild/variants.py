@@ -3,7 +3,8 @@
 A variant is one (torch version, backend + version, C++ ABI, system) combination. Its name is
 exactly what the ``kernels`` loader parses, e.g. ``torch213-cxx11-cpu-x86_64-linux`` or
 ``torch211-cxx11-cu130-x86_64-linux``; darwin drops the ABI part (``torch212-metal-aarch64-darwin``)
-and pure-Python kernels use ``torch-universal``.
+and a pure-Python (noarch) kernel has one variant per backend, ``torch-cuda``, ``torch-cpu``, ...
+(loaded by any torch version on any system of that backend).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ SYSTEMS = ("x86_64-linux", "aarch64-linux", "aarch64-darwin")
 EXCLUDE_KEYS = ("torch", "backend", "backend-version", "cxx-abi", "system", "reason")
 
 _BACKEND_PREFIX = {"cuda": "cu", "rocm": "rocm", "xpu": "xpu"}
+_NOARCH_RE = re.compile(r"^torch-(?P<backend>cpu|cuda|rocm|metal|xpu)$")
 _NAME_RE = re.compile(
     r"^torch(?P<major>\d)(?P<minor>\d+)"
     r"(?:-(?P<abi>cxx11|cxx98))?"
@@ -35,16 +37,23 @@ _NAME_RE = re.compile(
 
 @dataclass(frozen=True, order=True)
 class Variant:
-    """One build variant. Ordering: torch, backend, backend version, ABI, system."""
+    """One build variant. A noarch variant (pure-Python kernels) has only a backend: its torch,
+    backend version, ABI and system are None and its name is ``torch-<backend>``."""
 
-    torch: str  # "2.13"
+    torch: str | None  # "2.13"; None for noarch
     backend: str  # one of BACKENDS
-    backend_version: str | None  # "13.0" for CUDA, None for cpu/metal
-    cxx_abi: str | None  # "cxx11"; None on darwin
-    system: str  # "x86_64-linux"
+    backend_version: str | None  # "13.0" for CUDA, None for cpu/metal and noarch
+    cxx_abi: str | None  # "cxx11"; None on darwin and noarch
+    system: str | None  # "x86_64-linux"; None for noarch
+
+    @property
+    def noarch(self) -> bool:
+        return self.torch is None
 
     @property
     def name(self) -> str:
+        if self.torch is None:
+            return f"torch-{self.backend}"
         major, minor = self.torch.split(".")
         parts = [f"torch{major}{minor}"]
         if self.cxx_abi is not None:
@@ -62,11 +71,18 @@ class Variant:
 
     @property
     def torch_tuple(self) -> tuple[int, int]:
+        if self.torch is None:
+            raise ValueError(f"{self.name} is a noarch variant: it has no torch version")
         major, minor = self.torch.split(".")
         return int(major), int(minor)
 
     def __str__(self) -> str:
         return self.name
+
+
+def noarch_variant(backend: str) -> Variant:
+    """The variant ``torch-<backend>`` of a pure-Python kernel."""
+    return Variant(None, backend, None, None, None)
 
 
 def _version_key(version: str) -> tuple[int, ...]:
@@ -75,21 +91,24 @@ def _version_key(version: str) -> tuple[int, ...]:
 
 def _sort_key(v: Variant) -> tuple[Any, ...]:
     return (
-        v.torch_tuple,
+        (1, ()) if v.noarch else (0, v.torch_tuple),
         BACKENDS.index(v.backend),
         _version_key(v.backend_version) if v.backend_version else (),
         v.cxx_abi or "",
-        v.system,
+        v.system or "",
     )
 
 
 def parse_variant_name(name: str) -> Variant:
-    """Parse ``torch213-cxx11-cpu-x86_64-linux`` back into a :class:`Variant`."""
+    """Parse ``torch213-cxx11-cpu-x86_64-linux`` (or a noarch ``torch-cuda``) back into a :class:`Variant`."""
+    noarch = _NOARCH_RE.match(name)
+    if noarch:
+        return noarch_variant(noarch["backend"])
     m = _NAME_RE.match(name)
     if not m:
         msg = (
             f"variant name {name!r} does not parse; expected e.g. "
-            "'torch213-cxx11-cpu-x86_64-linux' or 'torch211-cxx11-cu130-x86_64-linux'"
+            "'torch213-cxx11-cpu-x86_64-linux', 'torch211-cxx11-cu130-x86_64-linux' or (pure Python) 'torch-cuda'"
         )
         raise VariantsError(msg)
     tag = m["backend"]

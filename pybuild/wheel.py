@@ -65,16 +65,22 @@ class WheelSpec:
 
 
 def local_label(variant: Variant) -> str:
-    """``torch213cpucxx11``, ``torch211cu130cxx11``, ``torch212metal`` (the guide's ``torch27cu128cxx11``)."""
+    """``torch213cpucxx11``, ``torch211cu130cxx11``, ``torch212metal`` (the guide's ``torch27cu128cxx11``);
+    ``torchcuda`` for a pure-Python variant."""
+    if variant.torch is None:
+        return f"torch{variant.backend}"
     major, minor = variant.torch.split(".")
     return f"torch{major}{minor}{variant.backend_tag}{variant.cxx_abi or ''}"
 
 
 def platform_tag(variant: Variant, extensions: list[Path]) -> str:
     """The most specific platform tag the extensions truthfully satisfy."""
-    arch = variant.system.split("-")[0]
     if not extensions:
         return "any"
+    if variant.system is None:
+        raise PybuildError(f"{extensions[0].parent}: compiled files in the pure-Python variant {variant.name}; "
+                           "remove them (`python -m pybuild check` names them)")
+    arch = variant.system.split("-")[0]
     import kernel_abi_check as kac
 
     if variant.system.endswith("-darwin"):
@@ -153,7 +159,7 @@ def wheel_spec(variant_dir: Path, version: str) -> tuple[WheelSpec, Path]:
     pkg = _package_dir(variant_dir, meta)
     exts = _extensions(pkg)
     depends = _python_requirements(list(depends_list), variant.backend)
-    requires = [f"torch=={variant.torch}.*", *depends]
+    requires = ["torch" if variant.noarch else f"torch=={variant.torch}.*", *depends]
     spec = WheelSpec(
         name=str(meta["name"]),
         version=f"{version}+{local_label(variant)}",

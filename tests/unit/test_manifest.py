@@ -81,9 +81,12 @@ ERRORS = [
      "has '9.1', which no supported CUDA toolkit knows"),
     (lambda t: t.replace('src = ["csrc/img2gray.cu"]', 'src = []'), "`src` in [kernel.img2gray] is empty"),
     (lambda t: t.split("[kernel.img2gray]")[0], "no [kernel.<name>] section"),
+    (lambda t: t.split("[kernel.img2gray]")[0].replace('universal = false', 'backends = ["cuda"]'),
+     "`src` in [torch] names C++ files, but no [kernel.*] section compiles anything"),
     (lambda t: t.replace('universal = false', 'universal = fals'), "TOML syntax error"),
     (lambda t: t.replace('universal = false', 'universal = "no"'), "`universal` in [general] must be a bool"),
-    (lambda t: t.replace('universal = false', 'universal = true'), "pure-Python (torch-universal) kernels are not built"),
+    (lambda t: t.replace('universal = false', 'universal = true'),
+     "asks for the legacy torch-universal variant, which this farm does not build; for a pure-Python kernel"),
     (lambda t: t.replace('[general]\n', ''), "unknown key `name` in [top level]"),
     (lambda t: t.replace('universal = false', 'version = 0'), "must be a positive integer"),
     (lambda t: t.replace('[torch]\n', '[torch]\nminver = "2.13"\nmaxver = "2.12"\n'), "no torch version is left"),
@@ -149,3 +152,40 @@ def test_pyext_picks_the_package_files_that_ship(guide_kernel: Path) -> None:
     assert "torch-ext/img2gray/table.json" in with_json.source_files()
     assert "torch-ext/img2gray/table.json" not in default.source_files()
     assert "torch-ext/img2gray/notes.txt" not in with_json.source_files()
+
+
+NOARCH = """\
+[general]
+name = "img2gray"
+backends = ["cpu", "cuda"]
+"""
+
+
+def test_pure_python_kernel_builds_one_noarch_variant_per_backend(guide_kernel: Path) -> None:
+    m = parse_manifest(NOARCH, guide_kernel / "build.toml")
+    assert m.noarch and m.backends == ("cuda", "cpu")
+    matrix_variant = parse_variant_name("torch213-cxx11-cpu-x86_64-linux")
+    assert [v.name for v in m.variants([matrix_variant])] == ["torch-cuda", "torch-cpu"]
+    assert not m.accepts(matrix_variant)  # a noarch kernel has no per-torch builds
+    assert m.accepts(parse_variant_name("torch-cpu")) and not m.accepts(parse_variant_name("torch-rocm"))
+    # a compiled kernel, in turn, builds no noarch variant
+    compiled = parse_manifest(GUIDE, guide_kernel / "build.toml")
+    assert not compiled.noarch and not compiled.accepts(parse_variant_name("torch-cuda"))
+    assert compiled.variants([matrix_variant, parse_variant_name("torch-cuda")]) == []  # guide: cuda only
+
+
+@pytest.mark.parametrize(("extra", "fragment"), [
+    ('[torch]\nminver = "2.12"\n', "`minver` in [torch] does not apply to a pure-Python kernel"),
+    ('[torch]\ninclude = ["csrc"]\n', "`include` in [torch] names C++ files, but no [kernel.*] section"),
+])
+def test_pure_python_kernel_errors(guide_kernel: Path, extra: str, fragment: str) -> None:
+    with pytest.raises(ManifestError) as info:
+        parse_manifest(NOARCH + extra, guide_kernel / "build.toml")
+    assert fragment in str(info.value) and "\n" not in str(info.value)
+
+
+def test_no_sections_and_no_backends_names_both_kinds_of_kernel(guide_kernel: Path) -> None:
+    with pytest.raises(ManifestError) as info:
+        parse_manifest('[general]\nname = "img2gray"\nbackends = []\n', guide_kernel / "build.toml")
+    message = str(info.value)
+    assert "no [kernel.<name>] section" in message and "for a pure-Python kernel, list its backends" in message

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from pybuild.errors import VariantsError
-from pybuild.variants import Variant, expand_matrix, load_matrix, parse_variant_name
+from pybuild.variants import Variant, expand_matrix, load_matrix, noarch_variant, parse_variant_name
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -137,3 +137,21 @@ def test_unreadable_variants_file(tmp_path: Path) -> None:
         load_matrix(bad)
     with pytest.raises(VariantsError, match="is a folder"):
         load_matrix(tmp_path)
+
+
+@pytest.mark.parametrize("backend", ["cpu", "cuda", "rocm", "metal", "xpu"])
+def test_noarch_variant_names(backend: str) -> None:
+    from kernels.variants import NoarchVariant, parse_variant
+
+    v = parse_variant_name(f"torch-{backend}")
+    assert v == noarch_variant(backend) and v.noarch and v.name == f"torch-{backend}"
+    assert v.torch is None and v.system is None
+    loader = parse_variant(v.name)  # the loader reads it as a noarch variant of the same backend
+    assert isinstance(loader, NoarchVariant) and loader.arch.backend_name == backend
+    with pytest.raises(ValueError, match="noarch variant"):
+        v.torch_tuple  # noqa: B018
+
+
+def test_legacy_universal_name_does_not_parse() -> None:
+    with pytest.raises(VariantsError, match="'torch-cuda'"):
+        parse_variant_name("torch-universal")
