@@ -12,6 +12,7 @@ let
     lazyDerivation
     listToAttrs
     map
+    mapAttrsToList
     mergeAttrsList
     nameValuePair
     optionalAttrs
@@ -30,6 +31,8 @@ in
       `<kernel>-<system>`: that system's variants only; `<kernel>-<variant>`: one variant;
       `default`: every kernel (`result/<variant>/` for one kernel, `result/<kernel>/<variant>/` for several).
       A variant builds on a machine of its own system: local, or a remote builder.
+      A pure-Python kernel (no `[kernel.*]` section) has the noarch variants `torch-<backend>` of
+      its `[general] backends` instead, on every system (`<kernel>-torch-cuda`, ...).
     - `devShells.<system>.<variant>`: that variant's torch, compilers, CMake, ninja and pybuild;
       also reachable as `.#devShells.<variant>` (through `legacyPackages.<system>.devShells`);
       `default`: the newest torch's CPU variant.
@@ -102,7 +105,7 @@ in
           src = kernelSource kernel;
         in
         {
-          inherit kernel;
+          inherit kernel src;
           variants = vs;
           drvs = listToAttrs (
             map (
@@ -135,7 +138,54 @@ in
         };
       variantEntries = drvs: lib.mapAttrs (v: drv: "${drv}/${v}") drvs;
 
-      kernelPackages =
+      # A pure-Python kernel's `torch-<backend>` variants hold no binary: on each system, pybuild
+      # assembles them in the environment of that system's newest CPU variant (any would do).
+      noarchDrvs =
+        system: b:
+        let
+          here = filter (v: v.system == system && toolchain.supports v) matrix;
+          cpu = filter (v: v.backend == "cpu") here;
+          carrier = last (if cpu != [ ] then cpu else here);
+        in
+        optionalAttrs (here != [ ]) (
+          listToAttrs (
+            map (
+              backend:
+              let
+                variant = carrier // {
+                  name = "torch-${backend}";
+                };
+              in
+              nameValuePair variant.name (toolchain.mkVariant {
+                inherit (b) kernel src;
+                inherit variant pybuild variantsFile;
+              })
+            ) b.kernel.backends
+          )
+        );
+
+      noarchPackages =
+        system: b:
+        let
+          k = b.kernel.name;
+          drvs = noarchDrvs system b;
+          single = mapAttrsToList (
+            v: drv:
+            nameValuePair "${k}-${v}" (lazyDerivation {
+              name = "${k}-${v}${suffix}";
+              derivation = drv;
+            })
+          ) drvs;
+        in
+        optionalAttrs (drvs != { }) (
+          listToAttrs single
+          // {
+            ${k} = join system k (variantEntries drvs);
+            "${k}-${system}" = join system "${k}-${system}" (variantEntries drvs);
+          }
+        );
+
+      archPackages =
         system: b:
         let
           k = b.kernel.name;
@@ -157,11 +207,13 @@ in
         in
         listToAttrs (single ++ perSystem) // optionalAttrs (b.variants != [ ]) { ${k} = join system k (variantEntries b.drvs); };
 
+      kernelPackages = system: b: (if b.kernel.noarch then noarchPackages else archPackages) system b;
+
       packagesFor =
         system:
         let
           perKernel = mergeAttrsList (map (kernelPackages system) builds);
-          nonEmpty = filter (b: b.variants != [ ]) builds;
+          nonEmpty = filter (b: perKernel ? ${b.kernel.name}) builds;
           default =
             if builtins.length nonEmpty == 1 then
               perKernel.${(builtins.head nonEmpty).kernel.name}

@@ -46,7 +46,7 @@ in
     # Type
 
     ```
-    readKernel :: Path -> { name, pythonName, backends, torchMinver, torchMaxver, universal, dir }
+    readKernel :: Path -> { name, pythonName, backends, torchMinver, torchMaxver, universal, noarch, dir }
     ```
 
     # Examples
@@ -68,12 +68,14 @@ in
         else
           throw "readKernel: ${file}: missing `name` in [general]; add it, e.g. name = \"img2gray\"";
       universal = general.universal or false;
+      # No [kernel.*] section: a pure-Python kernel, one noarch `torch-<backend>` variant per listed backend.
+      noarch = (toml.kernel or { }) == { };
       sections = mapAttrsToList (_: section: section.backend or null) (toml.kernel or { });
-      found = filter (b: elem b sections) backendNames;
-      narrowed = if general ? backends then filter (b: elem b general.backends) found else found;
+      found = if noarch then backendNames else filter (b: elem b sections) backendNames;
+      narrowed = if general ? backends || noarch then filter (b: elem b (general.backends or [ ])) found else found;
     in
     {
-      inherit dir name universal;
+      inherit dir name universal noarch;
       pythonName = replaceStrings [ "-" ] [ "_" ] name;
       backends = if universal then [ ] else narrowed;
       torchMinver = torchBound file "minver" (toml.torch.minver or null);
@@ -81,8 +83,9 @@ in
     };
 
   /**
-    Whether a kernel builds for a variant: its backend is one of the kernel's and its torch
-    version lies within the kernel's `[torch]` bounds. Same rule as pybuild's `Manifest.accepts`.
+    Whether a kernel builds for a variant of the matrix: its backend is one of the kernel's and its
+    torch version lies within the kernel's `[torch]` bounds. Same rule as pybuild's `Manifest.accepts`.
+    A pure-Python (`noarch`) kernel builds no matrix variant (see `noarchVariants`).
 
     # Inputs
 
@@ -111,7 +114,8 @@ in
     let
       t = map toInt (lib.splitString "." variant.torch);
     in
-    elem variant.backend kernel.backends
+    !(kernel.noarch or false)
+    && elem variant.backend kernel.backends
     && (kernel.torchMinver == null || compareLists t kernel.torchMinver >= 0)
     && (kernel.torchMaxver == null || compareLists t kernel.torchMaxver <= 0);
 

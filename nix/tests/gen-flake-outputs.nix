@@ -18,8 +18,56 @@ let
     path = farm;
     toolchain = nixpkgsToolchain { nixpkgs = ./fixtures/stub-nixpkgs; };
   };
+  noarch = toolchain: genFlakeOutputs {
+    path = ./fixtures/noarch-repo;
+    variants = farm + "/variants.json";
+    inherit toolchain;
+  };
+  noarchNixpkgs = noarch (nixpkgsToolchain { nixpkgs = ./fixtures/stub-nixpkgs; });
 in
 {
+  testGenFlakeOutputsNoarchPackagesOnEverySystem = {
+    expr = {
+      systems = names noarchNixpkgs.packages;
+      packages = names noarchNixpkgs.packages.aarch64-linux;
+      joined = names noarchNixpkgs.packages.x86_64-linux.softcap.out.entries;
+      shells = noarchNixpkgs.devShells.x86_64-linux;
+    };
+    expected = {
+      systems = [ "aarch64-linux" "x86_64-linux" ];
+      packages = [ "default" "softcap" "softcap-aarch64-linux" "softcap-torch-cpu" "softcap-torch-cuda" ];
+      joined = [ "torch-cpu" "torch-cuda" ];
+      shells = { }; # nothing to compile, nothing to develop in
+    };
+  };
+  testGenFlakeOutputsNoarchBuiltInTheNewestCpuEnvironment = {
+    expr =
+      let
+        drv = noarchNixpkgs.packages.x86_64-linux.softcap-torch-cuda.out;
+      in
+      {
+        inherit (drv) name system stdenv;
+        inherit (drv.env) variant;
+        python = map (p: p.name) (builtins.head drv.nativeBuildInputs).packages;
+      };
+    expected = {
+      name = "softcap-torch-cuda";
+      variant = "torch-cuda"; # what pybuild assembles ...
+      system = "x86_64-linux";
+      stdenv = "default"; # ... in torch 2.12's CPU environment: no CUDA toolkit for a noarch variant
+      python = [ "torch-2.12.1" "jinja2" "rich" ];
+    };
+  };
+  testGenFlakeOutputsNoarchWithHostToolchainNeedsOneHostVariant = {
+    expr = {
+      none = names (noarch (hostToolchainImpure { variants = [ ]; })).packages.x86_64-linux;
+      one = names (noarch (hostToolchainImpure { variants = [ "torch212-cxx11-cu130-x86_64-linux" ]; })).packages.x86_64-linux;
+    };
+    expected = {
+      none = [ ];
+      one = [ "default" "softcap" "softcap-torch-cpu" "softcap-torch-cuda" "softcap-x86_64-linux" ];
+    };
+  };
   testGenFlakeOutputsTopLevel = {
     expr = names (genFlakeOutputs {
       path = ./fixtures/kernel-repo;

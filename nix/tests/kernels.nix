@@ -52,6 +52,24 @@ in
     expr = map (k: k.name) (findKernels farm);
     expected = [ "cpu-only-from-212" "img2gray" ];
   };
+  testReadKernelNoarch = {
+    expr =
+      let
+        k = readKernel ./fixtures/noarch-repo;
+      in
+      {
+        inherit (k) name noarch backends;
+        acceptsMatrixVariant = kernelAccepts k { torch = "2.12"; backend = "cpu"; };
+        compiledIsNot = (readKernel (farm + "/kernels/img2gray")).noarch;
+      };
+    expected = {
+      name = "softcap";
+      noarch = true;
+      backends = [ "cuda" "cpu" ];
+      acceptsMatrixVariant = false;
+      compiledIsNot = false;
+    };
+  };
   testFindKernelsKernelRepo = {
     expr = map (k: k.name) (findKernels ./fixtures/kernel-repo);
     expected = [ "relu" ];

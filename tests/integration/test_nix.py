@@ -171,6 +171,13 @@ def test_kernel_variant_names_equal_pybuilds(tmp_path: Path) -> None:
     assert expected and all(v.split("-")[2].startswith("cu") for v in expected), "the narrowed kernel keeps CUDA only"
 
 
+def test_noarch_variant_names_equal_pybuilds() -> None:
+    kernel = REPO / "tests" / "fixtures" / "noarch-softcap"
+    expected = [v.name for v in load_manifest(kernel).variants(())]
+    got = nix_eval(f'let k = lib.readKernel {kernel}; in assert k.noarch; map (b: "torch-${{b}}") k.backends')
+    assert got == expected == ["torch-cuda", "torch-cpu"]
+
+
 BAD_MATRICES = [
     ("empty-torch", {"torch": []}, "torch: must be a non-empty list"),
     ("patch-version", {"torch": [{"version": "2.13.0", "cpu": True}]}, 'torch[0].version: must be "major.minor"'),
@@ -345,6 +352,44 @@ def test_nix_build_collect_and_load(kernel_repo: tuple[Path, str], farm: Path, t
 
     again = run([sys.executable, "-m", "pybuild", "collect", str(out), "--farm", str(farm), "--json"])
     assert [r["status"] for r in json.loads(again.stdout)] == ["unchanged"]
+
+
+def test_nix_build_of_a_pure_python_kernel(farm: Path, tmp_path: Path) -> None:
+    """A noarch kernel's repository flake: `nix build` assembles torch-cuda and torch-cpu (nothing to
+    compile) and the result loads with the real `kernels`."""
+    repo = tmp_path / "softcap"
+    shutil.copytree(REPO / "tests" / "fixtures" / "noarch-softcap", repo)
+    path_list = " ".join(nix_string(d) for d in host_tools_path())
+    (repo / "flake.nix").write_text(textwrap.dedent(f"""\
+        {{
+          inputs.farm.url = "path:{farm}";
+          outputs = {{ self, farm }}:
+            farm.lib.genFlakeOutputs {{
+              path = ./.;
+              toolchain = farm.lib.hostToolchainImpure {{
+                variants = [ "{host_cpu_variant()}" ];
+                python = {nix_string(os.path.realpath(sys.executable))};
+                path = [ {path_list} ];
+              }};
+            }};
+        }}
+        """))
+    out = tmp_path / "result"
+    nix("build", "--offline", *BUILD_AS_ME, "-L", f"path:{repo}#softcap", "--out-link", str(out), timeout=600)
+    assert sorted(p.name for p in out.iterdir()) == ["torch-cpu", "torch-cuda"]
+    for backend in ("cpu", "cuda"):
+        meta = json.loads((out / f"torch-{backend}" / "metadata.json").read_text())
+        assert meta["backend"] == {"type": backend} and meta["pybuild"]["variant"] == f"torch-{backend}"
+    load = run([sys.executable, "-c", textwrap.dedent(f"""
+        from pathlib import Path
+        import torch, kernels
+        k = kernels.get_local_kernel(Path({str(out)!r}))
+        x = torch.randn(4, 6)
+        assert torch.allclose(k.softcap(x, 3.0), torch.tanh(x / 3.0) * 3.0)
+        print(k.__name__)
+        """)], cwd=tmp_path)
+    assert load.returncode == 0, load.stderr
+    assert load.stdout.strip().startswith("_softcap_cpu_")
 
 
 @pytest.mark.slow
