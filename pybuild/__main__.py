@@ -101,7 +101,7 @@ def cmd_variants(args: argparse.Namespace) -> int:
                 "backend-version": v.backend_version,
                 "cxx-abi": v.cxx_abi,
                 "system": v.system,
-                "host": v.name in host,
+                "host": v.noarch or v.name in host,  # every machine builds a noarch variant
             }
             for v in variants
         ]
@@ -109,10 +109,10 @@ def cmd_variants(args: argparse.Namespace) -> int:
         return 0
     title = f"{len(variants)} variants from {matrix.path}" + (f" for {manifest.name}" if manifest else "")
     rows = [(v.name, v.torch or "any", v.backend_tag, v.cxx_abi or "-", v.system or "any",
-             "◀ host" if v.name in host else "") for v in variants]
+             "◀ host" if v.noarch or v.name in host else "") for v in variants]
     Reporter().table(title, ["variant", "torch", "backend", "abi", "system", ""], rows)
     if manifest is not None and manifest.noarch:
-        print("(a pure-Python kernel: every machine builds these; each loads with any torch of its backend)")
+        print("(a pure-Python kernel: every machine builds all of these; each loads with any torch of its backend)")
     elif not host & {v.name for v in variants}:
         print("(this machine's variant is not in the list)" if host else "(no torch installed: host variant unknown)")
     return 0
@@ -192,7 +192,7 @@ def cmd_clean(args: argparse.Namespace) -> int:
 
 
 def cmd_build(args: argparse.Namespace) -> int:
-    from .build import BuildOptions, BuildResult, build_variant
+    from .build import BuildOptions, BuildResult, build_variant, remove_other_kind_variants
     from .host import host_variants
     from .manifest import load_manifest
 
@@ -205,6 +205,10 @@ def cmd_build(args: argparse.Namespace) -> int:
     results: list[BuildResult] = []
     failed = 0  # the exit code of the first failed build
     for manifest in manifests:
+        for name in remove_other_kind_variants(manifest):
+            kind = "pure Python" if manifest.noarch else "compiled"
+            rep.info(f"{manifest.name}: removed build/{name}/: the kernel is {kind} now, and the loader would "
+                     "have picked that old build")
         # a pure-Python kernel's variants need no toolchain: every machine builds all of them
         variants = manifest.variants(()) if manifest.noarch else [v for v in host_variants() if manifest.accepts(v)]
         if args.variant:

@@ -28,13 +28,13 @@ from . import __version__
 from .digest import ops_name as make_ops_name
 from .digest import digest_mismatches, source_hash
 from .elf import bad_rpaths
-from .errors import BuildError, ToolchainError
+from .errors import BuildError, ToolchainError, VariantsError
 from .fsutil import dir_size, locked, new_staging_dir, remove_stale_staging, replace_dir
 from .generate import ProjectSpec, render_ops_py, template_fingerprint, write_project
 from .host import cmake_and_ninja, ccache, find_nvcc, nvcc_capabilities, nvcc_version, torch_info
 from .manifest import Manifest, cuda_capabilities_for
 from .metadata import METADATA, git_state, make_metadata, write_metadata
-from .variants import Variant
+from .variants import Variant, parse_variant_name
 
 WORK_DIR = ".pybuild"
 BUILD_DIR = "build"
@@ -326,6 +326,32 @@ def _seal(manifest: Manifest, variant: Variant, staging: Path, final: Path, *, o
                              variant_dir=staging, extra=extra)
     write_metadata(staging, metadata)
     replace_dir(staging, final)
+
+
+def other_kind_variants(manifest: Manifest) -> list[Path]:
+    """Folders in ``build/`` of the other kind than the kernel is now: compiled variants of a kernel
+    that became pure Python, or ``torch-<backend>`` ones of a kernel that now compiles. The loader
+    would pick them over (or beside) what the kernel builds now, and nothing rebuilds them."""
+    build = manifest.root / BUILD_DIR
+    found = []
+    for d in sorted(build.iterdir()) if build.is_dir() else ():
+        try:
+            kind_differs = d.is_dir() and parse_variant_name(d.name).noarch != manifest.noarch
+        except VariantsError:
+            continue
+        if kind_differs:
+            found.append(d)
+    return found
+
+
+def remove_other_kind_variants(manifest: Manifest) -> list[str]:
+    """Remove :func:`other_kind_variants` (each under its variant's build lock); their names."""
+    removed = []
+    for d in other_kind_variants(manifest):
+        with locked(manifest.root / WORK_DIR / f"{d.name}.lock"):
+            shutil.rmtree(d)
+        removed.append(d.name)
+    return removed
 
 
 def _drop_moved_cmake_cache(cmake_dir: Path) -> None:

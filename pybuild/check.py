@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from .build import other_kind_variants
 from .digest import digest_mismatches, source_hash
 from .elf import bad_rpaths, dynamic_entries, embedded_cxx_runtime
 from .errors import PybuildError, UsageError, VariantsError
@@ -514,6 +515,12 @@ def check_coverage(target: Target, matrix: Matrix) -> CheckResult:
     missing = [n for n in required if n not in present]
     extra = sorted(present - set(required))
     data = {"required": required, "missing": missing, "extra": extra}
+    other = [d.name for d in other_kind_variants(target.manifest)]
+    if other:
+        kind = "pure Python" if target.manifest.noarch else "compiled"
+        return CheckResult("*", "variants", "fail",
+                           f"build/ holds {', '.join(other)}, left from before the kernel became {kind}; the "
+                           "loader would pick it over the current build: `python -m pybuild build` removes it", data)
     source = "build.toml" if target.manifest.noarch else matrix.path.name  # noarch: one per listed backend
     note = f"; not in {source}: {', '.join(extra)}" if extra else ""
     if missing:

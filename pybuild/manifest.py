@@ -285,10 +285,17 @@ def parse_manifest(text: str, path: Path) -> Manifest:
             if b not in BACKENDS:
                 general.fail(f"`backends` in [general] names unknown backend {b!r}; known: {', '.join(BACKENDS)}")
         backends_filter = tuple(backends_filter)
+        if not backends_filter:
+            general.fail("`backends` in [general] is empty, which leaves nothing to build; list at least one, "
+                         "e.g. backends = [\"cuda\", \"cpu\"], or drop the key")
 
     torch = _Reader(path, "torch", data.get("torch", {}), _TORCH_KEYS)
     torch_src = torch.str_list("src")
     torch_include = torch.str_list("include")
+    if not data.get("kernel") and backends_filter and (torch_src or torch_include):  # before the path checks
+        key = "src" if torch_src else "include"
+        torch.fail(f"`{key}` in [torch] names C++ files, but no [kernel.*] section compiles anything; add the "
+                   "kernel sections, or drop the key for a pure-Python kernel")
     for s in torch_src:
         _check_path(torch, root, "src", s)
     for inc in torch_include:
@@ -372,10 +379,6 @@ def parse_manifest(text: str, path: Path) -> Manifest:
                 f"backend = \"cpu\", src = [\"csrc/{name}.cpp\"] (or, for a pure-Python kernel, list its "
                 "backends in [general], e.g. backends = [\"cuda\", \"cpu\"])"
             )
-        if torch_src or torch_include:
-            key = "src" if torch_src else "include"
-            torch.fail(f"`{key}` in [torch] names C++ files, but no [kernel.*] section compiles anything; add the "
-                       "kernel sections, or drop the key for a pure-Python kernel")
         for key in ("minver", "maxver"):
             if key in torch.table:
                 torch.fail(f"`{key}` in [torch] does not apply to a pure-Python kernel: its torch-<backend> "

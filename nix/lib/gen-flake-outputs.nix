@@ -140,14 +140,21 @@ in
 
       # A pure-Python kernel's `torch-<backend>` variants hold no binary: on each system, pybuild
       # assembles them in the environment of that system's newest CPU variant (any would do).
-      noarchDrvs =
-        system: b:
+      noarchCarrier =
+        system:
         let
           here = filter (v: v.system == system && toolchain.supports v) matrix;
           cpu = filter (v: v.backend == "cpu") here;
-          carrier = last (if cpu != [ ] then cpu else here);
         in
-        optionalAttrs (here != [ ]) (
+        if here == [ ] then null else last (if cpu != [ ] then cpu else here);
+      anyNoarch = builtins.any (b: b.kernel.noarch && b.kernel.backends != [ ]) builds;
+
+      noarchDrvs =
+        system: b:
+        let
+          carrier = noarchCarrier system;
+        in
+        optionalAttrs (carrier != null) (
           listToAttrs (
             map (
               backend:
@@ -227,7 +234,10 @@ in
       devShellsFor =
         system:
         let
-          vs = filter (v: v.system == system && builtins.any (b: elem v b.variants) builds) matrix;
+          # the variants built here, and the environment pure-Python kernels are assembled in
+          vs = filter (
+            v: v.system == system && (builtins.any (b: elem v b.variants) builds || anyNoarch && v == noarchCarrier system)
+          ) matrix;
           shells = listToAttrs (
             map (
               variant:

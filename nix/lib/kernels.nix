@@ -7,6 +7,8 @@ let
     elem
     filter
     fromTOML
+    head
+    isList
     isString
     map
     mapAttrsToList
@@ -71,8 +73,20 @@ in
       # No [kernel.*] section: a pure-Python kernel, one noarch `torch-<backend>` variant per listed backend.
       noarch = (toml.kernel or { }) == { };
       sections = mapAttrsToList (_: section: section.backend or null) (toml.kernel or { });
+      listed = general.backends or null;
+      unknown = filter (b: !(elem b backendNames)) (if isList listed then listed else [ ]);
       found = if noarch then backendNames else filter (b: elem b sections) backendNames;
-      narrowed = if general ? backends || noarch then filter (b: elem b (general.backends or [ ])) found else found;
+      narrowed =
+        if listed != null && !(isList listed) then
+          throw "readKernel: ${file}: `backends` in [general] must be a list like [\"cuda\", \"cpu\"]"
+        else if unknown != [ ] then
+          throw "readKernel: ${file}: `backends` in [general] names unknown backend ${toJSON (head unknown)}; known: ${toJSON backendNames}"
+        else if noarch && (listed == null || listed == [ ]) then
+          throw "readKernel: ${file}: no [kernel.<name>] section and no `backends` in [general]; a pure-Python kernel lists them, e.g. backends = [\"cuda\", \"cpu\"]"
+        else if listed != null then
+          filter (b: elem b listed) found
+        else
+          found;
     in
     {
       inherit dir name universal noarch;

@@ -31,13 +31,13 @@ in
       systems = names noarchNixpkgs.packages;
       packages = names noarchNixpkgs.packages.aarch64-linux;
       joined = names noarchNixpkgs.packages.x86_64-linux.softcap.out.entries;
-      shells = noarchNixpkgs.devShells.x86_64-linux;
+      shells = names noarchNixpkgs.devShells.x86_64-linux;
     };
     expected = {
       systems = [ "aarch64-linux" "x86_64-linux" ];
       packages = [ "default" "softcap" "softcap-aarch64-linux" "softcap-torch-cpu" "softcap-torch-cuda" ];
       joined = [ "torch-cpu" "torch-cuda" ];
-      shells = { }; # nothing to compile, nothing to develop in
+      shells = [ "default" "torch212-cxx11-cpu-x86_64-linux" ]; # where its variants are assembled
     };
   };
   testGenFlakeOutputsNoarchBuiltInTheNewestCpuEnvironment = {

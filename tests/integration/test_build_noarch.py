@@ -162,3 +162,24 @@ def test_publish_and_get_kernel_from_the_hub(farm: Path, tmp_path: Path) -> None
         work.mkdir()
         out = probe('kernels.get_kernel("org/softcap", version=1)', env=env, cwd=work)
         assert out["module"].startswith("_softcap_cpu_") and f"snapshots/{commit}/build/torch-cpu/" in out["file"]
+
+
+def test_build_removes_and_check_fails_variants_of_the_other_kind(farm: Path, guide_kernel: Path) -> None:
+    kernel = farm / "kernels" / "softcap"
+    stale = kernel / "build" / "torch213-cxx11-cpu-x86_64-linux"  # as if softcap used to compile
+    shutil.copytree(kernel / "build" / "torch-cpu", stale)
+    proc = pybuild("check", str(kernel), "--no-import", ok=False)
+    assert proc.returncode == 8
+    assert "left from before the kernel became pure Python" in " ".join(proc.stdout.split()), proc.stdout
+    proc = pybuild("build", str(kernel))
+    assert "removed build/torch213-cxx11-cpu-x86_64-linux/: the kernel is pure Python now" in proc.stderr
+    assert not stale.exists() and (kernel / "build" / "torch-cpu").is_dir()
+    pybuild("check", str(kernel), "--no-import")
+
+    # the other way round: a compiled kernel (the guide's) with a torch-cuda folder from its pure-Python days
+    from pybuild.build import other_kind_variants
+    from pybuild.manifest import load_manifest
+
+    (guide_kernel / "build" / "torch-cuda").mkdir(parents=True)
+    (guide_kernel / "build" / "torch211-cxx11-cu130-x86_64-linux").mkdir()
+    assert [d.name for d in other_kind_variants(load_manifest(guide_kernel))] == ["torch-cuda"]

@@ -186,6 +186,14 @@ def test_pure_python_kernel_errors(guide_kernel: Path, extra: str, fragment: str
 
 def test_no_sections_and_no_backends_names_both_kinds_of_kernel(guide_kernel: Path) -> None:
     with pytest.raises(ManifestError) as info:
-        parse_manifest('[general]\nname = "img2gray"\nbackends = []\n', guide_kernel / "build.toml")
+        parse_manifest('[general]\nname = "img2gray"\n', guide_kernel / "build.toml")
     message = str(info.value)
     assert "no [kernel.<name>] section" in message and "for a pure-Python kernel, list its backends" in message
+    with pytest.raises(ManifestError, match=r"`backends` in \[general\] is empty, which leaves nothing to build"):
+        parse_manifest('[general]\nname = "img2gray"\nbackends = []\n', guide_kernel / "build.toml")
+
+
+def test_noarch_binding_error_comes_before_the_path_checks(guide_kernel: Path) -> None:
+    text = NOARCH + '[torch]\nsrc = ["torch-ext/missing.cpp"]\n'
+    with pytest.raises(ManifestError, match="no \\[kernel.\\*\\] section compiles anything"):
+        parse_manifest(text, guide_kernel / "build.toml")
