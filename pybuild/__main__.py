@@ -193,7 +193,7 @@ def cmd_clean(args: argparse.Namespace) -> int:
 
 def cmd_build(args: argparse.Namespace) -> int:
     from .build import BuildOptions, BuildResult, build_variant, remove_other_kind_variants
-    from .host import host_variants
+    from .host import host_variants, kernel_host_variants
     from .manifest import load_manifest
 
     rep = Reporter(quiet=args.quiet, json_mode=args.json)
@@ -209,8 +209,7 @@ def cmd_build(args: argparse.Namespace) -> int:
             kind = "pure Python" if manifest.noarch else "compiled"
             rep.info(f"{manifest.name}: removed build/{name}/: the kernel is {kind} now, and the loader would "
                      "have picked that old build")
-        # a pure-Python kernel's variants need no toolchain: every machine builds all of them
-        variants = manifest.variants(()) if manifest.noarch else [v for v in host_variants() if manifest.accepts(v)]
+        variants = kernel_host_variants(manifest)
         if args.variant:
             unknown = sorted(set(args.variant) - {v.name for v in variants})
             if unknown:

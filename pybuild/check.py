@@ -418,12 +418,11 @@ def importable_here(variant: Variant) -> str | None:
         info = torch_info()
     except PybuildError as e:
         return str(e)
-    if variant.noarch:
-        pass  # any system, any torch: only the backend must be here
-    elif variant.system != host_system():
-        return f"built for {variant.system}, this machine is {host_system()}"
-    elif variant.torch != info.major_minor:
-        return f"built for torch {variant.torch}, this Python has torch {info.version}"
+    if not variant.noarch:  # a noarch variant loads on any system and torch: only its backend matters
+        if variant.system != host_system():
+            return f"built for {variant.system}, this machine is {host_system()}"
+        if variant.torch != info.major_minor:
+            return f"built for torch {variant.torch}, this Python has torch {info.version}"
     if variant.backend == "cpu":
         return None
     if variant.backend == "cuda":

@@ -17,9 +17,13 @@ import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .errors import ToolchainError
 from .variants import Variant
+
+if TYPE_CHECKING:
+    from .manifest import Manifest
 
 
 @dataclass(frozen=True)
@@ -120,6 +124,14 @@ def host_variants(require_nvcc: bool = True) -> list[Variant]:
         if not require_nvcc or find_nvcc() is not None:
             variants.append(Variant(info.major_minor, "cuda", cuda_major_minor(info.cuda), abi, system))
     return variants
+
+
+def kernel_host_variants(manifest: Manifest) -> list[Variant]:
+    """The variants of ``manifest`` this machine builds: all noarch ones of a pure-Python kernel (they
+    need no toolchain), else the host variants the kernel accepts."""
+    if manifest.noarch:
+        return manifest.variants(())
+    return [v for v in host_variants() if manifest.accepts(v)]
 
 
 def cmake_and_ninja() -> tuple[str, str]:

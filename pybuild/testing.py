@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 from types import ModuleType
 
-from .host import host_variants
+from .host import kernel_host_variants
 from .manifest import load_manifest
 
 
@@ -38,7 +38,7 @@ def ensure_built(kernel_dir: Path) -> None:
 def variant_dir_for(kernel_dir: Path, backend: str | None = None) -> Path:
     """The built variant this process would load: CUDA where available, else CPU."""
     manifest = load_manifest(kernel_dir)
-    variants = manifest.variants(()) if manifest.noarch else [v for v in host_variants() if manifest.accepts(v)]
+    variants = kernel_host_variants(manifest)
     if backend is None:
         backend = "cuda" if cuda_available() and any(v.backend == "cuda" for v in variants) else "cpu"
     for v in variants:
