@@ -305,15 +305,16 @@ def cmd_publish(args: argparse.Namespace) -> int:
 
     rep = Reporter(quiet=args.quiet)
     manifest = load_manifest(Path(args.kernel_dir))
-    check_repo_id(args.repo_id)  # argument errors before the (slower) check
+    check_repo_id(args.repo_id)  # argument and client errors before the (slower) check
     parse_version(args.version, manifest)
+    repo_type = kernel_repo_type()
     with rep.task(f"checking {manifest.root}") as update:
         update("metadata, digests, ABI, imports", None)
         report = check_kernel(manifest.root, _matrix(args))
     if not report.ok and not getattr(args, "json", False):
         _print_check(rep, report)
     plan = make_plan(manifest, repo_id=args.repo_id, version=args.version, report=report,
-                     allow_noncompliant=args.allow_noncompliant, repo_type=kernel_repo_type())
+                     allow_noncompliant=args.allow_noncompliant, repo_type=repo_type)
     if not manifest.license_set and not args.quiet:
         err_console.print(f"warning: {manifest.path} names no license; publishing under the default "
                           f"{manifest.license}. Set `license = \"...\"` in [general] to choose it.",

@@ -193,17 +193,29 @@ def make_plan(manifest: Manifest, *, repo_id: str, version: str, report: CheckRe
     )
 
 
-def kernel_repo_type() -> str:
-    """``kernel`` where the installed huggingface_hub knows kernel repos (what the kernels loader reads)."""
-    from huggingface_hub import constants
+# huggingface_hub knows the `kernel` repo type (REPO_TYPES_WITH_KERNEL) since 1.x, but its
+# create_commit / preupload / upload_* accept it only from 2.3 on ("Invalid repo type" before).
+MIN_HUB_CLIENT = "2.3"
 
-    types = getattr(constants, "REPO_TYPES_WITH_KERNEL", None) or getattr(constants, "REPO_TYPES", [])
-    if "kernel" in types:
+
+def kernel_repo_type(installed: str | None = None) -> str:
+    """``kernel`` where the installed huggingface_hub can upload to kernel repos (what the kernels
+    loader reads); a PublishError naming the fix where it cannot."""
+    from packaging.version import InvalidVersion, Version
+
+    if installed is None:
+        import huggingface_hub
+
+        installed = huggingface_hub.__version__
+    try:
+        ok = Version(installed) >= Version(MIN_HUB_CLIENT)
+    except InvalidVersion:
+        ok = True  # a development build: let the Hub answer
+    if ok:
         return "kernel"
-    import huggingface_hub
-
-    msg = (f"huggingface_hub {huggingface_hub.__version__} cannot write kernel repos (repo_type='kernel'), which the "
-           "kernels loader reads; upgrade it: pip install -U 'huggingface_hub>=1.0'")
+    msg = (f"huggingface_hub {installed} cannot upload to kernel repos (repo_type='kernel', which the kernels "
+           f"loader reads, needs huggingface_hub >= {MIN_HUB_CLIENT}); upgrade it: "
+           f"pip install -U 'huggingface_hub>={MIN_HUB_CLIENT}'")
     raise PublishError(msg)
 
 

@@ -43,7 +43,7 @@ from .server import ROUTES, Faults, HubError, HubServer, HubStore, git_blob_oid
 
 __all__ = [
     "DUMMY_TOKEN", "ROUTES", "Faults", "HubError", "HubServer", "HubStore", "git_blob_oid",
-    "hub_env", "hub_subprocess_env", "use_hub_in_process",
+    "hub_env", "hub_subprocess_env", "require_hub_client", "use_hub_in_process",
 ]
 
 DUMMY_TOKEN = "hf_fixture_dummy_token"
@@ -56,11 +56,27 @@ _CONFLICTING_ENV = (
 )
 
 
+def require_hub_client() -> None:
+    """Skip the calling test where the installed huggingface_hub predates what the fixture and
+    pybuild publish need (a bare machine's preinstalled one; requirements-dev.txt pins it)."""
+    import huggingface_hub
+    import pytest
+    from packaging.version import Version
+
+    from pybuild.publish import MIN_HUB_CLIENT  # what publish needs; use_hub_in_process also relies on
+    # that version's internals (utils._http._HUB_ORIGINS)
+
+    if Version(huggingface_hub.__version__).release < Version(MIN_HUB_CLIENT).release:
+        pytest.skip(f"needs huggingface_hub >= {MIN_HUB_CLIENT} (have {huggingface_hub.__version__}); "
+                    "pip install -r requirements-dev.txt")
+
+
 def hub_env(endpoint: str, tmp_path, *, token: str = DUMMY_TOKEN, offline: bool = False) -> dict[str, str]:
     """Environment variables pointing Hub clients at ``endpoint`` with caches under ``tmp_path``.
 
     Returns only the fixture's variables; see ``hub_subprocess_env`` for a complete env.
     """
+    require_hub_client()
     home = Path(tmp_path) / "hf_home"
     cache = home / "hub"
     return {

@@ -25,7 +25,7 @@ from pybuild.publish import (
 )
 from pybuild.variants import load_matrix
 from tests.fakebuild import GLIBC_232, make_kernel, make_variant, one_variant_matrix
-from tests.hubfixture import DUMMY_TOKEN, HubServer, use_hub_in_process
+from tests.hubfixture import DUMMY_TOKEN, HubServer, require_hub_client, use_hub_in_process
 
 KERNEL = "kernel"
 REPO = "org/tinyk"
@@ -36,6 +36,12 @@ def kernel(tmp_path: Path) -> Path:
     k = make_kernel(tmp_path)
     make_variant(k)
     return k
+
+
+@pytest.fixture
+def hub_client() -> None:
+    """For tests that run `publish` past its client check: a huggingface_hub that can upload to kernel repos."""
+    require_hub_client()
 
 
 @pytest.fixture
@@ -108,7 +114,7 @@ def test_bad_arguments(kernel: Path, variants_file: Path, args: list[str], code:
     assert fragment in capsys.readouterr().err
 
 
-def test_dry_run_lists_files_and_refs_without_any_network(kernel: Path, variants_file: Path,
+def test_dry_run_lists_files_and_refs_without_any_network(kernel: Path, variants_file: Path, hub_client: None,
                                                          monkeypatch: pytest.MonkeyPatch,
                                                          capsys: pytest.CaptureFixture[str]) -> None:
     def no_network(*args, **kwargs):
@@ -131,7 +137,7 @@ def test_dry_run_lists_files_and_refs_without_any_network(kernel: Path, variants
     assert "names no license; publishing under the default Apache-2.0" in captured.err
 
 
-def test_a_named_license_publishes_without_the_warning(tmp_path: Path, variants_file: Path,
+def test_a_named_license_publishes_without_the_warning(tmp_path: Path, variants_file: Path, hub_client: None,
                                                        capsys: pytest.CaptureFixture[str]) -> None:
     k = make_kernel(tmp_path / "lic")
     toml = k / "build.toml"
@@ -142,7 +148,7 @@ def test_a_named_license_publishes_without_the_warning(tmp_path: Path, variants_
     assert "names no license" not in capsys.readouterr().err
 
 
-def test_noncompliant_build_is_refused_unless_allowed_loudly(tmp_path: Path, variants_file: Path,
+def test_noncompliant_build_is_refused_unless_allowed_loudly(tmp_path: Path, variants_file: Path, hub_client: None,
                                                              capsys: pytest.CaptureFixture[str]) -> None:
     k = make_kernel(tmp_path / "bad")
     make_variant(k, so_source=GLIBC_232)
@@ -309,3 +315,21 @@ def test_cli_publish_token_and_errors(hub, api, kernel, variants_file, monkeypat
     err = capsys.readouterr().err
     assert "the Hub refused the token" in err and "hf_not_valid_here" not in err
     assert len(err.strip().splitlines()) == 1
+
+
+def test_a_hub_client_that_cannot_upload_to_kernel_repos_is_named_before_any_work(
+        kernel, variants_file, monkeypatch, capsys: pytest.CaptureFixture[str]) -> None:
+    from pybuild.publish import kernel_repo_type
+
+    assert kernel_repo_type("2.3.0") == kernel_repo_type("2.4.0") == kernel_repo_type("3.0.0.dev0") == "kernel"
+    with pytest.raises(PublishError, match=r"huggingface_hub 1\.33\.0 cannot upload to kernel repos.*>=2\.3"):
+        kernel_repo_type("1.33.0")  # knows the type, but create_commit refuses it before 2.3
+
+    import huggingface_hub
+
+    monkeypatch.setattr(huggingface_hub, "__version__", "2.2.0")
+    monkeypatch.setattr("pybuild.check.check_kernel", lambda *a, **k: pytest.fail("checked before the client"))
+    argv = ["publish", str(kernel), "--repo-id", REPO, "--version", "1.0.0", "--variants", str(variants_file)]
+    assert main(argv) != 0
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "pip install -U 'huggingface_hub>=2.3'" in err[0], err
