@@ -326,6 +326,8 @@ def check_platform(v: _Variant) -> CheckResult:
     name = "macos" if darwin else MANYLINUX
     if not exts:
         return CheckResult(v.name, name, "pass", "no compiled extension")
+    if v.variant is not None and v.variant.noarch:
+        return CheckResult(v.name, name, "skip", "a pure-Python variant may hold no compiled file (see abi3)")
     kac = _abi_checker()
     problems: list[str] = []
     newest = ""
