@@ -4,30 +4,50 @@
 #   2. with --explore: each kernel's design space without torch (benchmarks/explore/*_variants.cu),
 #      and launcher variants against torch.compile (benchmarks/explore/duel.py);
 #   3. build every kernel's host variants with pybuild (CPU + CUDA, sm_90 unless PYBUILD_CUDA_ARCHS);
-#   4. every kernel's test-suite (pytest kernels/), CUDA tests included;
+#   4. every kernel's test-suite (pytest kernels/), CUDA tests included, then the tests in tests/
+#      marked gpu: the real `kernels` package picks each kernel's CUDA variant (and a pure-Python
+#      kernel's torch-cuda) and runs it on the GPU (tests/integration/test_gpu_loader.py & co.);
 #   5. `python -m pybuild bench`: every kernel vs torch eager, torch.compile and device copies,
 #      writing gpu-<device>.json and .png.
 # Results and logs go to $OUT when set (a scratch folder the caller collects), else to
 # benchmarks/results/. Exit status: non-zero if any step failed. A tree copied without .git can
 # name its commit for the JSON (it wins over a stale .git): PYBUILD_SOURCE_COMMIT=<sha> bash benchmarks/run_gpu.sh.
+# A machine without network access gets what it lacks (the `kernels` package, usually) as wheels:
+# --wheels DIR installs DIR/*.whl (without their dependencies) into a scratch folder on PYTHONPATH.
+# With `kernels` importable, the kernel test-suites load every build through it; without it they
+# import the variant the loader's way, and the loader tests are skipped.
 #
 #   bash benchmarks/run_gpu.sh              # build, test, bench
 #   bash benchmarks/run_gpu.sh --quick      # fewer sizes and repetitions
 #   bash benchmarks/run_gpu.sh --explore    # also time the kernels' alternative designs
 #   bash benchmarks/run_gpu.sh --no-bench   # build and test only (writes no results)
+#   bash benchmarks/run_gpu.sh --wheels wheelhouse/   # with the packages in wheelhouse/*.whl
 set -uo pipefail
 cd "$(dirname "$0")/.."
 quick=()
 explore=0
 bench=1
-for arg in "$@"; do
-  case "$arg" in
+wheels=
+usage="usage: $0 [--quick] [--explore] [--no-bench] [--wheels DIR]"
+args=("$@")
+while [ $# -gt 0 ]; do
+  case "$1" in
     --quick) quick=(--quick) ;;
     --explore) explore=1 ;;
     --no-bench) bench=0 ;;
-    *) echo "usage: $0 [--quick] [--explore] [--no-bench]" >&2; exit 2 ;;
+    --wheels)
+      [ $# -ge 2 ] || { echo "$0: --wheels needs a folder of .whl files; $usage" >&2; exit 2; }
+      wheels=$2; shift ;;
+    --wheels=*) wheels=${1#--wheels=} ;;
+    *) echo "$usage" >&2; exit 2 ;;
   esac
+  shift
 done
+if [ -n "$wheels" ] && ! compgen -G "$wheels/*.whl" > /dev/null; then
+  echo "$0: --wheels $wheels: no .whl files there" >&2
+  exit 2
+fi
+set -- "${args[@]}"
 if [ $bench = 0 ] && { [ $explore = 1 ] || [ ${#quick[@]} -gt 0 ]; }; then
   echo "$0: --no-bench builds and tests only; drop --quick/--explore" >&2
   exit 2
@@ -42,6 +62,14 @@ scratch=$(mktemp -d "${TMPDIR:-/tmp}/pybuild-gpu.XXXXXX")
 trap 'rm -rf "$scratch"' EXIT
 step() { echo; echo "== $(date -u +%H:%M:%S) $*"; }
 
+if [ -n "$wheels" ]; then
+  step "wheels from $wheels"
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target "$scratch/site" "$wheels"/*.whl \
+    || { echo "installing the wheels in $wheels failed" >&2; exit 1; }
+  export PYTHONPATH="$scratch/site${PYTHONPATH:+:$PYTHONPATH}"
+  ls "$wheels"/*.whl
+fi
+
 step "environment"
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm,clocks.max.mem --format=csv || status=1
 nvcc --version | tail -2
@@ -52,6 +80,13 @@ print("python", sys.version.split()[0], sys.executable)
 print("torch", torch.__version__, "cuda", torch.version.cuda, "gpu", torch.cuda.is_available())
 print("python include", sysconfig.get_paths()["include"])
 import os; print("Python.h present:", os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h")))
+try:
+    from importlib.metadata import version
+    import kernels
+    print("kernels", version("kernels"), "(the kernel test-suites load every build through it)")
+except ImportError:
+    print("kernels: not installed; the kernel test-suites import each variant the loader's way and the"
+          " loader tests are skipped (pass --wheels DIR with a kernels wheel)")
 PY
 
 if [ $explore = 1 ]; then
@@ -89,6 +124,8 @@ if [ $build_ok = 1 ]; then
     echo "-- $t"
     python3 -m pytest -q -p no:cacheprovider "$t" || status=1
   done
+  echo "-- tests/ marked gpu (the kernels loader resolves and runs the CUDA variants)"
+  python3 -m pytest -q -p no:cacheprovider -m gpu tests || status=1
 
   if [ $bench = 1 ]; then
     step "bench"

@@ -1,6 +1,7 @@
 """A pure-Python kernel (no [kernel.*] sections) through the whole farm: build its noarch variants
 (torch-cuda, torch-cpu), check them, load them with the real `kernels`, pack wheels, collect a
-result tree, and publish to the loopback Hub fixture, from which `get_kernel` picks torch-cpu here.
+result tree, and publish to the loopback Hub fixture, from which `get_kernel` picks the variant of
+this torch's backend (torch-cpu with a CPU torch, torch-cuda with a CUDA one, as the loader decides).
 Nothing is compiled, so these run in seconds."""
 
 from __future__ import annotations
@@ -21,8 +22,11 @@ from tests.hubfixture import HubServer, hub_subprocess_env
 REPO = Path(__file__).resolve().parents[2]
 FIXTURE = REPO / "tests" / "fixtures" / "noarch-softcap"
 
-pytest.importorskip("torch")
+torch = pytest.importorskip("torch")
 pytest.importorskip("kernels")
+
+# The loader picks the backend torch was built for (a GPU need not be present).
+LOADED = "cuda" if torch.version.cuda else "cpu"
 
 # The op must equal its plain-torch definition, pass opcheck and compile with fullgraph=True.
 PROBE = """
@@ -106,10 +110,33 @@ def test_build_layout_metadata_and_check(farm: Path) -> None:
 def test_loads_with_kernels_and_passes_opcheck_and_compile(farm: Path, tmp_path: Path) -> None:
     kernel = farm / "kernels" / "softcap"
     out = probe(f"kernels.get_local_kernel(Path({str(kernel)!r}))", cwd=tmp_path)
-    assert out["module"].startswith("_softcap_cpu_") and "/build/torch-cpu/" in out["file"]
+    assert out["module"].startswith(f"_softcap_{LOADED}_") and f"/build/torch-{LOADED}/" in out["file"]
     env = {**os.environ, "LOCAL_KERNELS": f"org/softcap={kernel}"}
     out = probe('kernels.get_kernel("org/softcap", version=1)', env=env, cwd=tmp_path)
-    assert out["module"].startswith("_softcap_cpu_")
+    assert out["module"].startswith(f"_softcap_{LOADED}_")
+
+
+CUDA_PROBE = """
+import json, torch, kernels
+k = kernels.get_kernel("org/softcap", version=1)
+x = torch.randn(4096, 512, device="cuda", dtype=torch.bfloat16)
+torch.testing.assert_close(k.softcap(x, 2.5), torch.tanh(x / 2.5) * 2.5)
+torch.library.opcheck(getattr(torch.ops, k.__name__).softcap, (x, 2.5))
+compiled = torch.compile(lambda t: k.softcap(t, 4.0), fullgraph=True)
+torch.testing.assert_close(compiled(x), torch.tanh(x / 4.0) * 4.0)
+print(json.dumps({"module": k.__name__, "file": k.__file__, "device": str(k.softcap(x, 1.0).device)}))
+"""
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+def test_get_kernel_picks_torch_cuda_and_runs_on_the_gpu(farm: Path, tmp_path: Path) -> None:
+    kernel = farm / "kernels" / "softcap"
+    env = {**os.environ, "LOCAL_KERNELS": f"org/softcap={kernel}"}
+    proc = run([sys.executable, "-c", CUDA_PROBE], env=env, cwd=tmp_path)
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert out["module"].startswith("_softcap_cuda_") and "/build/torch-cuda/" in out["file"], out
+    assert out["device"].startswith("cuda"), out
 
 
 def test_a_compiled_file_in_a_noarch_variant_fails_check_and_wheel(farm: Path, tmp_path: Path) -> None:
@@ -161,7 +188,8 @@ def test_publish_and_get_kernel_from_the_hub(farm: Path, tmp_path: Path) -> None
         work = tmp_path / "work"
         work.mkdir()
         out = probe('kernels.get_kernel("org/softcap", version=1)', env=env, cwd=work)
-        assert out["module"].startswith("_softcap_cpu_") and f"snapshots/{commit}/build/torch-cpu/" in out["file"]
+        assert out["module"].startswith(f"_softcap_{LOADED}_"), out
+        assert f"snapshots/{commit}/build/torch-{LOADED}/" in out["file"], out
 
 
 def test_build_removes_and_check_fails_variants_of_the_other_kind(farm: Path, guide_kernel: Path) -> None:
