@@ -240,9 +240,15 @@ def test_wheel_installs_in_a_fresh_venv_and_matches_the_local_build(built, local
     else:  # a newer host (Debian here): a plain linux tag and a warning that says why
         assert whl.name.endswith("-linux_x86_64.whl") and "not manylinux_2_28" in proc.stderr
     venv = tmp_path / "venv"
-    run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)], dict(os.environ), tmp_path)
+    run([sys.executable, "-m", "venv", str(venv)], dict(os.environ), tmp_path)
     py = venv / "bin" / "python"
-    # --no-deps: torch comes from the system site-packages; resolving torch's own requirements offline would
+    # torch from this interpreter's site-packages, after the venv's own (--system-site-packages would give
+    # the base interpreter's, which lacks torch where this interpreter is itself a venv)
+    venv_site = run([str(py), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                    dict(os.environ), tmp_path).stdout.strip()
+    ours = sorted({sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]})
+    (Path(venv_site) / "_outer_site_packages.pth").write_text("\n".join(ours) + "\n")
+    # --no-deps: torch comes from the outer site-packages; resolving torch's own requirements offline would
     # fail on this machine's older setuptools. The wheel's requirement is checked against that torch below.
     run([str(py), "-m", "pip", "install", "-q", "--no-index", "--no-deps", "--disable-pip-version-check", str(whl)],
         dict(os.environ), tmp_path)
