@@ -26,13 +26,12 @@ SYSTEMS = ("x86_64-linux", "aarch64-linux", "aarch64-darwin")
 EXCLUDE_KEYS = ("torch", "backend", "backend-version", "cxx-abi", "system", "reason")
 
 _BACKEND_PREFIX = {"cuda": "cu", "rocm": "rocm", "xpu": "xpu"}
-_NOARCH_RE = re.compile(r"^torch-(?P<backend>cpu|cuda|rocm|metal|xpu)$")
+_NOARCH_RE = re.compile(r"^torch-(?P<backend>cpu|cuda|rocm|metal|xpu)$", re.ASCII)
 _NAME_RE = re.compile(
     r"^torch(?P<major>\d)(?P<minor>\d+)"
     r"(?:-(?P<abi>cxx11|cxx98))?"
     r"-(?P<backend>cpu|metal|cu\d{3,}|rocm\d{2,}|xpu\d{4,})"
-    r"-(?P<system>x86_64-linux|aarch64-linux|aarch64-darwin)$"
-)
+    r"-(?P<system>x86_64-linux|aarch64-linux|aarch64-darwin)$", re.ASCII)
 
 
 @dataclass(frozen=True, order=True)
@@ -101,10 +100,10 @@ def _sort_key(v: Variant) -> tuple[Any, ...]:
 
 def parse_variant_name(name: str) -> Variant:
     """Parse ``torch213-cxx11-cpu-x86_64-linux`` (or a noarch ``torch-cuda``) back into a :class:`Variant`."""
-    noarch = _NOARCH_RE.match(name)
+    noarch = _NOARCH_RE.fullmatch(name)
     if noarch:
         return noarch_variant(noarch["backend"])
-    m = _NAME_RE.match(name)
+    m = _NAME_RE.fullmatch(name)
     if not m:
         msg = (
             f"variant name {name!r} does not parse; expected e.g. "
@@ -148,7 +147,7 @@ def _str_list(path: Path, where: str, value: Any, pattern: str, example: str) ->
     if not isinstance(value, list) or not all(isinstance(x, str) for x in value):
         raise _fail(path, where, f"must be a list of strings, e.g. {example}; found {value!r}")
     for x in value:
-        if not re.fullmatch(pattern, x):
+        if not re.fullmatch(pattern, x, re.ASCII):
             raise _fail(path, where, f"invalid entry {x!r}, e.g. {example}")
     return value
 
@@ -191,7 +190,7 @@ def expand_matrix(data: Any, path: Path = Path("variants.json")) -> Matrix:
         if not isinstance(entry, dict):
             raise _fail(path, where, "must be an object")
         version = entry.get("version")
-        if not isinstance(version, str) or not re.fullmatch(r"\d\.\d+", version):
+        if not isinstance(version, str) or not re.fullmatch(r"\d\.\d+", version, re.ASCII):
             raise _fail(path, f"{where}.version", f'must be "major.minor" like "2.13"; found {version!r}')
         if version in seen_torch:
             raise _fail(path, f"{where}.version", f"torch {version} is listed twice")
@@ -222,6 +221,14 @@ def expand_matrix(data: Any, path: Path = Path("variants.json")) -> Matrix:
                             variants.add(v)
                         else:
                             excluded[v] = reason
+    expanded = [*variants, *excluded]
+    for i, ex in enumerate(excludes):  # a typo ("cpuu", "13") would otherwise exclude nothing, silently
+        if not any(_matches(v, ex) for v in expanded):
+            keys = json.dumps({k: x for k, x in ex.items() if k != "reason"}, separators=(",", ":"), sort_keys=True)
+            raise _fail(path, f"exclude[{i}]", f"matches no variant ({keys}); fix its values or remove it")
+    if not variants:
+        raise _fail(path, "top level", "expands to no variant (each torch entry's backends on `systems`, minus "
+                                       "`exclude`); nothing would be built")
     ordered = tuple(sorted(variants, key=_sort_key))
     return Matrix(
         path=path,
@@ -230,7 +237,7 @@ def expand_matrix(data: Any, path: Path = Path("variants.json")) -> Matrix:
     )
 
 
-def _excluded_by(v: Variant, excludes: list[dict[str, str]]) -> str | None:
+def _matches(v: Variant, ex: dict[str, str]) -> bool:
     fields = {
         "torch": v.torch,
         "backend": v.backend,
@@ -238,8 +245,12 @@ def _excluded_by(v: Variant, excludes: list[dict[str, str]]) -> str | None:
         "cxx-abi": v.cxx_abi,
         "system": v.system,
     }
+    return all(fields[k] == val for k, val in ex.items() if k != "reason")
+
+
+def _excluded_by(v: Variant, excludes: list[dict[str, str]]) -> str | None:
     for ex in excludes:
-        if all(fields[k] == val for k, val in ex.items() if k != "reason"):
+        if _matches(v, ex):
             return str(ex.get("reason", "excluded"))
     return None
 

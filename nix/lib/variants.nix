@@ -65,8 +65,8 @@ let
       in
       if bad != [ ] then fail where "invalid entry ${show (builtins.head bad)}, e.g. ${example}" else value;
 
-  excludedBy =
-    excludes: variant:
+  excludeMatches =
+    variant: ex:
     let
       fields = {
         torch = variant.torch;
@@ -75,9 +75,10 @@ let
         "cxx-abi" = variant.cxxAbi;
         system = variant.system;
       };
-      matches = ex: all (k: k == "reason" || fields.${k} == ex.${k}) (attrNames ex);
     in
-    builtins.any matches excludes;
+    all (k: k == "reason" || fields.${k} == ex.${k}) (attrNames ex);
+
+  excludedBy = excludes: variant: builtins.any (excludeMatches variant) excludes;
 
   expandEntry =
     { abis, systemList }:
@@ -178,6 +179,10 @@ in
       duplicate = findFirst (v: length (filter (w: w == v) versions) > 1) null versions;
       all' = lib.concatLists (lib.imap0 (expandEntry { inherit abis systemList; }) torchEntries);
       kept = filter (v: !(excludedBy excludes v)) all';
+      # an exclude that matches nothing is a typo ("cpuu", "13") that would silently exclude nothing
+      unusedExclude = findFirst (ie: !(builtins.any (v: excludeMatches v ie.ex) all')) null (
+        lib.imap0 (i: ex: { inherit i ex; }) excludes
+      );
       named = map (v: v // { name = variantName v; }) kept;
       uniqueByName = lib.attrValues (lib.listToAttrs (map (v: lib.nameValuePair v.name v) named));
     in
@@ -193,8 +198,17 @@ in
       fail "exclude" "every entry must be an object with keys from ${show excludeKeys}; found ${show badExclude}"
     else if duplicate != null then
       fail "torch" "torch ${show duplicate} is listed twice"
+    else if builtins.seq abis (builtins.seq systemList unusedExclude) != null then
+      fail "exclude[${toString unusedExclude.i}]" "matches no variant (${
+        show (removeAttrs unusedExclude.ex [ "reason" ])
+      }); fix its values or remove it"
+    else if kept == [ ] then
+      fail "top level" (
+        "expands to no variant (each torch entry's backends on `systems`, minus `exclude`); "
+        + "nothing would be built"
+      )
     else
-      builtins.seq abis (builtins.seq systemList (sort variantLessThan uniqueByName));
+      sort variantLessThan uniqueByName;
 
   /**
     Read and expand a `variants.json` file.

@@ -116,11 +116,15 @@ in
           cuda = [ ];
           cpu = false;
         }
+        {
+          version = "2.13";
+          cpu = true;
+        }
       ];
       "cxx-abi" = [ "cxx11" ];
       systems = [ "x86_64-linux" ];
     });
-    expected = [ ];
+    expected = [ "torch213-cxx11-cpu-x86_64-linux" ];
   };
   testExpandMatrixBothAbis = {
     expr = names (expandMatrix {

@@ -209,6 +209,12 @@ BAD_MATRICES = [
      "exclude: every entry must be an object with keys from"),
     ("twice", {"torch": [{"version": "2.13", "cpu": True}, {"version": "2.13", "cuda": ["13.0"]}]},
      'torch: torch "2.13" is listed twice'),
+    ("exclude-typo",
+     {"torch": [{"version": "2.13", "cpu": True}], "exclude": [{"system": "x86_64-linux", "backend": "cpuu"}]},
+     'exclude[0]: matches no variant ({"backend":"cpuu","system":"x86_64-linux"})'),
+    ("nothing-left", {"torch": [{"version": "2.13", "cpu": True}], "exclude": [{"backend": "cpu", "reason": "r"}]},
+     "top level: expands to no variant"),
+    ("no-backend", {"torch": [{"version": "2.13"}]}, "top level: expands to no variant"),
 ]
 
 

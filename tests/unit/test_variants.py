@@ -124,6 +124,11 @@ _BASE = {"torch": [{"version": "2.13", "cpu": True}], "cxx-abi": ["cxx11"], "sys
     ({"cxx-abi": []}, "cxx-abi: is empty"),
     ({"systems": []}, "systems: is empty"),
     ({"schema": 99}, "reads schema 1"),
+    ({"exclude": [{"backend": "cpuu"}]}, r"exclude\[0\]: matches no variant \(\{\"backend\":\"cpuu\"\}\)"),
+    ({"exclude": [{"backend": "cpu", "reason": "r"}, {"torch": "2.12"}]}, r"exclude\[1\]: matches no variant"),
+    ({"exclude": [{"backend": "cpu"}]}, "top level: expands to no variant"),
+    ({"torch": [{"version": "2.13"}]}, "top level: expands to no variant"),
+    ({"torch": [{"version": "2.13", "metal": True}]}, "top level: expands to no variant"),  # metal: darwin only
 ])
 def test_matrix_mistakes_that_would_silently_drop_variants(change: dict, message: str) -> None:
     with pytest.raises(VariantsError, match=message):
