@@ -11,10 +11,14 @@ import time
 import traceback
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from . import __version__
 from .errors import PybuildError, UsageError
 from .ui import Reporter, error, human_size, out_console
+
+if TYPE_CHECKING:
+    from .manifest import Manifest
 
 EPILOG = ("Run `python -m pybuild <command> --help` for a command's options. Exit codes: 0 done, 1 other failure "
           "(e.g. a file system error), 2 command-line argument, 3 build.toml, 4 variants.json, 5 toolchain, "
@@ -57,6 +61,8 @@ def _kernel_dirs(args_dirs: Sequence[str]) -> list[Path]:
         dirs = []
         for d in args_dirs:
             p = Path(d)
+            if (p / "build.toml").is_dir():
+                raise UsageError(f"{p / 'build.toml'}: is a folder; a kernel's build.toml must be a file")
             if not (p / "build.toml").is_file():
                 raise UsageError(f"{p}: not a kernel folder (no build.toml); pass e.g. kernels/img2gray")
             dirs.append(p)
@@ -66,6 +72,23 @@ def _kernel_dirs(args_dirs: Sequence[str]) -> list[Path]:
     if not dirs:
         raise UsageError(f"no kernels found under {root}; pass a kernel folder")
     return dirs
+
+
+def _load_manifests(args_dirs: Sequence[str]) -> list[Manifest]:
+    """Every named kernel (each folder once), all parsed before any work, with names unique."""
+    from .manifest import duplicate_name_message, load_manifest
+
+    seen: dict[Path, Path] = {}
+    for d in _kernel_dirs(args_dirs):
+        seen.setdefault(d.resolve(), d)
+    manifests = [load_manifest(d) for d in seen.values()]
+    by_name: dict[str, list[Path]] = {}
+    for m in manifests:
+        by_name.setdefault(m.name, []).append(m.root)
+    for name, dirs in by_name.items():
+        if len(dirs) > 1:
+            raise UsageError(duplicate_name_message(name, dirs))
+    return manifests
 
 
 def _matrix(args: argparse.Namespace):  # noqa: ANN202
@@ -81,11 +104,10 @@ def _matrix(args: argparse.Namespace):  # noqa: ANN202
 
 def cmd_variants(args: argparse.Namespace) -> int:
     from .host import host_variants
-    from .manifest import load_manifest
 
     matrix = _matrix(args)
     variants = list(matrix.variants)
-    manifest = load_manifest(Path(args.kernel)) if args.kernel else None
+    manifest = _load_manifests([args.kernel])[0] if args.kernel else None
     if manifest is not None:
         variants = manifest.variants(variants)
     try:
@@ -107,6 +129,9 @@ def cmd_variants(args: argparse.Namespace) -> int:
         ]
         print(json.dumps(out, indent=2))
         return 0
+    if args.quiet:
+        print("\n".join(v.name for v in variants))
+        return 0
     title = f"{len(variants)} variants from {matrix.path}" + (f" for {manifest.name}" if manifest else "")
     rows = [(v.name, v.torch or "any", v.backend_tag, v.cxx_abi or "-", v.system or "any",
              "◀ host" if v.noarch or v.name in host else "") for v in variants]
@@ -124,12 +149,13 @@ def cmd_variants(args: argparse.Namespace) -> int:
 
 def cmd_generate(args: argparse.Namespace) -> int:
     from .digest import ops_name, source_hash
-    from .generate import ProjectSpec, write_project
+    from .generate import ProjectSpec, checked_project, write_project
     from .host import host_variants
-    from .manifest import cuda_capabilities_for, load_manifest
+    from .manifest import cuda_capabilities_for
 
     rep = Reporter(quiet=args.quiet)
-    manifests = [load_manifest(d) for d in _kernel_dirs(args.kernel_dirs)]  # validate all first
+    manifests = _load_manifests(args.kernel_dirs)  # validate all first
+    planned = []
     for manifest in manifests:
         if manifest.noarch:
             rep.info(f"{manifest.name}: a pure-Python kernel has no CMake project to generate; edit "
@@ -153,9 +179,11 @@ def cmd_generate(args: argparse.Namespace) -> int:
             archs = manifest.cuda_capabilities() if backend == "cuda" else ()
         spec = ProjectSpec(backend=backend, ops_name=ops_name(manifest, backend, source_hash(manifest)),
                            cuda_archs=archs)
-        for rel, changed in write_project(manifest, spec):
+        planned.append((manifest, spec, checked_project(manifest, spec)))  # every kernel checked before any write
+    for manifest, spec, files in planned:
+        for rel, changed in write_project(manifest, spec, files=files):
             rep.info(f"  {'wrote    ' if changed else 'unchanged'} {manifest.root / rel}")
-        rep.info(f"generated the CMake project of {manifest.name} ({backend}, op namespace {spec.ops_name}); "
+        rep.info(f"generated the CMake project of {manifest.name} ({spec.backend}, op namespace {spec.ops_name}); "
                  f"next: pip install --no-build-isolation -e {manifest.root}")
     return 0
 
@@ -194,14 +222,22 @@ def cmd_clean(args: argparse.Namespace) -> int:
 def cmd_build(args: argparse.Namespace) -> int:
     from .build import BuildOptions, BuildResult, build_variant, remove_other_kind_variants
     from .host import host_variants, kernel_host_variants
-    from .manifest import load_manifest
+    from .manifest import check_cuda_archs
 
     rep = Reporter(quiet=args.quiet, json_mode=args.json)
     matrix = _matrix(args)
     matrix_names = set(matrix.names())
-    manifests = [load_manifest(d) for d in _kernel_dirs(args.kernel_dirs)]  # validate all before building
-    archs = tuple(a for a in args.cuda_archs.split(",") if a) if args.cuda_archs else None
+    manifests = _load_manifests(args.kernel_dirs)  # validate all before building
+    archs = check_cuda_archs(args.cuda_archs.split(","), "--cuda-archs") if args.cuda_archs else None
     options = BuildOptions(cuda_archs=archs, force=args.force, jobs=args.jobs)
+    planned = {m.root: kernel_host_variants(m) for m in manifests}
+    if args.variant:  # every name must be built for some kernel named; checked before any build
+        offered = {v.name for vs in planned.values() for v in vs}
+        unknown = sorted(set(args.variant) - offered)
+        if unknown:
+            msg = (f"--variant {', '.join(unknown)}: not a variant this machine builds for "
+                   f"{', '.join(m.name for m in manifests)}; choose from {sorted(offered)}")
+            raise UsageError(msg)
     results: list[BuildResult] = []
     failed = 0  # the exit code of the first failed build
     for manifest in manifests:
@@ -209,14 +245,12 @@ def cmd_build(args: argparse.Namespace) -> int:
             kind = "pure Python" if manifest.noarch else "compiled"
             rep.info(f"{manifest.name}: removed build/{name}/: the kernel is {kind} now, and the loader would "
                      "have picked that old build")
-        variants = kernel_host_variants(manifest)
+        variants = planned[manifest.root]
         if args.variant:
-            unknown = sorted(set(args.variant) - {v.name for v in variants})
-            if unknown:
-                msg = (f"--variant {', '.join(unknown)}: not a variant this machine builds for {manifest.name}; "
-                       f"choose from {[v.name for v in variants]}")
-                raise UsageError(msg)
             variants = [v for v in variants if v.name in args.variant]
+            if not variants:
+                rep.info(f"{manifest.name}: none of --variant {', '.join(args.variant)} is a variant of it here")
+                continue
         if not variants:
             rep.info(f"{manifest.name}: no host variant to build (kernel backends {list(manifest.backends)}, "
                      f"host {[v.name for v in host_variants()]})")
@@ -299,12 +333,11 @@ def cmd_check(args: argparse.Namespace) -> int:
 def cmd_publish(args: argparse.Namespace) -> int:
     from .check import check_kernel
     from .errors import PublishError
-    from .manifest import load_manifest
     from .publish import check_repo_id, hub_error, kernel_repo_type, make_api, make_plan, parse_version, publish_plan
     from .ui import err_console
 
     rep = Reporter(quiet=args.quiet)
-    manifest = load_manifest(Path(args.kernel_dir))
+    manifest = _load_manifests([args.kernel_dir])[0]
     check_repo_id(args.repo_id)  # argument and client errors before the (slower) check
     parse_version(args.version, manifest)
     repo_type = kernel_repo_type()
@@ -428,6 +461,7 @@ def _check_writable_dir(path: Path, flag: str) -> None:
 def cmd_bench(args: argparse.Namespace) -> int:
     from . import bench
     from .errors import BuildError
+    from .host import torch_info
     from .manifest import load_manifest
     from .testing import load_built_kernel
 
@@ -448,6 +482,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         raise UsageError(f"--name {args.name!r}: a file name without '/', e.g. gpu-h200")
     if args.out:
         _check_writable_dir(Path(args.out), "--out")
+    torch_info()  # torch installed at all: a toolchain error (exit 5) rather than an ImportError
     device = bench.resolve_device(args.device)
     rep = Reporter(quiet=args.quiet, json_mode=args.json)
     modules = [(load_manifest(d), d) for d in dirs]
@@ -457,8 +492,11 @@ def cmd_bench(args: argparse.Namespace) -> int:
         rep.info(f"{manifest.name}: building (if needed) and loading the host variant")
         try:
             kernel = load_built_kernel(d)
-        except RuntimeError as e:
-            raise BuildError(str(e).strip().splitlines()[0] + " (run `python -m pybuild build` for details)") from None
+        except RuntimeError as e:  # ensure_built's message carries build's own output: keep its error line
+            lines = [ln.strip() for ln in str(e).splitlines() if ln.strip()]
+            cause = next((ln for ln in lines if ln.startswith("error:")), lines[0] if lines else "")
+            raise BuildError(f"{d}: building the host variant failed: {cause.removeprefix('error: ')} "
+                             f"(python -m pybuild build {d} shows the full log)") from None
         loaded.append((manifest.name, kernel, module))
     compile_ = args.compile if args.compile is not None else device == "cuda"
     command = args.record_command or " ".join(["python", "-m", "pybuild", *sys.argv[1:]])
@@ -510,6 +548,7 @@ def _int_at_least(low: int):  # noqa: ANN202 - an argparse `type`
 
 def _add_output_flags(p: argparse.ArgumentParser, json_flag: bool = True) -> None:
     p.add_argument("-q", "--quiet", action="store_true", help="print only errors")
+    p.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help="show tracebacks on errors")
     if json_flag:
         p.add_argument("--json", action="store_true", help="print the result as JSON")
 
@@ -529,6 +568,8 @@ def make_parser() -> argparse.ArgumentParser:
     p.add_argument("--kernel", metavar="DIR", help="only the variants this kernel builds for")
     p.add_argument("--variants", metavar="FILE", help="variants.json to read (default: nearest one)")
     p.add_argument("--json", action="store_true", help="print JSON")
+    p.add_argument("-q", "--quiet", action="store_true", help="print only the variant names, one per line")
+    p.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help="show tracebacks on errors")
     p.set_defaults(func=cmd_variants)
 
     p = sub.add_parser("generate", help="write a kernel's CMake project (dev loop)",
@@ -536,7 +577,8 @@ def make_parser() -> argparse.ArgumentParser:
                                    "torch-ext/registration.h and _ops.py from build.toml, so that "
                                    "`pip install --no-build-isolation -e KERNEL_DIR` builds it.")
     p.add_argument("kernel_dirs", nargs="*", metavar="KERNEL_DIR", help="default: every kernel under kernels/")
-    p.add_argument("--backend", help="backend to generate for (default: the host's)")
+    p.add_argument("--backend", choices=["cpu", "cuda", "metal", "rocm", "xpu"],
+                   help="backend to generate for (default: the host's CUDA where possible, else CPU)")
     _add_output_flags(p, json_flag=False)
     p.set_defaults(func=cmd_generate)
 
@@ -553,7 +595,8 @@ def make_parser() -> argparse.ArgumentParser:
                                    "CPU always, CUDA too when torch has CUDA and nvcc is present.")
     p.add_argument("kernel_dirs", nargs="*", metavar="KERNEL_DIR", help="default: every kernel under kernels/")
     p.add_argument("--variant", action="append", metavar="NAME", help="only this host variant (repeatable)")
-    p.add_argument("--cuda-archs", metavar="LIST", help="override CUDA capabilities, e.g. 9.0 or 8.0,9.0")
+    p.add_argument("--cuda-archs", metavar="LIST", help="override CUDA capabilities for CUDA variants, e.g. 9.0 "
+                   "or 8.0,9.0 (env PYBUILD_CUDA_ARCHS does the same)")
     p.add_argument("--force", action="store_true", help="rebuild even when up to date")
     p.add_argument("-j", "--jobs", type=_int_at_least(1), metavar="N", help="parallel compile jobs (default: ninja's)")
     p.add_argument("-k", "--keep-going", action="store_true", help="build the other kernels after a failure")
@@ -638,13 +681,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in argv
     try:
-        args = make_parser().parse_args(argv)
+        args, extra = make_parser().parse_known_args(argv)
         if not getattr(args, "command", None):
             make_parser().print_help()
-            return 2
+            raise UsageError("python -m pybuild: no command given; choose one of those listed above")
+        if extra:
+            raise UsageError(f"python -m pybuild {args.command}: unrecognized arguments: {' '.join(extra)} "
+                             f"(see python -m pybuild {args.command} --help)")
         return int(args.func(args))
     except PybuildError as e:
-        if debug:
+        if debug and (not isinstance(e, UsageError) or e.__cause__ is not None):  # not argparse's own
             traceback.print_exc()
         error(str(e))
         return e.exit_code

@@ -255,6 +255,20 @@ def load_cases_module(farm_root: Path, python_name: str) -> ModuleType:
     return module
 
 
+def _cases_of(module: ModuleType, kernel: Any, device: str, quick: bool) -> list[Case]:
+    """``module.cases(...)``, checked: the benchmark file is the kernel author's code, so its failure
+    names the file and the error instead of surfacing as a traceback from the bench loop."""
+    path = getattr(module, "__file__", module.__name__)
+    try:
+        cases = list(module.cases(kernel, device, quick))
+    except Exception as e:
+        raise UsageError(f"{path}: cases() failed ({type(e).__name__}: {e}); fix the benchmark file") from e
+    bad = [c for c in cases if not isinstance(c, Case)]
+    if bad:
+        raise UsageError(f"{path}: cases() must return pybuild.bench.Case objects; got {bad[0]!r}")
+    return cases
+
+
 def _check(case: Case, ours: Any, ref: Any) -> str:
     import torch
 
@@ -453,7 +467,7 @@ def run(kernels: Sequence[tuple[str, ModuleType, ModuleType]], device: str, quic
         "results": [],
     }
     for name, kernel, module in kernels:
-        cases = module.cases(kernel, device, quick)
+        cases = _cases_of(module, kernel, device, quick)
         for case in cases:
             t0 = time.monotonic()
             r = run_case(case, device, l2, compile_, reps, copy_large, log)

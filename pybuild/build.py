@@ -27,12 +27,12 @@ from pathlib import Path
 from . import __version__
 from .digest import ops_name as make_ops_name
 from .digest import digest_mismatches, source_hash
-from .elf import bad_rpaths
+from .elf import NotELFError, bad_rpaths
 from .errors import BuildError, ToolchainError, VariantsError
 from .fsutil import dir_size, locked, new_staging_dir, remove_stale_staging, replace_dir
 from .generate import ProjectSpec, render_ops_py, template_fingerprint, write_project
 from .host import cmake_and_ninja, ccache, find_nvcc, nvcc_capabilities, nvcc_version, torch_info
-from .manifest import Manifest, cuda_capabilities_for
+from .manifest import Manifest, check_cuda_archs, cuda_capabilities_for
 from .metadata import METADATA, git_state, make_metadata, write_metadata
 from .variants import Variant, parse_variant_name
 
@@ -70,8 +70,8 @@ def _cuda_archs(manifest: Manifest, variant: Variant, options: BuildOptions) -> 
     if options.cuda_archs:
         return options.cuda_archs
     env = os.environ.get("PYBUILD_CUDA_ARCHS")
-    if env:
-        return tuple(a.strip() for a in re.split(r"[;, ]+", env) if a.strip())
+    if env and env.strip():
+        return check_cuda_archs(re.split(r"[;, ]+", env), "PYBUILD_CUDA_ARCHS")
     assert variant.backend_version is not None
     return cuda_capabilities_for(manifest, variant.backend_version)
 
@@ -136,6 +136,13 @@ def _check_variant_buildable(variant: Variant) -> None:
         raise ToolchainError(f"variant {variant.name}: backend {variant.backend} cannot be built on this host")
 
 
+def _check_output_place(root: Path, variant: Variant) -> None:
+    """``build/`` and ``build/<variant>`` must be folders (or absent) before a build starts."""
+    for place in (root / BUILD_DIR, root / BUILD_DIR / variant.name, root / WORK_DIR):
+        if (place.exists() or place.is_symlink()) and not place.is_dir():  # a file, or a dangling link
+            raise BuildError(f"{place}: a file stands where pybuild needs a folder; move it away")
+
+
 def _run_logged(cmd: list[str], log: Path, cwd: Path | None, on_line: Callable[[str], None] | None = None,
                 env: dict[str, str] | None = None) -> None:
     """Run ``cmd`` appending its output to ``log``; raise BuildError with the log's tail on failure."""
@@ -153,9 +160,16 @@ def _run_logged(cmd: list[str], log: Path, cwd: Path | None, on_line: Callable[[
                 on_line(line)
         rc = proc.wait()
     if rc != 0:
-        errors = [t for t in tail if re.search(r"error|Error|ERROR|fatal", t)]
-        first = errors[0].strip() if errors else (tail[-1].strip() if tail else "")
+        at = next((i for i, t in enumerate(tail) if re.search(r"error|Error|ERROR|fatal", t)), None)
+        first = tail[at].strip() if at is not None else (tail[-1].strip() if tail else "")
+        if at is not None and first.endswith(":"):  # "CMake Error at X (message):" -- the cause follows
+            cause = next((t.strip() for t in tail[at + 1:] if t.strip()), "")
+            first = f"{first} {cause}"
         msg = f"`{Path(cmd[0]).name} {cmd[1] if len(cmd) > 1 else ''}` failed (exit {rc}): {first[:300]} (full log: {log})"
+        compiler = re.search(r"CMAKE_(CXX|C|CUDA)_COMPILER", "\n".join(tail))
+        if compiler and len(cmd) > 1 and cmd[1] == "-S":  # configure could not use a compiler: the toolchain
+            env_var = {"CXX": "CXX", "C": "CC", "CUDA": "CUDACXX"}[compiler[1]]
+            raise ToolchainError(f"{msg}; check the {compiler[1]} compiler (${env_var}, PATH)")
         raise BuildError(msg)
 
 
@@ -174,6 +188,7 @@ def build_variant(
     work = root / WORK_DIR / variant.name
     stamp = work / "stamp.json"
     _check_variant_buildable(variant)
+    _check_output_place(root, variant)
 
     src_hash = source_hash(manifest)
     ops = make_ops_name(manifest, variant.backend, src_hash)
@@ -181,6 +196,7 @@ def build_variant(
     key = _build_key(manifest, variant, src_hash, archs)
     if not options.force and is_up_to_date(final, stamp, key):
         return BuildResult(manifest.name, variant.name, "up to date", time.monotonic() - start, dir_size(final), final)
+    cmake, ninja = cmake_and_ninja()  # the whole toolchain before anything is written
 
     with locked(root / WORK_DIR / f"{variant.name}.lock"):
         remove_stale_staging(root / WORK_DIR)
@@ -191,7 +207,6 @@ def build_variant(
         spec = ProjectSpec(backend=variant.backend, ops_name=ops, cuda_archs=archs)
         write_project(manifest, spec, dest=project)
 
-        cmake, ninja = cmake_and_ninja()
         cmake_dir = work / "cmake"
         args = [
             cmake, "-S", str(project), "-B", str(cmake_dir), "-G", "Ninja",
@@ -254,7 +269,10 @@ def build_variant(
             _run_logged([cmake, "--install", str(cmake_dir), "--prefix", str(staging)], log, cwd=work)
             pkg_dest = _add_package(manifest, staging, ops, noarch=False)
             for so in pkg_dest.glob("*.so"):
-                bad = bad_rpaths(so)
+                try:
+                    bad = bad_rpaths(so)
+                except NotELFError as e:
+                    raise BuildError(f"{e}: the build installed a broken extension") from None
                 if bad:
                     msg = f"{so.name}: RPATH points into build directories ({', '.join(bad)}); " \
                           "CMAKE_INSTALL_RPATH must stay empty"
@@ -287,6 +305,7 @@ def _assemble_noarch(manifest: Manifest, variant: Variant, options: BuildOptions
     src_hash = source_hash(manifest)
     ops = make_ops_name(manifest, variant.backend, src_hash)
     key = _build_key(manifest, variant, src_hash, ())
+    _check_output_place(root, variant)
     if not options.force and is_up_to_date(final, stamp, key):
         return BuildResult(manifest.name, variant.name, "up to date", time.monotonic() - start, dir_size(final), final)
     with locked(root / WORK_DIR / f"{variant.name}.lock"):

@@ -35,9 +35,9 @@ from typing import Any, Literal
 
 from .build import other_kind_variants
 from .digest import digest_mismatches, source_hash
-from .elf import bad_rpaths, dynamic_entries, embedded_cxx_runtime
-from .errors import PybuildError, UsageError, VariantsError
-from .manifest import NAME_RE, Manifest, load_manifest
+from .elf import NotELFError, bad_rpaths, dynamic_entries, embedded_cxx_runtime
+from .errors import PybuildError, ToolchainError, UsageError, VariantsError
+from .manifest import NAME_RE, Manifest, load_manifest, loader_python_depends
 from .metadata import METADATA
 from .variants import Matrix, Variant, parse_variant_name
 
@@ -191,9 +191,10 @@ def check_metadata(v: _Variant) -> CheckResult:
         problems.append(f"the kernels loader rejects it: {loader_error}")
     for key, kind in (("name", str), ("id", str), ("version", int), ("backend", dict)):
         if not isinstance(data.get(key), kind):
-            problems.append(f"`{key}` must be a {kind.__name__}, found {data.get(key)!r}")
+            problems.append(f"`{key}` must be {'an integer' if kind is int else 'a ' + kind.__name__}, "
+                            f"found {data.get(key)!r}")
     name = data.get("name")
-    if isinstance(name, str) and not NAME_RE.match(name):
+    if isinstance(name, str) and not NAME_RE.fullmatch(name):
         problems.append(f"`name` {name!r} does not match {NAME_RE.pattern}")
     if isinstance(name, str):
         v.kernel = name
@@ -217,7 +218,11 @@ def check_metadata(v: _Variant) -> CheckResult:
         pkg = name.replace("-", "_")
         if not (v.path / "__init__.py").is_file() and not (v.path / pkg / "__init__.py").is_file():
             problems.append(f"no {pkg}/__init__.py (nor a flat __init__.py): the loader finds no module")
-    unknown = _unknown_python_depends(data.get("python-depends", []), v.variant.backend if v.variant else "")
+    depends = data.get("python-depends", [])
+    if not isinstance(depends, list) or not all(isinstance(d, str) for d in depends):
+        problems.append(f"`python-depends` must be a list of package names, found {depends!r}")
+        depends = []
+    unknown = _unknown_python_depends(depends, v.variant.backend if v.variant else "")
     if unknown:
         problems.append(f"python-depends {unknown} are not in the kernels loader's allow-list "
                         "(kernels/python_depends.json); the loader refuses the kernel")
@@ -227,18 +232,13 @@ def check_metadata(v: _Variant) -> CheckResult:
     return CheckResult(v.name, "metadata", "pass", f"{data['name']} id {data['id']} v{data['version']} ({how})")
 
 
-def _unknown_python_depends(names: Any, backend: str) -> list[str]:
+def _unknown_python_depends(names: list[str], backend: str) -> list[str]:
     """Names the installed ``kernels`` loader would refuse (empty where it is not installed)."""
-    try:
-        from importlib.resources import files
-
-        table = json.loads(files("kernels").joinpath("python_depends.json").read_text())
-    except (ImportError, OSError, ValueError):
+    allow = loader_python_depends()
+    if allow is None:
         return []
-    if not isinstance(names, list):
-        return [repr(names)]
-    allowed = set(table.get("general", {})) | set(table.get("backends", {}).get(backend, {}))
-    return [n for n in names if n not in allowed]
+    general, per_backend = allow
+    return [n for n in names if n not in general | per_backend.get(backend, set())]
 
 
 def check_digest(v: _Variant) -> CheckResult:
@@ -282,7 +282,7 @@ def _abi_checker() -> Any:
         import kernel_abi_check
     except ImportError:
         msg = "kernel-abi-check is not installed; pip install kernel-abi-check (it is in requirements-dev.txt)"
-        raise PybuildError(msg) from None
+        raise ToolchainError(msg) from None
     return kernel_abi_check
 
 
@@ -365,7 +365,10 @@ def check_rpath(v: _Variant) -> CheckResult:
     for so in v.extensions():
         if so.suffix != ".so":
             continue
-        bad = bad_rpaths(so)
+        try:
+            bad = bad_rpaths(so)
+        except NotELFError as e:
+            return CheckResult(v.name, "rpath", "fail", f"{e}; rebuild the variant")
         if bad:
             problems.append(f"{so.name}: {', '.join(bad)}")
     if problems:

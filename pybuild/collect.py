@@ -21,7 +21,7 @@ from .check import _Variant, check_digest, check_metadata
 from .digest import digest_mismatches
 from .errors import CollectError, ManifestError
 from .fsutil import locked, new_staging_dir, replace_dir
-from .manifest import load_manifest
+from .manifest import duplicate_name_message, load_manifest
 from .metadata import METADATA
 
 Status = Literal["added", "updated", "unchanged"]
@@ -69,11 +69,17 @@ def farm_kernels(farm_root: Path) -> tuple[dict[str, Path], dict[str, ManifestEr
     ``{folder name: error}`` for those that do not (their kernel's variants cannot be placed)."""
     kernels: dict[str, Path] = {}
     broken: dict[str, ManifestError] = {}
+    folders: dict[str, list[Path]] = {}
     for toml in sorted((farm_root / "kernels").glob("*/build.toml")):
         try:
-            kernels[load_manifest(toml.parent).name] = toml.parent
+            folders.setdefault(load_manifest(toml.parent).name, []).append(toml.parent)
         except ManifestError as e:
             broken[toml.parent.name] = e
+    for name, dirs in folders.items():
+        if len(dirs) == 1:
+            kernels[name] = dirs[0]
+        else:  # which folder a variant of `name` belongs to is ambiguous: place none (keyed like its folder)
+            broken[name.replace("-", "_")] = ManifestError(duplicate_name_message(name, dirs))
     return kernels, broken
 
 

@@ -10,6 +10,10 @@ from pathlib import Path
 from .errors import ToolchainError
 
 
+class NotELFError(ValueError):
+    """A file named like an extension that readelf cannot read (corrupt, truncated, not ELF)."""
+
+
 def dynamic_entries(so: Path) -> list[tuple[str, str]]:
     """``[(tag, value)]`` of the dynamic section, e.g. ``("RUNPATH", "/x:/y")``, ``("NEEDED", "libc.so.6")``."""
     readelf = shutil.which("readelf")
@@ -17,7 +21,7 @@ def dynamic_entries(so: Path) -> list[tuple[str, str]]:
         raise ToolchainError("`readelf` not found; install binutils (apt-get install binutils)")
     out = subprocess.run([readelf, "-d", "-W", str(so)], capture_output=True, text=True, check=False)
     if out.returncode != 0:
-        raise ToolchainError(f"{so}: readelf failed: {out.stderr.strip()}")
+        raise NotELFError(f"{so.name}: not a readable shared object ({out.stderr.strip() or 'readelf failed'})")
     entries = []
     for line in out.stdout.splitlines():
         m = re.match(r"\s*0x[0-9a-f]+\s+\((\w+)\)\s+.*?\[(.*)\]\s*$", line)

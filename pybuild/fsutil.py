@@ -61,7 +61,10 @@ def new_staging_dir(parent: Path, label: str) -> Path:
 def remove_stale_staging(parent: Path) -> None:
     if parent.is_dir():
         for p in parent.glob("staging-*"):
-            shutil.rmtree(p, ignore_errors=True)
+            if p.is_dir() and not p.is_symlink():
+                shutil.rmtree(p, ignore_errors=True)
+            else:  # a file swapped out of build/ by replace_dir
+                p.unlink(missing_ok=True)
 
 
 @contextlib.contextmanager

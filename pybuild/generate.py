@@ -111,12 +111,9 @@ def write_atomic(path: Path, text: str) -> bool:
     return True
 
 
-def write_project(manifest: Manifest, spec: ProjectSpec, dest: Path | None = None) -> list[tuple[str, bool]]:
-    """Write the rendered files into ``dest`` (default: the kernel folder).
-
-    Refuses, before writing anything, to overwrite a file pybuild did not generate.
-    Returns ``[(relpath, changed)]``.
-    """
+def checked_project(manifest: Manifest, spec: ProjectSpec, dest: Path | None = None) -> dict[str, str]:
+    """The rendered files (relpath -> text), after checking that writing them into ``dest`` (default:
+    the kernel folder) overwrites no file pybuild did not generate; nothing is written."""
     dest = dest or manifest.root
     files = render_project(manifest, spec)
     for rel in files:
@@ -132,6 +129,19 @@ def write_project(manifest: Manifest, spec: ProjectSpec, dest: Path | None = Non
         for parent in target.relative_to(dest).parents:
             if parent != Path(".") and (dest / parent).exists() and not (dest / parent).is_dir():
                 raise PybuildError(f"{dest / parent}: is a file where pybuild generates a folder ({rel}); move it away")
+    return files
+
+
+def write_project(manifest: Manifest, spec: ProjectSpec, dest: Path | None = None,
+                  files: dict[str, str] | None = None) -> list[tuple[str, bool]]:
+    """Write the rendered files into ``dest`` (default: the kernel folder).
+
+    Refuses, before writing anything, to overwrite a file pybuild did not generate (``files`` from
+    ``checked_project`` skips rendering and checking again). Returns ``[(relpath, changed)]``.
+    """
+    dest = dest or manifest.root
+    if files is None:
+        files = checked_project(manifest, spec, dest)
     return [(rel, write_atomic(dest / rel, text)) for rel, text in files.items()]
 
 

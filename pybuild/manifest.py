@@ -22,17 +22,17 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
-NAME_RE = re.compile(r"^[a-z][-a-z0-9]*[a-z0-9]$")
-KERNEL_SECTION_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*$")
+NAME_RE = re.compile(r"^[a-z][-a-z0-9]*[a-z0-9]$", re.ASCII)
+KERNEL_SECTION_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*$", re.ASCII)
 SOURCE_SUFFIXES = {".c", ".cc", ".cpp", ".cxx", ".cu", ".h", ".hh", ".hpp", ".cuh", ".inc", ".metal", ".mm"}
 COMPILED_SUFFIXES = {".c", ".cc", ".cpp", ".cxx", ".cu", ".mm", ".metal"}
 KNOWN_DEPENDS = ("torch", "cutlass", "cub")
 #: Extensions of the files of ``torch-ext/<name>/`` shipped with a variant when [torch] names no `pyext`.
 DEFAULT_PYEXT = ("py", "pyi")
-PYEXT_RE = re.compile(r"^[A-Za-z0-9_]+(\.[A-Za-z0-9_]+)*$")
+PYEXT_RE = re.compile(r"^[A-Za-z0-9_]+(\.[A-Za-z0-9_]+)*$", re.ASCII)
 #: Files of ``torch-ext/<name>/`` that the build makes, never copied from the source folder.
 _BUILT_SUFFIXES = (".so", ".pyd", ".dylib", ".pyc")
-ROCM_ARCH_RE = re.compile(r"^gfx[0-9a-f]{2,4}(:[a-z]+[+-])*$")
+ROCM_ARCH_RE = re.compile(r"^gfx[0-9a-f]{2,4}(:[a-z]+[+-])*$", re.ASCII)
 
 #: CUDA compute capabilities each toolkit release can target (nvcc --list-gpu-arch).
 CUDA_CAPABILITIES: dict[str, tuple[str, ...]] = {
@@ -209,7 +209,7 @@ class _Reader:
         value = self.table[key]
         if kind is bool and not isinstance(value, bool) or kind is not bool and not isinstance(value, kind) \
                 or kind is int and isinstance(value, bool):
-            self.fail(f"{self.where(key)} must be a {kind.__name__}; found {value!r}")
+            self.fail(f"{self.where(key)} must be {_KIND_NAMES.get(kind, kind.__name__)}; found {value!r}")
         return value
 
     def str_list(self, key: str, required: bool = False) -> tuple[str, ...]:
@@ -221,6 +221,8 @@ class _Reader:
 
 def _check_path(reader: _Reader, root: Path, key: str, rel: str, must_be_dir: bool = False) -> None:
     where = reader.where(key)
+    if "\0" in rel or any(ord(c) < 32 for c in rel):
+        reader.fail(f"{where}: path {rel!r} contains a control character; name the file plainly")
     p = Path(rel)
     if p.is_absolute():
         reader.fail(f"{where}: path {rel!r} is absolute; use a path relative to the kernel folder")
@@ -236,6 +238,8 @@ def _check_path(reader: _Reader, root: Path, key: str, rel: str, must_be_dir: bo
         if not full.is_dir():
             reader.fail(f"{where}: include directory {rel!r} does not exist")
         return
+    if full.is_dir():
+        reader.fail(f"{where}: {rel!r} is a folder; list the source files in it one by one")
     if not full.is_file():
         reader.fail(f"{where}: source file {rel!r} does not exist (looked in {root})")
     if p.suffix not in SOURCE_SUFFIXES:
@@ -246,10 +250,52 @@ def _parse_torch_bound(reader: _Reader, key: str) -> tuple[int, int] | None:
     value = reader.get(key, str)
     if value is None:
         return None
-    m = re.fullmatch(r"(\d)\.(\d+)", value)
+    m = re.fullmatch(r"(\d)\.(\d+)", value, re.ASCII)
     if not m:
         reader.fail(f'{reader.where(key)} must be "major.minor" like "2.12"; found {value!r}')
     return int(m[1]), int(m[2])
+
+
+def loader_python_depends() -> tuple[set[str], dict[str, set[str]]] | None:
+    """The installed ``kernels`` loader's allow-list for ``python-depends``: (for every backend, per
+    backend); None where ``kernels`` is not installed."""
+    try:
+        import json
+        from importlib.resources import files
+
+        table = json.loads(files("kernels").joinpath("python_depends.json").read_text())
+        return set(table.get("general", {})), {b: set(v) for b, v in table.get("backends", {}).items()}
+    except (ImportError, OSError, ValueError, AttributeError, TypeError):
+        return None
+
+
+#: How a type reads in an error message ("must be an integer", not "must be a int").
+_KIND_NAMES = {int: "an integer (e.g. 1)", str: "a string", bool: "true or false", list: "a list", dict: "a table",
+               float: "a number"}
+
+
+def check_cuda_archs(values: list[str], where: str) -> tuple[str, ...]:
+    """CUDA capabilities given on the command line or in the environment (``where`` names which),
+    checked like build.toml's ``cuda-capabilities``."""
+    from .errors import UsageError
+
+    archs = tuple(a.strip() for a in values if a.strip())
+    if not archs:
+        raise UsageError(f"{where}: no CUDA capability given; e.g. 9.0 or 8.0,9.0")
+    for a in archs:
+        if a not in ALL_CUDA_CAPABILITIES:
+            close = difflib.get_close_matches(a, ALL_CUDA_CAPABILITIES, n=1)
+            hint = f"did you mean {close[0]!r}?" if close else f"known: {', '.join(ALL_CUDA_CAPABILITIES)}"
+            raise UsageError(f"{where}: {a!r} is not a CUDA capability; {hint}")
+    return archs
+
+
+def duplicate_name_message(name: str, dirs: list[Path]) -> str:
+    """One line for kernel folders whose build.toml files share a ``name`` (their builds, metadata and
+    Hub repos would collide)."""
+    files = " and ".join(str(d / "build.toml") for d in dirs)
+    return (f"{files} both name the kernel {name!r}; a kernel's name must be unique in the farm: "
+            "rename one ([general] name)")
 
 
 def parse_manifest(text: str, path: Path) -> Manifest:
@@ -264,7 +310,7 @@ def parse_manifest(text: str, path: Path) -> Manifest:
 
     general = _Reader(path, "general", data.get("general", None) or _missing(path, "general"), _GENERAL_KEYS)
     name = general.get("name", str, required=True)
-    if not NAME_RE.match(name):
+    if not NAME_RE.fullmatch(name):
         general.fail(
             f"`name` in [general] is {name!r}; use lowercase letters, digits and '-', starting with a letter "
             "and not ending with '-' (e.g. \"img2gray\", \"rms-norm\")"
@@ -302,7 +348,7 @@ def parse_manifest(text: str, path: Path) -> Manifest:
         _check_path(torch, root, "include", inc, must_be_dir=True)
     pyext = torch.str_list("pyext") if "pyext" in torch.table else DEFAULT_PYEXT
     for ext in pyext:
-        if not PYEXT_RE.match(ext):
+        if not PYEXT_RE.fullmatch(ext):
             torch.fail(f"`pyext` in [torch] has {ext!r}; list file extensions without the dot, e.g. [\"py\", \"json\"]")
         if "." + ext in _BUILT_SUFFIXES:
             torch.fail(f"`pyext` in [torch] has {ext!r}: built files come from the build, not torch-ext/; drop it")
@@ -320,8 +366,8 @@ def parse_manifest(text: str, path: Path) -> Manifest:
     kernels = []
     for kname, table in kernel_tables.items():
         section = f"kernel.{kname}"
-        if not KERNEL_SECTION_RE.match(kname):
-            raise ManifestError(f"{path}: [{section}]: kernel names use letters, digits, '_' and '-'")
+        if not KERNEL_SECTION_RE.fullmatch(kname):
+            raise ManifestError(f"{path}: [kernel.*] section {kname!r}: kernel names use letters, digits, '_' and '-'")
         r = _Reader(path, section, table, _KERNEL_KEYS)
         backend = r.get("backend", str, required=True)
         if backend not in BACKENDS:
@@ -354,7 +400,7 @@ def parse_manifest(text: str, path: Path) -> Manifest:
         if rocm_archs and backend != "rocm":
             r.fail(f"`rocm-archs` in [{section}] only applies to backend \"rocm\" (this one is {backend!r})")
         for a in rocm_archs:
-            if not ROCM_ARCH_RE.match(a):
+            if not ROCM_ARCH_RE.fullmatch(a):
                 r.fail(f"`rocm-archs` in [{section}] has {a!r}, not an AMD GPU target; use names like \"gfx90a\", "
                        "\"gfx942\" or \"gfx1100\"")
         kernels.append(
@@ -406,6 +452,15 @@ def parse_manifest(text: str, path: Path) -> Manifest:
     )
     if not manifest.backends:
         raise ManifestError(f"{path}: `backends` in [general] leaves no backend that a [kernel.*] section builds")
+    allow = loader_python_depends()
+    if allow is not None and python_depends:
+        general_ok, per_backend = allow
+        ok = general_ok.union(*(per_backend.get(b, set()) for b in manifest.backends))
+        refused = [d for d in python_depends if d not in ok]
+        if refused:
+            raise ManifestError(f"{path}: `python-depends` in [general] names {', '.join(map(repr, refused))}, which "
+                                f"the kernels loader refuses for backends {list(manifest.backends)}; allowed: "
+                                f"{', '.join(sorted(ok)) or 'none'} (kernels/python_depends.json)")
     return manifest
 
 

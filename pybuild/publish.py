@@ -32,8 +32,8 @@ from .errors import PublishError, UsageError
 from .generate import generated_paths
 from .manifest import Manifest
 
-VERSION_RE = re.compile(r"^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)$")
-REPO_ID_RE = re.compile(r"^[A-Za-z0-9][-A-Za-z0-9_.]*/[A-Za-z0-9][-A-Za-z0-9_.]*$")
+VERSION_RE = re.compile(r"^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)$", re.ASCII)
+REPO_ID_RE = re.compile(r"^[A-Za-z0-9][-A-Za-z0-9_.]*/[A-Za-z0-9][-A-Za-z0-9_.]*$", re.ASCII)
 #: Hub-managed file seeded into every new repo; kept, and ignored when comparing content.
 HUB_MANAGED = (".gitattributes",)
 CARD = "README.md"
@@ -105,7 +105,7 @@ class ReleasePlan:
 
 
 def parse_version(version: str, manifest: Manifest) -> tuple[int, int, int]:
-    m = VERSION_RE.match(version)
+    m = VERSION_RE.fullmatch(version)
     if not m:
         raise UsageError(f"--version {version!r}: expected MAJOR.MINOR.PATCH, e.g. 1.0.0")
     major, minor, patch = (int(x) for x in m.groups())
@@ -118,7 +118,7 @@ def parse_version(version: str, manifest: Manifest) -> tuple[int, int, int]:
 
 
 def check_repo_id(repo_id: str) -> str:
-    if not REPO_ID_RE.match(repo_id) or ".." in repo_id or repo_id.endswith((".git", ".")):
+    if not REPO_ID_RE.fullmatch(repo_id) or ".." in repo_id or repo_id.endswith((".git", ".")):
         raise UsageError(f"--repo-id {repo_id!r}: expected ORG/NAME, e.g. my-org/img2gray")
     return repo_id
 
@@ -370,7 +370,7 @@ def _newer_release(plan: ReleasePlan, tags: Iterable[str]) -> str | None:
     major = mine[0]
     newer = []
     for t in tags:
-        m = VERSION_RE.match(t[1:]) if t.startswith("v") else None
+        m = VERSION_RE.fullmatch(t[1:]) if t.startswith("v") else None
         if m and int(m[1]) == major and tuple(int(x) for x in m.groups()) > mine:
             newer.append(tuple(int(x) for x in m.groups()))
     return "v" + ".".join(map(str, max(newer))) if newer else None

@@ -131,7 +131,7 @@ def _package_dir(variant_dir: Path, meta: dict) -> Path:
 
 def wheel_spec(variant_dir: Path, version: str) -> tuple[WheelSpec, Path]:
     """The spec of ``variant_dir``'s wheel and the package folder it packs."""
-    if not re.fullmatch(r"(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)", version):
+    if not re.fullmatch(r"(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)", version, re.ASCII):
         raise UsageError(f"--version {version!r}: expected MAJOR.MINOR.PATCH without leading zeros, e.g. 1.0.0")
     path = variant_dir / METADATA
     try:

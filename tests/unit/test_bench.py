@@ -147,3 +147,19 @@ def test_a_broken_benchmark_file_is_one_usage_error(tmp_path, text: str, message
     with pytest.raises(UsageError, match=r"k\.py") as info:
         load_cases_module(tmp_path, "k")
     assert message in str(info.value)
+
+
+@pytest.mark.parametrize("body, message", [
+    ("return [1]", "cases() must return pybuild.bench.Case objects; got 1"),
+    ("return 1 / 0", "cases() failed (ZeroDivisionError: division by zero)"),
+])
+def test_a_benchmark_whose_cases_fail_is_one_usage_error(tmp_path, body: str, message: str) -> None:
+    from pybuild.bench import load_cases_module
+    from pybuild.errors import UsageError
+
+    (tmp_path / "benchmarks").mkdir()
+    (tmp_path / "benchmarks" / "k.py").write_text(f"def cases(kernel, device, quick):\n    {body}\n")
+    module = load_cases_module(tmp_path, "k")
+    with pytest.raises(UsageError, match=r"k\.py: ") as info:
+        run([("k", object(), module)], "cpu", quick=True, compile_=False, command="test", log=lambda _: None)
+    assert message in str(info.value)

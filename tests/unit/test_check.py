@@ -131,8 +131,10 @@ def test_rpath_into_build_tree(kernel: Path, matrix) -> None:
 @pytest.mark.parametrize("metadata, fragment", [
     ({"backend": {"type": "cuda"}}, "backend.type is 'cuda' but the variant name says 'cpu'"),
     ({"name": "Tiny_K"}, "does not match"),
-    ({"version": "one"}, "`version` must be a int"),
+    ({"version": "one"}, "`version` must be an integer"),
     ({"python-depends": ["numpy"]}, "python-depends ['numpy'] are not in the kernels loader's allow-list"),
+    ({"python-depends": [{}]}, "`python-depends` must be a list of package names, found [{}]"),
+    ({"python-depends": "einops"}, "`python-depends` must be a list of package names, found 'einops'"),
 ])
 def test_bad_metadata(kernel: Path, matrix, metadata: dict, fragment: str) -> None:
     vdir = make_variant(kernel, metadata=metadata)
@@ -205,3 +207,13 @@ def test_usage_errors(args: list[str], code: int, fragment: str, repo_root: Path
     assert main(args) == code
     err = capsys.readouterr().err
     assert fragment in err and len(err.strip().splitlines()) == 1
+
+
+def test_a_corrupt_extension_is_a_failed_row_not_an_abort(kernel: Path, matrix) -> None:
+    vdir = make_variant(kernel)
+    (so,) = vdir.rglob("*.so")
+    so.write_bytes(b"\x7fELF truncated")
+    report = quick_check(kernel, matrix)
+    rows = verdicts(report)
+    assert rows[(vdir.name, "rpath")] == "fail" and rows[(vdir.name, "digest")] == "fail", rows
+    assert f"{so.name}: not a readable shared object" in detail(report, "rpath")

@@ -211,3 +211,13 @@ def test_unknown_kernel_lists_unreadable_manifests(farm: Path, result: Path, tmp
     assert main(["collect", str(result), "--farm", str(farm)]) == CollectError.exit_code
     err = " ".join(capsys.readouterr().err.split())
     assert "kernel 'relu' is not a kernel of" in err and "unreadable: kernels/relu_v2/build.toml" in err, err
+
+
+def test_two_kernel_folders_with_one_name_place_nothing(farm: Path, result: Path,
+                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    shutil.copytree(farm / "kernels" / "img2gray", farm / "kernels" / "img2gray_copy")
+    assert main(["collect", str(result), "--farm", str(farm)]) == CollectError.exit_code
+    err = " ".join(capsys.readouterr().err.split())
+    assert "both name the kernel 'img2gray'" in err and "img2gray_copy/build.toml" in err, err
+    assert not (farm / "kernels" / "img2gray" / "build").exists()
+    assert not (farm / "kernels" / "img2gray_copy" / "build").exists()

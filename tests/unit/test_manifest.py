@@ -84,7 +84,7 @@ ERRORS = [
     (lambda t: t.split("[kernel.img2gray]")[0].replace('universal = false', 'backends = ["cuda"]'),
      "`src` in [torch] names C++ files, but no [kernel.*] section compiles anything"),
     (lambda t: t.replace('universal = false', 'universal = fals'), "TOML syntax error"),
-    (lambda t: t.replace('universal = false', 'universal = "no"'), "`universal` in [general] must be a bool"),
+    (lambda t: t.replace('universal = false', 'universal = "no"'), "`universal` in [general] must be true or false"),
     (lambda t: t.replace('universal = false', 'universal = true'),
      "asks for the legacy torch-universal variant, which this farm does not build; for a pure-Python kernel"),
     (lambda t: t.replace('[general]\n', ''), "unknown key `name` in [top level]"),
@@ -100,6 +100,12 @@ ERRORS = [
      "`rocm-archs` in [kernel.img2gray] has 'mi300', not an AMD GPU target"),
     (lambda t: t.replace('backend = "cuda"\ndepends = ["torch"]', 'backend = "rocm"\ndepends = ["torch"]\nrocm-archs = "gfx942"'),
      "`rocm-archs` in [kernel.img2gray] must be a list"),
+    (lambda t: t.replace('[kernel.img2gray]', '[kernel."img2gray\\n"]'), "kernel names use letters, digits"),
+    (lambda t: t.replace('src = ["csrc/img2gray.cu"]', 'src = ["csrc"]'), "'csrc' is a folder; list the source files"),
+    (lambda t: t.replace('src = ["csrc/img2gray.cu"]', 'src = ["csrc/img2gray.cu\\u0000"]'), "contains a control character"),
+    (lambda t: t.replace('name = "img2gray"', 'name = "img2gray\\n"'), "use lowercase letters, digits and '-'"),
+    (lambda t: t.replace('universal = false', 'universal = false\npython-depends = ["definitely-not-allowed"]'),
+     "names 'definitely-not-allowed', which the kernels loader refuses for backends ['cuda']; allowed: einops"),
 ]
 
 

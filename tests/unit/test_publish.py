@@ -106,6 +106,9 @@ def test_card_is_deterministic(kernel: Path, variants_file: Path) -> None:
     (["--version", "1.0.0", "--repo-id", "no-slash"], 2, "expected ORG/NAME"),
     (["--version", "1.0.0", "--retries", "-3"], 2, "--retries: expected 0 or a positive integer, got '-3'"),
     (["--version", "1.0.0", "--retries", "many"], 2, "--retries: expected 0 or a positive integer, got 'many'"),
+    (["--version", "1.0.0\n"], 2, "expected MAJOR.MINOR.PATCH"),  # `$` alone would let a newline through
+    (["--version", "1.0.1\u0663"], 2, "expected MAJOR.MINOR.PATCH"),  # a non-ASCII digit
+    (["--version", "1.0.0", "--repo-id", "org/name\n"], 2, "expected ORG/NAME"),
 ])
 def test_bad_arguments(kernel: Path, variants_file: Path, args: list[str], code: int, fragment: str,
                        capsys: pytest.CaptureFixture[str]) -> None:
