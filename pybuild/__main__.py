@@ -559,7 +559,8 @@ def make_parser() -> argparse.ArgumentParser:
         description="Kernel build farm: build PyTorch custom-op kernels for every variant, check and publish them.",
         epilog=EPILOG,
     )
-    parser.add_argument("--version", action="version", version=f"pybuild {__version__}")
+    parser.add_argument("--version", action="version", version=f"pybuild {__version__}",
+                        help="print pybuild's version (after `publish` or `wheel`, --version is the release's)")
     parser.add_argument("--debug", action="store_true", help="show tracebacks on errors")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
 
@@ -608,8 +609,10 @@ def make_parser() -> argparse.ArgumentParser:
                        description="Check every built variant of a kernel before it is published: metadata.json as "
                                    "the kernels loader reads it, digests, abi3 and manylinux_2_28 symbols "
                                    "(kernel-abi-check), RPATH, import in a fresh interpreter, and that every "
-                                   "variant the matrix requires is present. Exit 8 on any failure.")
-    p.add_argument("paths", nargs="*", metavar="KERNEL_DIR|BUILD_DIR", help="default: every kernel under kernels/")
+                                   "variant the matrix requires is present. Exit 8 when a check fails (other "
+                                   "codes, e.g. 5 for a missing tool: python -m pybuild --help).")
+    p.add_argument("paths", nargs="*", metavar="PATH", help="a kernel folder, its build/, or one variant folder "
+                   "(default: every kernel under kernels/)")
     p.add_argument("--variant", action="append", metavar="NAME", help="only this built variant (repeatable; "
                    "skips the required-variants check)")
     p.add_argument("--no-import", action="store_true", help="skip the import check")
@@ -621,9 +624,10 @@ def make_parser() -> argparse.ArgumentParser:
                        description="Upload the kernel's sources, a generated kernel card and build/ as one commit "
                                    "on branch v<major>, then tag v<X.Y.Z> on that commit. Safe to re-run; never "
                                    "moves a tag. Token: HF_TOKEN or the saved login.")
-    p.add_argument("kernel_dir", metavar="KERNEL_DIR")
+    p.add_argument("kernel_dir", metavar="KERNEL_DIR", help="the kernel folder to release, e.g. kernels/img2gray")
     p.add_argument("--repo-id", required=True, metavar="ORG/NAME", help="the Hub repo, e.g. my-org/img2gray")
-    p.add_argument("--version", required=True, metavar="X.Y.Z", help="release version; X must equal build.toml's")
+    p.add_argument("--version", required=True, metavar="X.Y.Z", help="the release's version (not pybuild's); X must "
+                   "equal build.toml's `version`")
     p.add_argument("--dry-run", action="store_true", help="list files, sizes and refs; no network at all")
     p.add_argument("--allow-noncompliant", action="store_true",
                    help="publish even if `check` fails (said loudly, recorded in the kernel card)")
@@ -639,9 +643,11 @@ def make_parser() -> argparse.ArgumentParser:
                                    "torch minor it was built for. The platform tag is manylinux_2_28 only if the "
                                    "build fits it. A pure-Python variant (torch-cuda, ...) makes a py3-none-any "
                                    "wheel that accepts any torch.")
-    p.add_argument("kernel_dir", metavar="KERNEL_DIR")
+    p.add_argument("kernel_dir", metavar="KERNEL_DIR", help="the kernel folder whose build/ to pack (e.g. kernels/img2gray), its build/, "
+                   "or one variant folder")
     p.add_argument("--variant", action="append", metavar="NAME", help="only this built variant (repeatable)")
-    p.add_argument("--version", metavar="X.Y.Z", help="wheel version (default: <build.toml version>.0.0)")
+    p.add_argument("--version", metavar="X.Y.Z", help="the wheels' version, not pybuild's (default: <build.toml "
+                   "version>.0.0)")
     p.add_argument("-o", "--out-dir", default="dist", metavar="DIR", help="where to write the wheels (default: dist)")
     _add_output_flags(p, json_flag=False)
     p.set_defaults(func=cmd_wheel)
