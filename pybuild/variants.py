@@ -149,6 +149,9 @@ def _str_list(path: Path, where: str, value: Any, pattern: str, example: str) ->
     for x in value:
         if not re.fullmatch(pattern, x, re.ASCII):
             raise _fail(path, where, f"invalid entry {x!r}, e.g. {example}")
+    twice = next((x for i, x in enumerate(value) if x in value[:i]), None)
+    if twice is not None:
+        raise _fail(path, where, f"lists {json.dumps(twice)} twice; list each once")
     return value
 
 

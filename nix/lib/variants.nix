@@ -62,8 +62,14 @@ let
     else
       let
         bad = filter (x: match pattern x == null) value;
+        twice = findFirst (x: length (filter (y: y == x) value) > 1) null value;
       in
-      if bad != [ ] then fail where "invalid entry ${show (builtins.head bad)}, e.g. ${example}" else value;
+      if bad != [ ] then
+        fail where "invalid entry ${show (builtins.head bad)}, e.g. ${example}"
+      else if twice != null then
+        fail where "lists ${show twice} twice; list each once"
+      else
+        value;
 
   excludeMatches =
     variant: ex:

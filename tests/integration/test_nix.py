@@ -215,6 +215,10 @@ BAD_MATRICES = [
     ("nothing-left", {"torch": [{"version": "2.13", "cpu": True}], "exclude": [{"backend": "cpu", "reason": "r"}]},
      "top level: expands to no variant"),
     ("no-backend", {"torch": [{"version": "2.13"}]}, "top level: expands to no variant"),
+    ("cuda-twice", {"torch": [{"version": "2.13", "cuda": ["13.0", "12.8", "13.0"]}]},
+     'torch[0].cuda: lists "13.0" twice'),
+    ("system-twice", {"torch": [{"version": "2.13", "cpu": True}], "systems": ["x86_64-linux", "x86_64-linux"]},
+     'systems: lists "x86_64-linux" twice'),
 ]
 
 
