@@ -166,7 +166,8 @@ def expand_matrix(data: Any, path: Path = Path("variants.json")) -> Matrix:
     if not isinstance(torch_entries, list) or not torch_entries:
         raise _fail(path, "torch", 'must be a non-empty list like [{"version": "2.13", "cuda": ["13.0"], "cpu": true}]')
     if "schema" in data and data["schema"] != 1:
-        raise _fail(path, "schema", f"is {data['schema']!r}; this pybuild reads schema 1 (or leave the key out)")
+        schema = json.dumps(data["schema"])
+        raise _fail(path, "schema", f"is {schema}; this pybuild reads schema 1 (or leave the key out)")
     abis = _str_list(path, "cxx-abi", data.get("cxx-abi"), "cxx11|cxx98", '["cxx11"]')
     systems = _str_list(path, "systems", data.get("systems"), "|".join(SYSTEMS), '["x86_64-linux"]')
     for key, value, example in (("cxx-abi", abis, '["cxx11"]'), ("systems", systems, '["x86_64-linux"]')):
@@ -183,7 +184,8 @@ def expand_matrix(data: Any, path: Path = Path("variants.json")) -> Matrix:
                                                'it matches, e.g. {"backend": "rocm", "system": "aarch64-linux"}')
         bad = {k: v for k, v in ex.items() if not isinstance(v, str)}
         if bad:
-            raise _fail(path, f"exclude[{i}]", f"values must be strings like \"2.13\"; found {bad!r}")
+            found = json.dumps(bad, separators=(",", ":"), sort_keys=True)
+            raise _fail(path, f"exclude[{i}]", f"values must be strings like \"2.13\"; found {found}")
 
     variants: set[Variant] = set()
     excluded: dict[Variant, str] = {}

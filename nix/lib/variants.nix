@@ -181,14 +181,15 @@ in
       badExclude = findFirst (ex: !(isAttrs ex) || ex == { } || subtractLists excludeKeys (attrNames ex) != [ ]) null (
         if isList excludes then excludes else [ ]
       );
+      indexedExcludes = lib.imap0 (i: ex: { inherit i ex; }) (if isList excludes then excludes else [ ]);
+      reasonOnly = findFirst (ie: attrNames ie.ex == [ "reason" ]) null indexedExcludes;
+      nonString = findFirst (ie: builtins.any (k: !(isString ie.ex.${k})) (attrNames ie.ex)) null indexedExcludes;
       versions = map (e: e.version or null) torchEntries;
       duplicate = findFirst (v: length (filter (w: w == v) versions) > 1) null versions;
       all' = lib.concatLists (lib.imap0 (expandEntry { inherit abis systemList; }) torchEntries);
       kept = filter (v: !(excludedBy excludes v)) all';
       # an exclude that matches nothing is a typo ("cpuu", "13") that would silently exclude nothing
-      unusedExclude = findFirst (ie: !(builtins.any (v: excludeMatches v ie.ex) all')) null (
-        lib.imap0 (i: ex: { inherit i ex; }) excludes
-      );
+      unusedExclude = findFirst (ie: !(builtins.any (v: excludeMatches v ie.ex) all')) null indexedExcludes;
       named = map (v: v // { name = variantName v; }) kept;
       uniqueByName = lib.attrValues (lib.listToAttrs (map (v: lib.nameValuePair v.name v) named));
     in
@@ -198,13 +199,28 @@ in
       fail "top level" "unknown key(s) ${show unknown}; allowed: torch, cxx-abi, systems, exclude"
     else if !(isList torchEntries) || torchEntries == [ ] then
       fail "torch" "must be a non-empty list like [{\"version\": \"2.13\", \"cuda\": [\"13.0\"], \"cpu\": true}]"
+    else if matrix ? schema && matrix.schema != 1 then
+      fail "schema" "is ${show matrix.schema}; this pybuild reads schema 1 (or leave the key out)"
+    else if abis == [ ] then
+      fail "cxx-abi" "is empty, which leaves no variant; list at least one, e.g. [\"cxx11\"]"
+    else if systemList == [ ] then
+      fail "systems" "is empty, which leaves no variant; list at least one, e.g. [\"x86_64-linux\"]"
     else if !(isList excludes) then
       fail "exclude" "must be a list of objects"
     else if badExclude != null then
       fail "exclude" "every entry must be an object with keys from ${show excludeKeys}; found ${show badExclude}"
+    else if reasonOnly != null then
+      fail "exclude[${toString reasonOnly.i}]" (
+        "has only a reason, so it would exclude every variant; add the keys it matches, "
+        + "e.g. {\"backend\": \"rocm\", \"system\": \"aarch64-linux\"}"
+      )
+    else if nonString != null then
+      fail "exclude[${toString nonString.i}]" "values must be strings like \"2.13\"; found ${
+        show (lib.filterAttrs (_: v: !(isString v)) nonString.ex)
+      }"
     else if duplicate != null then
       fail "torch" "torch ${show duplicate} is listed twice"
-    else if builtins.seq abis (builtins.seq systemList unusedExclude) != null then
+    else if builtins.deepSeq (map (v: v.torch) all') unusedExclude != null then
       fail "exclude[${toString unusedExclude.i}]" "matches no variant (${
         show (removeAttrs unusedExclude.ex [ "reason" ])
       }); fix its values or remove it"

@@ -219,6 +219,16 @@ BAD_MATRICES = [
      'torch[0].cuda: lists "13.0" twice'),
     ("system-twice", {"torch": [{"version": "2.13", "cpu": True}], "systems": ["x86_64-linux", "x86_64-linux"]},
      'systems: lists "x86_64-linux" twice'),
+    ("schema-2", {"torch": [{"version": "2.13", "cpu": True}], "schema": 2},
+     "schema: is 2; this pybuild reads schema 1"),
+    ("no-systems", {"torch": [{"version": "2.13", "cpu": True}], "systems": []}, "systems: is empty, which leaves no"),
+    ("no-abi", {"torch": [{"version": "2.13", "cpu": True}], "cxx-abi": []}, "cxx-abi: is empty, which leaves no"),
+    ("reason-only", {"torch": [{"version": "2.13", "cpu": True}], "exclude": [{"reason": "r"}]},
+     "exclude[0]: has only a reason, so it would exclude every variant"),
+    ("null-value", {"torch": [{"version": "2.13", "cpu": True}], "exclude": [{"backend-version": None}]},
+     'exclude[0]: values must be strings like "2.13"; found {"backend-version":null}'),
+    ("version-before-exclude", {"torch": [{"version": "2.x", "cpu": True}], "exclude": [{"backend": "cpuu"}]},
+     'torch[0].version: must be "major.minor"'),
 ]
 
 
