@@ -18,12 +18,13 @@ from pathlib import Path
 import pytest
 
 from tests.hubfixture import HubServer, hub_subprocess_env
+from tests.loader import require_kernels_loader
 
 REPO = Path(__file__).resolve().parents[2]
 FIXTURE = REPO / "tests" / "fixtures" / "noarch-softcap"
 
 torch = pytest.importorskip("torch")
-pytest.importorskip("kernels")
+require_kernels_loader()
 
 # The loader picks the backend torch was built for (a GPU need not be present).
 LOADED = "cuda" if torch.version.cuda else "cpu"

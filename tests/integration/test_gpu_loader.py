@@ -14,10 +14,11 @@ from pathlib import Path
 
 import pytest
 
-torch = pytest.importorskip("torch")
-pytest.importorskip("kernels")
+from pybuild.testing import ensure_built, variant_dir_for
+from tests.loader import require_kernels_loader
 
-from pybuild.testing import ensure_built, variant_dir_for  # noqa: E402
+torch = pytest.importorskip("torch")
+require_kernels_loader()
 
 REPO = Path(__file__).resolve().parents[2]
 KERNELS = sorted(p.parent.name for p in (REPO / "kernels").glob("*/build.toml"))

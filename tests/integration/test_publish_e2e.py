@@ -23,13 +23,14 @@ import pytest
 
 from pybuild.testing import ensure_built, variant_dir_for
 from tests.hubfixture import HubServer, hub_subprocess_env
+from tests.loader import require_kernels_loader
 
 REPO = Path(__file__).resolve().parents[2]
 KERNEL = REPO / "kernels" / "img2gray"
 REPO_ID = "org/img2gray"
 
 pytestmark = pytest.mark.slow
-pytest.importorskip("kernels")
+require_kernels_loader()
 pytest.importorskip("kernel_abi_check")
 
 # One fixed input; every way of loading the kernel must give these exact bytes.
