@@ -6,6 +6,7 @@ import argparse
 import errno
 import json
 import os
+import re
 import sys
 import time
 import traceback
@@ -228,7 +229,7 @@ def cmd_build(args: argparse.Namespace) -> int:
     matrix = _matrix(args)
     matrix_names = set(matrix.names())
     manifests = _load_manifests(args.kernel_dirs)  # validate all before building
-    archs = check_cuda_archs(args.cuda_archs.split(","), "--cuda-archs") if args.cuda_archs else None
+    archs = check_cuda_archs(re.split(r"[;, ]+", args.cuda_archs), "--cuda-archs") if args.cuda_archs else None
     options = BuildOptions(cuda_archs=archs, force=args.force, jobs=args.jobs)
     planned = {m.root: kernel_host_variants(m) for m in manifests}
     if args.variant:  # every name must be built for some kernel named; checked before any build

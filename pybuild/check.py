@@ -310,7 +310,12 @@ def check_abi3(v: _Variant) -> CheckResult:
                 problems.append(f"{so.name}: {s.name} is not in Python's stable ABI")
             symbols.append(s.name)
         if so.suffix == ".so":
-            libpython = [val for tag, val in dynamic_entries(so) if tag == "NEEDED" and val.startswith("libpython")]
+            try:
+                entries = dynamic_entries(so)
+            except NotELFError as e:  # e.g. a Mach-O file kernel-abi-check reads but readelf cannot
+                problems.append(str(e))
+                continue
+            libpython = [val for tag, val in entries if tag == "NEEDED" and val.startswith("libpython")]
             problems += [f"{so.name}: links {lib}; an abi3 extension must not link libpython" for lib in libpython]
     if problems:
         return CheckResult(v.name, "abi3", "fail",

@@ -78,8 +78,11 @@ def farm_kernels(farm_root: Path) -> tuple[dict[str, Path], dict[str, ManifestEr
     for name, dirs in folders.items():
         if len(dirs) == 1:
             kernels[name] = dirs[0]
-        else:  # which folder a variant of `name` belongs to is ambiguous: place none (keyed like its folder)
-            broken[name.replace("-", "_")] = ManifestError(duplicate_name_message(name, dirs))
+            continue
+        error = ManifestError(duplicate_name_message(name, dirs))
+        error.kernel = name  # type: ignore[attr-defined]  # which folder its variants belong to is ambiguous
+        for d in dirs:
+            broken[d.name] = error
     return kernels, broken
 
 
@@ -97,7 +100,8 @@ def _problem(path: Path, farm_root: Path, kernels: dict[str, Path],
     kernel_dir = kernels.get(v.kernel)
     if kernel_dir is None:
         folder = str(v.kernel).replace("-", "_")
-        same = [e for name, e in broken.items() if name.replace("-", "_") == folder]
+        same = [e for name, e in broken.items()
+                if getattr(e, "kernel", None) == v.kernel or name.replace("-", "_") == folder]
         if same:  # the kernel's own folder is there, with a build.toml that does not parse: that is the fix
             return f"{path}: kernel {v.kernel!r} cannot be placed: {same[0]}", None
         known = ", ".join(sorted(kernels)) or "none"

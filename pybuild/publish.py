@@ -208,7 +208,7 @@ def kernel_repo_type(installed: str | None = None) -> str:
 
         installed = huggingface_hub.__version__
     try:
-        ok = Version(installed) >= Version(MIN_HUB_CLIENT)
+        ok = Version(installed).release >= Version(MIN_HUB_CLIENT).release  # 2.3.0rc1 is a 2.3
     except InvalidVersion:
         ok = True  # a development build: let the Hub answer
     if ok:

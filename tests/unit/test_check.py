@@ -217,3 +217,14 @@ def test_a_corrupt_extension_is_a_failed_row_not_an_abort(kernel: Path, matrix) 
     rows = verdicts(report)
     assert rows[(vdir.name, "rpath")] == "fail" and rows[(vdir.name, "digest")] == "fail", rows
     assert f"{so.name}: not a readable shared object" in detail(report, "rpath")
+
+
+def test_an_extension_readelf_cannot_read_is_a_failed_row_everywhere(kernel: Path, matrix) -> None:
+    """A Mach-O file (a darwin build checked here): kernel-abi-check reads it, readelf does not."""
+    vdir = make_variant(kernel)
+    (so,) = vdir.rglob("*.so")
+    so.write_bytes(bytes.fromhex("cffaedfe0c000001000000000600000000000000000000000000000000000000"))
+    report = quick_check(kernel, matrix)  # no exception escapes any row
+    rows = verdicts(report)
+    assert rows[(vdir.name, "rpath")] == "fail", rows
+    assert rows[(vdir.name, "abi3")] == "fail" and "not a readable shared object" in detail(report, "abi3"), rows

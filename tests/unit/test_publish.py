@@ -324,9 +324,12 @@ def test_a_hub_client_that_cannot_upload_to_kernel_repos_is_named_before_any_wor
         kernel, variants_file, monkeypatch, capsys: pytest.CaptureFixture[str]) -> None:
     from pybuild.publish import kernel_repo_type
 
-    assert kernel_repo_type("2.3.0") == kernel_repo_type("2.4.0") == kernel_repo_type("3.0.0.dev0") == "kernel"
+    for version in ("2.3.0", "2.4.0", "2.3.0rc1", "3.0.0.dev0"):
+        assert kernel_repo_type(version) == "kernel", version
     with pytest.raises(PublishError, match=r"huggingface_hub 1\.33\.0 cannot upload to kernel repos.*>=2\.3"):
         kernel_repo_type("1.33.0")  # knows the type, but create_commit refuses it before 2.3
+    with pytest.raises(PublishError):
+        kernel_repo_type("2.2.0rc1")
 
     import huggingface_hub
 
