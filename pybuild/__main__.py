@@ -253,8 +253,15 @@ def cmd_build(args: argparse.Namespace) -> int:
                 rep.info(f"{manifest.name}: none of --variant {', '.join(args.variant)} is a variant of it here")
                 continue
         if not variants:
-            rep.info(f"{manifest.name}: no host variant to build (kernel backends {list(manifest.backends)}, "
-                     f"host {[v.name for v in host_variants()]})")
+            host = host_variants()
+            same_backend = [v for v in host if v.backend in manifest.backends]
+            if same_backend:  # the backend is here, the torch version is not: say which bound
+                bounds = " and ".join(f"{k} = \"{b[0]}.{b[1]}\"" for k, b in
+                                      (("minver", manifest.torch_minver), ("maxver", manifest.torch_maxver)) if b)
+                why = f"this machine's torch {same_backend[0].torch} is outside [torch] {bounds} of {manifest.path}"
+            else:
+                why = f"kernel backends {list(manifest.backends)}, host {[v.name for v in host]}"
+            rep.info(f"{manifest.name}: no host variant to build ({why})")
             continue
         for variant in variants:
             if variant.name not in matrix_names and not variant.noarch:
@@ -282,7 +289,10 @@ def cmd_build(args: argparse.Namespace) -> int:
             break
     rows = [(r.kernel, r.variant, r.status, f"{r.seconds:.1f} s", human_size(r.size) if r.size else "-")
             for r in results]
-    rep.table("Build summary", ["kernel", "variant", "status", "time", "size"], rows)
+    if rows or args.json:
+        rep.table("Build summary", ["kernel", "variant", "status", "time", "size"], rows)
+    else:
+        rep.info("nothing built: no kernel named has a variant for this machine (see the lines above)")
     return int(failed)
 
 
