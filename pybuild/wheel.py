@@ -134,6 +134,9 @@ def wheel_spec(variant_dir: Path, version: str) -> tuple[WheelSpec, Path]:
     if not re.fullmatch(r"(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)", version, re.ASCII):
         raise UsageError(f"--version {version!r}: expected MAJOR.MINOR.PATCH without leading zeros, e.g. 1.0.0")
     path = variant_dir / METADATA
+    if not path.exists():
+        raise PybuildError(f"{variant_dir}: not a built variant (no {METADATA}); remove the folder, or rebuild "
+                           "the variant it was (python -m pybuild build)")
     try:
         meta = json.loads(path.read_text())
     except (OSError, ValueError) as e:

@@ -154,3 +154,13 @@ def test_out_dir_that_is_a_file(tmp_path: Path, capsys: pytest.CaptureFixture[st
     (tmp_path / "dist").write_text("")
     assert main(["wheel", str(kernel), "-o", str(tmp_path / "dist")]) == 2
     assert "--out-dir" in capsys.readouterr().err
+
+
+def test_a_stray_folder_in_build_is_named_as_such(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    kernel = make_kernel(tmp_path)
+    make_variant(kernel)
+    (kernel / "build" / "junk").mkdir()
+    assert main(["wheel", str(kernel), "-o", str(tmp_path / "dist")]) != 0
+    err = " ".join(capsys.readouterr().err.split())
+    assert f"{kernel / 'build' / 'junk'}: not a built variant (no metadata.json); remove the folder" in err, err
+    assert not (tmp_path / "dist").exists() or not any((tmp_path / "dist").iterdir())
