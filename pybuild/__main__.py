@@ -6,7 +6,6 @@ import argparse
 import errno
 import json
 import os
-import re
 import sys
 import time
 import traceback
@@ -229,7 +228,7 @@ def cmd_build(args: argparse.Namespace) -> int:
     matrix = _matrix(args)
     matrix_names = set(matrix.names())
     manifests = _load_manifests(args.kernel_dirs)  # validate all before building
-    archs = check_cuda_archs(re.split(r"[;, ]+", args.cuda_archs), "--cuda-archs") if args.cuda_archs else None
+    archs = check_cuda_archs(args.cuda_archs, "--cuda-archs") if args.cuda_archs is not None else None
     options = BuildOptions(cuda_archs=archs, force=args.force, jobs=args.jobs)
     planned = {m.root: kernel_host_variants(m) for m in manifests}
     if args.variant:  # every name must be built for some kernel named; checked before any build
@@ -654,8 +653,8 @@ def make_parser() -> argparse.ArgumentParser:
                                    "torch minor it was built for. The platform tag is manylinux_2_28 only if the "
                                    "build fits it. A pure-Python variant (torch-cuda, ...) makes a py3-none-any "
                                    "wheel that accepts any torch.")
-    p.add_argument("kernel_dir", metavar="KERNEL_DIR", help="the kernel folder whose build/ to pack (e.g. kernels/img2gray), its build/, "
-                   "or one variant folder")
+    p.add_argument("kernel_dir", metavar="KERNEL_DIR", help="the kernel folder whose build/ to pack "
+                   "(e.g. kernels/img2gray), its build/, or one variant folder")
     p.add_argument("--variant", action="append", metavar="NAME", help="only this built variant (repeatable)")
     p.add_argument("--version", metavar="X.Y.Z", help="the wheels' version, not pybuild's (default: <build.toml "
                    "version>.0.0)")

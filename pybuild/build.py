@@ -71,7 +71,7 @@ def _cuda_archs(manifest: Manifest, variant: Variant, options: BuildOptions) -> 
         return options.cuda_archs
     env = os.environ.get("PYBUILD_CUDA_ARCHS")
     if env and env.strip():
-        return check_cuda_archs(re.split(r"[;, ]+", env), "PYBUILD_CUDA_ARCHS")
+        return check_cuda_archs(env, "PYBUILD_CUDA_ARCHS")
     assert variant.backend_version is not None
     return cuda_capabilities_for(manifest, variant.backend_version)
 

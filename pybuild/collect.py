@@ -64,6 +64,14 @@ def variant_dirs(result: Path) -> list[Path]:
     return found
 
 
+class _DuplicateName(ManifestError):
+    """Two kernel folders of the farm whose build.toml files name the same kernel."""
+
+    def __init__(self, kernel: str, message: str) -> None:
+        super().__init__(message)
+        self.kernel = kernel
+
+
 def farm_kernels(farm_root: Path) -> tuple[dict[str, Path], dict[str, ManifestError]]:
     """``{kernel name: kernel folder}`` for every ``kernels/*/build.toml`` of the farm that parses, and
     ``{folder name: error}`` for those that do not (their kernel's variants cannot be placed)."""
@@ -79,8 +87,7 @@ def farm_kernels(farm_root: Path) -> tuple[dict[str, Path], dict[str, ManifestEr
         if len(dirs) == 1:
             kernels[name] = dirs[0]
             continue
-        error = ManifestError(duplicate_name_message(name, dirs))
-        error.kernel = name  # type: ignore[attr-defined]  # which folder its variants belong to is ambiguous
+        error = _DuplicateName(name, duplicate_name_message(name, dirs))  # its variants' folder is ambiguous
         for d in dirs:
             broken[d.name] = error
     return kernels, broken
@@ -101,7 +108,7 @@ def _problem(path: Path, farm_root: Path, kernels: dict[str, Path],
     if kernel_dir is None:
         folder = str(v.kernel).replace("-", "_")
         same = [e for name, e in broken.items()
-                if getattr(e, "kernel", None) == v.kernel or name.replace("-", "_") == folder]
+                if (isinstance(e, _DuplicateName) and e.kernel == v.kernel) or name.replace("-", "_") == folder]
         if same:  # the kernel's own folder is there, with a build.toml that does not parse: that is the fix
             return f"{path}: kernel {v.kernel!r} cannot be placed: {same[0]}", None
         known = ", ".join(sorted(kernels)) or "none"

@@ -274,18 +274,25 @@ _KIND_NAMES = {int: "an integer (e.g. 1)", str: "a string", bool: "true or false
                float: "a number"}
 
 
-def check_cuda_archs(values: list[str], where: str) -> tuple[str, ...]:
-    """CUDA capabilities given on the command line or in the environment (``where`` names which),
-    checked like build.toml's ``cuda-capabilities``."""
+def _unknown_cuda_capability(cap: str) -> str | None:
+    """Why ``cap`` is not a CUDA capability a supported toolkit knows (None if it is one)."""
+    if cap in ALL_CUDA_CAPABILITIES:
+        return None
+    close = difflib.get_close_matches(cap, ALL_CUDA_CAPABILITIES, n=1)
+    return f"did you mean {close[0]!r}?" if close else f"known: {', '.join(ALL_CUDA_CAPABILITIES)}"
+
+
+def check_cuda_archs(text: str, where: str) -> tuple[str, ...]:
+    """CUDA capabilities given as text ("9.0", "8.0,9.0", "8.0;9.0") on the command line or in the
+    environment (``where`` names which), checked like build.toml's ``cuda-capabilities``."""
     from .errors import UsageError
 
-    archs = tuple(a.strip() for a in values if a.strip())
+    archs = tuple(a for a in re.split(r"[;, ]+", text.strip()) if a)
     if not archs:
         raise UsageError(f"{where}: no CUDA capability given; e.g. 9.0 or 8.0,9.0")
     for a in archs:
-        if a not in ALL_CUDA_CAPABILITIES:
-            close = difflib.get_close_matches(a, ALL_CUDA_CAPABILITIES, n=1)
-            hint = f"did you mean {close[0]!r}?" if close else f"known: {', '.join(ALL_CUDA_CAPABILITIES)}"
+        hint = _unknown_cuda_capability(a)
+        if hint:
             raise UsageError(f"{where}: {a!r} is not a CUDA capability; {hint}")
     return archs
 
@@ -392,9 +399,8 @@ def parse_manifest(text: str, path: Path) -> Manifest:
         if caps and backend != "cuda":
             r.fail(f"`cuda-capabilities` in [{section}] only applies to backend \"cuda\" (this one is {backend!r})")
         for c in caps:
-            if c not in ALL_CUDA_CAPABILITIES:
-                close = difflib.get_close_matches(c, ALL_CUDA_CAPABILITIES, n=1)
-                hint = f"did you mean {close[0]!r}?" if close else f"known: {', '.join(ALL_CUDA_CAPABILITIES)}"
+            hint = _unknown_cuda_capability(c)
+            if hint:
                 r.fail(f"`cuda-capabilities` in [{section}] has {c!r}, which no supported CUDA toolkit knows; {hint}")
         rocm_archs = r.str_list("rocm-archs")
         if rocm_archs and backend != "rocm":

@@ -59,16 +59,16 @@ _CONFLICTING_ENV = (
 def require_hub_client() -> None:
     """Skip the calling test where the installed huggingface_hub predates what the fixture and
     pybuild publish need (a bare machine's preinstalled one; requirements-dev.txt pins it)."""
-    import huggingface_hub
     import pytest
-    from packaging.version import Version
 
-    from pybuild.publish import MIN_HUB_CLIENT  # what publish needs; use_hub_in_process also relies on
-    # that version's internals (utils._http._HUB_ORIGINS)
+    from pybuild.errors import PublishError
+    from pybuild.publish import kernel_repo_type  # publish's own client check; use_hub_in_process also
+    # relies on that version's internals (utils._http._HUB_ORIGINS)
 
-    if Version(huggingface_hub.__version__).release < Version(MIN_HUB_CLIENT).release:
-        pytest.skip(f"needs huggingface_hub >= {MIN_HUB_CLIENT} (have {huggingface_hub.__version__}); "
-                    "pip install -r requirements-dev.txt")
+    try:
+        kernel_repo_type()
+    except PublishError as e:
+        pytest.skip(f"{e} (requirements-dev.txt pins it)")
 
 
 def hub_env(endpoint: str, tmp_path, *, token: str = DUMMY_TOKEN, offline: bool = False) -> dict[str, str]:

@@ -138,6 +138,11 @@ def test_build_refuses_bad_arguments_before_any_work(guide_kernel: Path, tmp_pat
     assert "--cuda-archs: 'banana' is not a CUDA capability" in capsys.readouterr().err
     assert main(["build", str(guide_kernel), "--cuda-archs", "9.1"]) == 2
     assert "did you mean" in capsys.readouterr().err
+    assert main(["build", str(guide_kernel), "--cuda-archs", ""]) == 2
+    assert "--cuda-archs: no CUDA capability given" in capsys.readouterr().err
+    from pybuild.manifest import check_cuda_archs
+
+    assert check_cuda_archs("8.0;9.0", "x") == check_cuda_archs(" 8.0, 9.0 ", "x") == ("8.0", "9.0")
     # --variant is checked against every kernel named before the first one builds
     other = _renamed_copy(guide_kernel, tmp_path / "other", "img2gray-two")
     toml = other / "build.toml"
