@@ -181,6 +181,20 @@ int act_typed(int v, void* out, const void* in, int64_t rows, int64_t d, cudaStr
 // ---------------------------------------------------------------------------------------------
 // rms_norm: the shipped register-resident kernel with the load hint as a parameter.
 
+// A 16-byte store with an L2 cache policy: evict-last (kLast) or evict-first.
+template <bool kLast>
+__device__ __forceinline__ void st16_policy(void* p, uint4 v) {
+  if constexpr (kLast) {
+    asm volatile("{\n\t.reg .b64 pol;\n\tcreatepolicy.fractional.L2::evict_last.b64 pol, 1.0;\n\t"
+                 "st.global.L2::cache_hint.v4.u32 [%0], {%1, %2, %3, %4}, pol;\n\t}"
+                 :: "l"(p), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w) : "memory");
+  } else {
+    asm volatile("{\n\t.reg .b64 pol;\n\tcreatepolicy.fractional.L2::evict_first.b64 pol, 1.0;\n\t"
+                 "st.global.L2::cache_hint.v4.u32 [%0], {%1, %2, %3, %4}, pol;\n\t}"
+                 :: "l"(p), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w) : "memory");
+  }
+}
+
 template <typename T, int CPT, int LH_ALL>
 __global__ void __launch_bounds__(1024) rms_kernel(T* __restrict__ out, const T* __restrict__ in,
                                                    const T* __restrict__ weight, int64_t rows, int packs, int group,
@@ -201,6 +215,7 @@ __global__ void __launch_bounds__(1024) rms_kernel(T* __restrict__ out, const T*
   constexpr int LH = LH_ALL & 7;
   constexpr bool kWeightLate = (LH_ALL & 8) != 0;
   constexpr bool kPlainStore = (LH_ALL & 16) != 0;
+  constexpr int kStorePolicy = (LH_ALL >> 5) & 3;  // 1: y stored evict-last, 2: evict-first (L2 policies)
   const uint4* w = reinterpret_cast<const uint4*>(weight);
   uint4 v[CPT], wv[CPT];
 #pragma unroll
@@ -250,8 +265,14 @@ __global__ void __launch_bounds__(1024) rms_kernel(T* __restrict__ out, const T*
       for (int k = 0; k < P::kVec; ++k) {
         o.v[k] = rms_norm::from_float<T>(rms_norm::to_float(pv.v[k]) * rstd * rms_norm::to_float(pw.v[k]));
       }
-      if (kPlainStore) *reinterpret_cast<uint4*>(y + p) = *reinterpret_cast<const uint4*>(&o);
-      else __stcs(reinterpret_cast<uint4*>(y + p), *reinterpret_cast<const uint4*>(&o));
+      const uint4 ov = *reinterpret_cast<const uint4*>(&o);
+      if constexpr (kStorePolicy != 0) {
+        st16_policy<kStorePolicy == 1>(y + p, ov);
+      } else if (kPlainStore) {
+        *reinterpret_cast<uint4*>(y + p) = ov;
+      } else {
+        __stcs(reinterpret_cast<uint4*>(y + p), ov);
+      }
     }
   }
 }
@@ -621,6 +642,9 @@ constexpr RmsCfg kRmsCfgs[] = {
     {"ppt4 evict-last blk128", 4, kEvictLast, 128},
     {"ppt4 cs blk64", 4, kCs, 64},
     {"ppt2 evict-last blk64", 2, kEvictLast, 64},
+    {"ppt4 evict-last st-evict-last", 4, kEvictLast + 32, 256},
+    {"ppt4 evict-last st-evict-first", 4, kEvictLast + 64, 256},
+    {"ppt4 cs st-evict-last", 4, kCs + 32, 256},
 };
 constexpr int kRmsN = sizeof(kRmsCfgs) / sizeof(kRmsCfgs[0]);
 
