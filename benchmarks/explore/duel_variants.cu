@@ -198,16 +198,21 @@ __device__ __forceinline__ void st16_policy(void* p, uint4 v) {
 template <typename T, int CPT, int LH_ALL>
 __global__ void __launch_bounds__(1024) rms_kernel(T* __restrict__ out, const T* __restrict__ in,
                                                    const T* __restrict__ weight, int64_t rows, int packs, int group,
-                                                   float inv_hidden, float eps) {
+                                                   float inv_hidden, float eps, unsigned swz_stride) {
   using P = rms_norm::Pack<T>;
   __shared__ float scratch[33];
   int64_t row;
   int lane;
+  // swz_stride != 0: block b takes the rows of block (b * swz_stride) mod gridDim.x (a bijection:
+  // the launcher checks the stride is coprime with the grid), so the blocks in flight at once are
+  // spread over the tensor instead of one contiguous window.
+  const unsigned bid = swz_stride == 0 ? blockIdx.x
+                                       : static_cast<unsigned>(static_cast<uint64_t>(blockIdx.x) * swz_stride % gridDim.x);
   if (group <= 32) {
-    row = static_cast<int64_t>(blockIdx.x) * (blockDim.x / group) + threadIdx.x / group;
+    row = static_cast<int64_t>(bid) * (blockDim.x / group) + threadIdx.x / group;
     lane = threadIdx.x & (group - 1);
   } else {
-    row = blockIdx.x;
+    row = bid;
     lane = threadIdx.x;
   }
   const bool row_ok = row < rows;
@@ -596,6 +601,8 @@ struct RmsCfg {
                                 // 3 lean (small rows, weight in shared memory), 4 lean with the weight in registers,
                                 // 5 bulk copies (ppt: tile KiB, occ: stages)
   int occ = 0;                  // kind 0: blocks per SM at most (0: as many as fit); kind 3: blocks per SM wanted
+  int swz = 0;                  // kind 0: block order; 0 in order, k > 0: k interleaved frontiers
+                                // (stride grid / k + 1), -1: golden-ratio stride (scattered)
 };
 
 constexpr RmsCfg kRmsCfgs[] = {
@@ -645,16 +652,30 @@ constexpr RmsCfg kRmsCfgs[] = {
     {"ppt4 evict-last st-evict-last", 4, kEvictLast + 32, 256},
     {"ppt4 evict-last st-evict-first", 4, kEvictLast + 64, 256},
     {"ppt4 cs st-evict-last", 4, kCs + 32, 256},
+    {"ppt4 evict-last 2 frontiers", 4, kEvictLast, 256, 0, 0, 2},
+    {"ppt4 evict-last 4 frontiers", 4, kEvictLast, 256, 0, 0, 4},
+    {"ppt4 evict-last 16 frontiers", 4, kEvictLast, 256, 0, 0, 16},
+    {"ppt4 evict-last scattered", 4, kEvictLast, 256, 0, 0, -1},
+    {"ppt4 cs scattered", 4, kCs, 256, 0, 0, -1},
 };
 constexpr int kRmsN = sizeof(kRmsCfgs) / sizeof(kRmsCfgs[0]);
 
 template <typename T, int CPT, int LH>
-void rms_go(T* o, const T* x, const T* w, int64_t rows, int packs, int group, int threads, float inv_h, float eps,
-            cudaStream_t s, int occ = 0) {
+int rms_go(T* o, const T* x, const T* w, int64_t rows, int packs, int group, int threads, float inv_h, float eps,
+           cudaStream_t s, int occ = 0, int swz = 0) {
   const int64_t rpb = group <= 32 ? threads / group : 1;
   auto* k = rms_kernel<T, CPT, LH>;
   const size_t smem = occupancy_smem(k, occ);
-  k<<<static_cast<unsigned>((rows + rpb - 1) / rpb), threads, smem, s>>>(o, x, w, rows, packs, group, inv_h, eps);
+  const auto blocks = static_cast<unsigned>((rows + rpb - 1) / rpb);
+  unsigned stride = 0;
+  if (swz != 0) {
+    stride = swz > 0 ? blocks / static_cast<unsigned>(swz) + 1 : static_cast<unsigned>(0.6180339887 * blocks) | 1u;
+    unsigned a = stride, b = blocks;
+    while (b != 0) { const unsigned t = a % b; a = b; b = t; }
+    if (a != 1 || stride >= blocks) return -2;  // not a bijection of this grid
+  }
+  k<<<blocks, threads, smem, s>>>(o, x, w, rows, packs, group, inv_h, eps, stride);
+  return 0;
 }
 
 template <typename T, int I>
@@ -696,17 +717,16 @@ int rms_launch(T* o, const T* x, const T* w, int64_t rows, int64_t hidden, float
   }
   const int cpt = (packs + group - 1) / group;
   switch (cpt) {
-    case 1: rms_go<T, 1, c.hint>(o, x, w, rows, packs, group, threads, inv_h, eps, s, c.occ); break;
-    case 2: rms_go<T, 2, c.hint>(o, x, w, rows, packs, group, threads, inv_h, eps, s, c.occ); break;
+    case 1: return rms_go<T, 1, c.hint>(o, x, w, rows, packs, group, threads, inv_h, eps, s, c.occ, c.swz);
+    case 2: return rms_go<T, 2, c.hint>(o, x, w, rows, packs, group, threads, inv_h, eps, s, c.occ, c.swz);
     case 3:
-    case 4: rms_go<T, 4, c.hint>(o, x, w, rows, packs, group, threads, inv_h, eps, s, c.occ); break;
+    case 4: return rms_go<T, 4, c.hint>(o, x, w, rows, packs, group, threads, inv_h, eps, s, c.occ, c.swz);
     case 5:
     case 6:
     case 7:
-    case 8: rms_go<T, 8, c.hint>(o, x, w, rows, packs, group, threads, inv_h, eps, s, c.occ); break;
+    case 8: return rms_go<T, 8, c.hint>(o, x, w, rows, packs, group, threads, inv_h, eps, s, c.occ, c.swz);
     default: return -2;
   }
-  return 0;
 }
 
 template <typename T, int... I>
