@@ -83,8 +83,9 @@ def main() -> int:
         torch.cuda.empty_cache()
         xs = [x.data_ptr() for x, _ in sets]
         print("inputs at", [hex(p) for p in xs])
+        argv = [a if not a.startswith("/") else "$OUT/" + Path(a).name for a in sys.argv[1:]]  # no machine paths
         doc = {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "case": "bf16 524288x128",
-               "command": "python3 benchmarks/explore/placement.py " + " ".join(sys.argv[1:]), "bench_style": {},
+               "command": " ".join(["python3", "benchmarks/explore/placement.py", *argv]), "bench_style": {},
                "offsets": {}}
         everyone = {"compile": comp, "copy": copy, **impls}
         times = {k: [] for k in everyone}
