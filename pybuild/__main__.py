@@ -215,6 +215,22 @@ def cmd_clean(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_new(args: argparse.Namespace) -> int:
+    from .scaffold import check_license, check_name, create_kernel
+
+    rep = Reporter(quiet=args.quiet)
+    check_name(args.name)  # before looking for the farm: a bad name is the first thing to hear about
+    check_license(args.license)
+    dest = Path(args.dir) if args.dir else _farm_root() / "kernels" / args.name
+    files = create_kernel(dest, args.name, args.license)
+    rep.info(f"created {dest}/ with an example op, {args.name.replace('-', '_')}(x, scale) = x * scale, on CPU "
+             "and CUDA:")
+    for rel in files:
+        rep.info(f"  {dest / rel}")
+    rep.info(f"next: python -m pybuild build {dest} && python -m pytest {dest / 'tests'}")
+    return 0
+
+
 # --------------------------------------------------------------------------------------------
 # build
 
@@ -573,6 +589,20 @@ def make_parser() -> argparse.ArgumentParser:
                         help="print pybuild's version (after `publish` or `wheel`, --version is the release's)")
     parser.add_argument("--debug", action="store_true", help="show tracebacks on errors")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+
+    p = sub.add_parser("new", help="start a kernel folder with a working example op and its tests",
+                       description="Write kernels/NAME/ (or --dir): build.toml; csrc/ with a CUDA kernel that "
+                                   "includes no torch header, its torch-facing launcher and a CPU implementation; "
+                                   "torch-ext/ with the op's registration and a Python wrapper (input checks, a fake "
+                                   "implementation for torch.compile); and tests/ against plain torch, opcheck and "
+                                   "torch.compile. The example op is x * scale; `python -m pybuild build` builds it "
+                                   "as it is. Nothing is written if any check fails.")
+    p.add_argument("name", metavar="NAME", help="the kernel's name: lowercase letters, digits and '-', e.g. my-op "
+                   "(its Python package and op are my_op)")
+    p.add_argument("--dir", metavar="DIR", help="the folder to create (default: kernels/NAME in the farm)")
+    p.add_argument("--license", default="Apache-2.0", metavar="SPDX", help="build.toml's license (default: Apache-2.0)")
+    _add_output_flags(p, json_flag=False)
+    p.set_defaults(func=cmd_new)
 
     p = sub.add_parser("variants", help="list the variant matrix (host variant marked)",
                        description="List the variants of variants.json; the host's own variant is marked.")

@@ -1,0 +1,121 @@
+"""``python -m pybuild new``: start a kernel folder whose example op builds and passes its tests as it is.
+
+The files come from ``templates/new/``: a CUDA kernel that includes no torch header, its torch-facing
+launcher, a CPU implementation of the same op, the binding, a Python wrapper with input checks and a
+fake implementation, and tests (plain-torch reference, opcheck, torch.compile). The folder appears
+in one step (written beside it, then renamed), so a failure leaves nothing behind.
+"""
+
+from __future__ import annotations
+
+import keyword
+import os
+import re
+import shutil
+import tempfile
+import tomllib
+from pathlib import Path
+
+import jinja2
+
+from .errors import UsageError
+from .manifest import NAME_RE, parse_manifest
+
+TEMPLATES = Path(__file__).resolve().parent / "templates" / "new"
+
+#: template under TEMPLATES -> file in the kernel folder ({py}: the kernel's Python name)
+FILES = {
+    "build.toml.j2": "build.toml",
+    "csrc/kernel.h.j2": "csrc/{py}.h",
+    "csrc/kernel_args.h.j2": "csrc/{py}_args.h",
+    "csrc/kernel.cu.j2": "csrc/{py}.cu",
+    "csrc/kernel_cuda.cpp.j2": "csrc/{py}_cuda.cpp",
+    "csrc/kernel_cpu.cpp.j2": "csrc/{py}_cpu.cpp",
+    "torch-ext/torch_binding.cpp.j2": "torch-ext/torch_binding.cpp",
+    "torch-ext/torch_binding.h.j2": "torch-ext/torch_binding.h",
+    "torch-ext/package/__init__.py.j2": "torch-ext/{py}/__init__.py",
+    "tests/test_kernel.py.j2": "tests/test_{py}.py",
+}
+
+#: Names the generated C++ or Python could not use as a namespace, function or package.
+_CXX_KEYWORDS = frozenset("""
+    alignas alignof and and_eq asm auto bitand bitor bool break case catch char char8_t char16_t char32_t
+    class compl concept const consteval constexpr constinit const_cast continue co_await co_return co_yield
+    decltype default delete do double dynamic_cast else enum explicit export extern false float for friend
+    goto if inline int long mutable namespace new noexcept not not_eq nullptr operator or or_eq private
+    protected public register reinterpret_cast requires return short signed sizeof static static_assert
+    static_cast struct switch template this thread_local throw true try typedef typeid typename union
+    unsigned using virtual void volatile wchar_t while xor xor_eq""".split())
+_TAKEN = frozenset({"at", "c10", "caffe2", "std", "torch", "ops", "cuda", "kernels"})
+
+#: A license for build.toml: an SPDX identifier or expression (printable ASCII, no quotes).
+_LICENSE_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9.+\-]*( +(AND|OR|WITH) +[A-Za-z0-9][A-Za-z0-9.+\-]*)*", re.ASCII)
+
+
+def check_name(name: str) -> str:
+    """The kernel's Python name, or UsageError naming the rule ``name`` breaks."""
+    if not NAME_RE.fullmatch(name):
+        raise UsageError(f"new: kernel name {name!r}: use lowercase letters, digits and '-', starting with a letter "
+                         "and not ending with '-' (e.g. my-op)")
+    py = name.replace("-", "_")
+    if keyword.iskeyword(py) or py in _CXX_KEYWORDS or py in _TAKEN:
+        raise UsageError(f"new: kernel name {name!r} is a reserved word of Python, C++ or torch, which the "
+                         f"generated code cannot use as a name; pick another (e.g. {name}-op)")
+    return py
+
+
+def check_license(license_: str) -> None:
+    if not _LICENSE_RE.fullmatch(license_):
+        raise UsageError(f"new: --license {license_!r}: give an SPDX identifier or expression, e.g. Apache-2.0 or "
+                         "MIT OR Apache-2.0")
+
+
+def render(name: str, license_: str) -> dict[str, str]:
+    """Every file of the new kernel folder, relative path -> text."""
+    py = check_name(name)
+    check_license(license_)
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)), undefined=jinja2.StrictUndefined,
+                             keep_trailing_newline=True)
+    return {rel.format(py=py): env.get_template(tpl).render(name=name, py=py, license=license_)
+            for tpl, rel in FILES.items()}
+
+
+def kernel_named(kernels_dir: Path, name: str) -> Path | None:
+    """The folder under ``kernels_dir`` whose build.toml names the kernel ``name``, if any (unreadable
+    build.toml files are skipped: `build` reports those)."""
+    for toml in sorted(kernels_dir.glob("*/build.toml")):
+        try:
+            general = tomllib.loads(toml.read_text(encoding="utf-8")).get("general", {})
+        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+            continue
+        if isinstance(general, dict) and general.get("name") == name:
+            return toml.parent
+    return None
+
+
+def create_kernel(dest: Path, name: str, license_: str = "Apache-2.0") -> list[str]:
+    """Write the kernel folder ``dest`` in one step; return its files (relative paths, sorted)."""
+    files = render(name, license_)
+    if os.path.lexists(dest):
+        raise UsageError(f"new: {dest} already exists; choose another name, pass --dir, or remove it")
+    other = kernel_named(dest.parent, name)
+    if other is not None:
+        raise UsageError(f"new: {other / 'build.toml'} already names the kernel {name!r}, and a kernel's name must be "
+                         "unique in the farm; pick another name")
+    if dest.parent.exists() and not dest.parent.is_dir():
+        raise UsageError(f"new: {dest.parent} is a file; pass a --dir inside a folder")
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{dest.name}.new-", dir=dest.parent))
+    try:
+        for rel, text in files.items():
+            (staging / rel).parent.mkdir(parents=True, exist_ok=True)
+            (staging / rel).write_text(text, encoding="utf-8")
+        parse_manifest(files["build.toml"], staging / "build.toml")  # the farm reads it as written
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(staging, 0o777 & ~umask)  # mkdtemp made it private
+        os.rename(staging, dest)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return sorted(files)

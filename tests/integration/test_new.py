@@ -1,0 +1,170 @@
+"""`python -m pybuild new`: the kernel folder it writes builds as it is and passes its own tests.
+
+The fast tests check the files and every refusal (exit 2, one line, nothing written); the slow one
+builds the CPU variant and runs the generated tests; the gpu one does the same with the CUDA variant
+on the GPU machine (benchmarks/run_gpu.sh runs it).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from pybuild import scaffold
+from pybuild.__main__ import main
+from pybuild.errors import ManifestError
+from pybuild.host import find_nvcc
+from pybuild.manifest import load_manifest
+
+REPO = Path(__file__).resolve().parents[2]
+EXPECTED = {
+    "build.toml", "csrc/my_op.cu", "csrc/my_op.h", "csrc/my_op_args.h", "csrc/my_op_cpu.cpp", "csrc/my_op_cuda.cpp",
+    "torch-ext/torch_binding.cpp", "torch-ext/torch_binding.h", "torch-ext/my_op/__init__.py", "tests/test_my_op.py",
+}
+
+
+def files_under(d: Path) -> set[str]:
+    return {p.relative_to(d).as_posix() for p in d.rglob("*") if p.is_file()}
+
+
+def test_new_writes_a_kernel_the_farm_reads(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    dest = tmp_path / "my-op"
+    assert main(["new", "my-op", "--dir", str(dest), "--license", "MIT"]) == 0
+    assert files_under(dest) == EXPECTED
+    assert [p.name for p in tmp_path.iterdir()] == ["my-op"]  # no staging folder left
+    manifest = load_manifest(dest)
+    assert (manifest.name, manifest.python_name, manifest.license) == ("my-op", "my_op", "MIT")
+    assert sorted(k.backend for k in manifest.kernels) == ["cpu", "cuda"]
+    assert oct(dest.stat().st_mode & 0o777) != oct(0o700)  # not left private as the staging folder was
+    binding = (dest / "torch-ext" / "torch_binding.cpp").read_text()
+    assert 'ops.def("my_op(Tensor input, float scale, Tensor! out) -> ()")' in binding
+    cu = (dest / "csrc" / "my_op.cu").read_text()
+    assert not re.search(r'#include\s*[<"](torch|ATen|c10)/', cu)  # nvcc compiles it without torch
+    out = capsys.readouterr().err  # progress and summaries go to stderr
+    assert "next: python -m pybuild build" in out and str(dest) in out
+
+
+def test_new_defaults_to_the_farms_kernels_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "variants.json").write_text((REPO / "variants.json").read_text())
+    (tmp_path / "kernels").mkdir()
+    monkeypatch.chdir(tmp_path)
+    assert main(["new", "my-op", "-q"]) == 0
+    assert files_under(tmp_path / "kernels" / "my-op") == EXPECTED
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["new", "My_Op"], "use lowercase letters, digits and '-'"),
+        (["new", "x-"], "use lowercase letters, digits and '-'"),
+        (["new", "class"], "reserved word of Python, C++ or torch"),
+        (["new", "lambda"], "reserved word of Python, C++ or torch"),
+        (["new", "torch"], "reserved word of Python, C++ or torch"),
+        (["new", "my-op", "--license", 'MIT"'], "give an SPDX identifier"),
+        (["new", "my-op", "--license", ""], "give an SPDX identifier"),
+        (["new"], "the following arguments are required: NAME"),
+        (["new", "my-op", "--bogus"], "unrecognized arguments: --bogus"),
+    ],
+)
+def test_new_refuses_bad_arguments(argv: list[str], message: str, tmp_path: Path,
+                                   capsys: pytest.CaptureFixture[str]) -> None:
+    if len(argv) > 1 and "--dir" not in argv:
+        argv = [*argv, "--dir", str(tmp_path / "k")]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert message in err and len(err.strip().splitlines()) == 1, err
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_new_refuses_an_existing_folder_and_a_taken_name(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "my-op").mkdir()
+    assert main(["new", "my-op", "--dir", str(tmp_path / "my-op")]) == 2
+    assert "already exists" in capsys.readouterr().err
+    assert list((tmp_path / "my-op").iterdir()) == []
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "build.toml").write_text('[general]\nname = "taken"\n')
+    assert main(["new", "taken", "--dir", str(tmp_path / "taken")]) == 2
+    err = capsys.readouterr().err
+    assert f"{other / 'build.toml'} already names the kernel 'taken'" in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["my-op", "other"]
+    (tmp_path / "file").write_text("")
+    assert main(["new", "ok-op", "--dir", str(tmp_path / "file" / "ok-op")]) == 2
+    assert "is a file" in capsys.readouterr().err
+
+
+def test_a_failure_while_writing_leaves_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    def broken(text: str, path: Path):  # noqa: ANN202
+        raise ManifestError(f"{path}: broken on purpose")
+
+    monkeypatch.setattr(scaffold, "parse_manifest", broken)
+    with pytest.raises(ManifestError):
+        scaffold.create_kernel(tmp_path / "my-op", "my-op")
+    assert list(tmp_path.iterdir()) == []
+
+
+def _env() -> dict[str, str]:
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
+
+
+def _build_and_test(dest: Path, expect_cuda: bool) -> str:
+    env = _env()
+    build = subprocess.run([sys.executable, "-m", "pybuild", "build", str(dest)], cwd=REPO, env=env,
+                           capture_output=True, text=True, timeout=1200)
+    assert build.returncode == 0, build.stdout[-3000:] + build.stderr[-3000:]
+    variants = sorted(p.name for p in (dest / "build").iterdir())
+    assert any("-cpu-" in v for v in variants), variants
+    assert any("-cu" in v for v in variants) == expect_cuda, variants
+    tests = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rs", str(dest / "tests")],
+                           cwd=dest, env=env, capture_output=True, text=True, timeout=1200)
+    assert tests.returncode == 0, tests.stdout[-5000:] + tests.stderr[-3000:]
+    return tests.stdout
+
+
+@pytest.mark.slow
+def test_the_new_kernel_builds_and_passes_its_tests_on_cpu(tmp_path: Path) -> None:
+    pytest.importorskip("torch")
+    if shutil.which("cmake") is None or shutil.which("ninja") is None:
+        pytest.skip("needs cmake and ninja")
+    dest = tmp_path / "my-op"
+    assert main(["new", "my-op", "--dir", str(dest), "-q"]) == 0
+    out = _build_and_test(dest, expect_cuda=_cuda())
+    assert " passed" in out and " failed" not in out
+
+
+@pytest.mark.slow
+def test_the_new_cuda_kernel_compiles_for_sm90(tmp_path: Path) -> None:
+    nvcc = find_nvcc()
+    if nvcc is None:
+        pytest.skip("nvcc not found")
+    dest = tmp_path / "my-op"
+    scaffold.create_kernel(dest, "my-op")
+    cmd = [str(nvcc), "-c", "-std=c++17", "-O3", "-gencode=arch=compute_90,code=sm_90", f"-I{dest / 'csrc'}",
+           str(dest / "csrc" / "my_op.cu"), "-o", str(tmp_path / "out.o")]
+    if shutil.which("ccache"):
+        cmd.insert(0, "ccache")
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+
+
+def _cuda() -> bool:
+    try:
+        import torch
+    except ImportError:
+        return False
+    return torch.cuda.is_available() and find_nvcc() is not None
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not _cuda(), reason="needs a CUDA GPU, a CUDA torch and nvcc")
+def test_the_new_kernel_passes_its_tests_on_cuda(tmp_path: Path) -> None:
+    dest = tmp_path / "my-op"
+    assert main(["new", "my-op", "--dir", str(dest), "-q"]) == 0
+    out = _build_and_test(dest, expect_cuda=True)
+    assert "SKIPPED" not in out, out[-3000:]  # the CUDA cases ran
