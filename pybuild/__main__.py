@@ -221,7 +221,9 @@ def cmd_new(args: argparse.Namespace) -> int:
     rep = Reporter(quiet=args.quiet)
     check_name(args.name)  # before looking for the farm: a bad name is the first thing to hear about
     check_license(args.license)
-    dest = Path(args.dir) if args.dir else _farm_root() / "kernels" / args.name
+    if args.dir is not None and not args.dir.strip():
+        raise UsageError("new: --dir is empty; give the folder to create, or leave --dir out for kernels/NAME")
+    dest = Path(args.dir) if args.dir is not None else _farm_root() / "kernels" / args.name
     files = create_kernel(dest, args.name, args.license)
     rep.info(f"created {dest}/ with an example op, {args.name.replace('-', '_')}(x, scale) = x * scale, on CPU "
              "and CUDA:")

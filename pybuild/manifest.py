@@ -319,8 +319,8 @@ def parse_manifest(text: str, path: Path) -> Manifest:
     name = general.get("name", str, required=True)
     if not NAME_RE.fullmatch(name):
         general.fail(
-            f"`name` in [general] is {name!r}; use lowercase letters, digits and '-', starting with a letter "
-            "and not ending with '-' (e.g. \"img2gray\", \"rms-norm\")"
+            f"`name` in [general] is {name!r}; use at least two characters, lowercase letters, digits and '-', "
+            "starting with a letter and not ending with '-' (e.g. \"img2gray\", \"rms-norm\")"
         )
     universal = general.get("universal", bool, False)
     if universal:

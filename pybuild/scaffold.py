@@ -8,6 +8,8 @@ in one step (written beside it, then renamed), so a failure leaves nothing behin
 
 from __future__ import annotations
 
+import builtins
+import errno
 import keyword
 import os
 import re
@@ -18,7 +20,7 @@ from pathlib import Path
 
 import jinja2
 
-from .errors import UsageError
+from .errors import PybuildError, UsageError
 from .manifest import NAME_RE, parse_manifest
 
 TEMPLATES = Path(__file__).resolve().parent / "templates" / "new"
@@ -35,6 +37,7 @@ FILES = {
     "torch-ext/torch_binding.h.j2": "torch-ext/torch_binding.h",
     "torch-ext/package/__init__.py.j2": "torch-ext/{py}/__init__.py",
     "tests/test_kernel.py.j2": "tests/test_{py}.py",
+    "tests/conftest.py.j2": "tests/conftest.py",
 }
 
 #: Names the generated C++ or Python could not use as a namespace, function or package.
@@ -46,26 +49,49 @@ _CXX_KEYWORDS = frozenset("""
     protected public register reinterpret_cast requires return short signed sizeof static static_assert
     static_cast struct switch template this thread_local throw true try typedef typeid typename union
     unsigned using virtual void volatile wchar_t while xor xor_eq""".split())
-_TAKEN = frozenset({"at", "c10", "caffe2", "std", "torch", "ops", "cuda", "kernels"})
+# Namespaces the generated C++ lives beside, and `name`, which every torch.ops namespace already has.
+_TAKEN = frozenset({"at", "c10", "caffe2", "std", "torch", "ops", "cuda", "kernels", "name"})
+#: The longest kernel name `new` accepts (file names and C++ symbols are built from it).
+MAX_NAME = 64
 
-#: A license for build.toml: an SPDX identifier or expression (printable ASCII, no quotes).
-_LICENSE_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9.+\-]*( +(AND|OR|WITH) +[A-Za-z0-9][A-Za-z0-9.+\-]*)*", re.ASCII)
+_LICENSE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9.+\-]*", re.ASCII)
 
 
 def check_name(name: str) -> str:
     """The kernel's Python name, or UsageError naming the rule ``name`` breaks."""
-    if not NAME_RE.fullmatch(name):
-        raise UsageError(f"new: kernel name {name!r}: use lowercase letters, digits and '-', starting with a letter "
-                         "and not ending with '-' (e.g. my-op)")
+    if not NAME_RE.fullmatch(name) or "--" in name:
+        raise UsageError(f"new: kernel name {name!r}: use at least two characters, lowercase letters, digits and "
+                         "single '-', starting with a letter and not ending with '-' (e.g. my-op)")
+    if len(name) > MAX_NAME:
+        raise UsageError(f"new: kernel name {name[:20]}... is {len(name)} characters long; use at most {MAX_NAME}")
     py = name.replace("-", "_")
-    if keyword.iskeyword(py) or py in _CXX_KEYWORDS or py in _TAKEN:
-        raise UsageError(f"new: kernel name {name!r} is a reserved word of Python, C++ or torch, which the "
-                         f"generated code cannot use as a name; pick another (e.g. {name}-op)")
+    if keyword.iskeyword(py) or py in _CXX_KEYWORDS or py in _TAKEN or hasattr(builtins, py):
+        raise UsageError(f"new: kernel name {name!r} is a reserved word or built-in name of Python, C++ or torch, "
+                         f"which the generated code cannot use; pick another (e.g. {name}-op)")
     return py
 
 
+def _spdx_expression(text: str) -> bool:
+    """An SPDX license identifier or expression: ids joined by AND/OR/WITH, with parentheses."""
+    if not re.fullmatch(r"[A-Za-z0-9.+\-()]+( [A-Za-z0-9.+\-()]+)*", text, re.ASCII):
+        return False
+    expect_id, depth = True, 0
+    for token in re.findall(r"[()]|[^() ]+", text):
+        if token == "(" and expect_id:
+            depth += 1
+        elif token == ")" and not expect_id and depth > 0:
+            depth -= 1
+        elif token in ("AND", "OR", "WITH") and not expect_id:
+            expect_id = True
+        elif _LICENSE_ID.fullmatch(token) and expect_id:
+            expect_id = False
+        else:
+            return False
+    return not expect_id and depth == 0
+
+
 def check_license(license_: str) -> None:
-    if not _LICENSE_RE.fullmatch(license_):
+    if not _spdx_expression(license_):
         raise UsageError(f"new: --license {license_!r}: give an SPDX identifier or expression, e.g. Apache-2.0 or "
                          "MIT OR Apache-2.0")
 
@@ -94,19 +120,24 @@ def kernel_named(kernels_dir: Path, name: str) -> Path | None:
 
 
 def create_kernel(dest: Path, name: str, license_: str = "Apache-2.0") -> list[str]:
-    """Write the kernel folder ``dest`` in one step; return its files (relative paths, sorted)."""
+    """Write the kernel folder ``dest`` in one step; return its files (relative paths, sorted).
+
+    Missing parent folders are created, and removed again if anything fails."""
     files = render(name, license_)
     if os.path.lexists(dest):
         raise UsageError(f"new: {dest} already exists; choose another name, pass --dir, or remove it")
+    missing = [d for d in [dest.parent, *dest.parent.parents] if not os.path.lexists(d)]
+    existing = next(d for d in [dest.parent, *dest.parent.parents] if os.path.lexists(d))
+    if not existing.is_dir():
+        raise UsageError(f"new: {existing} is a file, so {dest} cannot be created; pass a --dir inside a folder")
     other = kernel_named(dest.parent, name)
     if other is not None:
         raise UsageError(f"new: {other / 'build.toml'} already names the kernel {name!r}, and a kernel's name must be "
                          "unique in the farm; pick another name")
-    if dest.parent.exists() and not dest.parent.is_dir():
-        raise UsageError(f"new: {dest.parent} is a file; pass a --dir inside a folder")
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{dest.name}.new-", dir=dest.parent))
+    staging = None
     try:
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(prefix=f".{dest.name}.new-", dir=dest.parent))
         for rel, text in files.items():
             (staging / rel).parent.mkdir(parents=True, exist_ok=True)
             (staging / rel).write_text(text, encoding="utf-8")
@@ -115,7 +146,14 @@ def create_kernel(dest: Path, name: str, license_: str = "Apache-2.0") -> list[s
         os.umask(umask)
         os.chmod(staging, 0o777 & ~umask)  # mkdtemp made it private
         os.rename(staging, dest)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
+    except BaseException as e:
+        if staging is not None:
+            shutil.rmtree(staging, ignore_errors=True)
+        if missing:
+            shutil.rmtree(missing[-1], ignore_errors=True)  # the folders this call created
+        if isinstance(e, OSError):
+            hint = {errno.ENAMETOOLONG: "use a shorter --dir", errno.ENOSPC: "free some disk space"}.get(
+                e.errno or 0, "pass a --dir in a folder you can write to")
+            raise PybuildError(f"new: cannot create {dest}: {e.strerror or e}; {hint}") from e
         raise
     return sorted(files)

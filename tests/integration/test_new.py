@@ -26,6 +26,7 @@ REPO = Path(__file__).resolve().parents[2]
 EXPECTED = {
     "build.toml", "csrc/my_op.cu", "csrc/my_op.h", "csrc/my_op_args.h", "csrc/my_op_cpu.cpp", "csrc/my_op_cuda.cpp",
     "torch-ext/torch_binding.cpp", "torch-ext/torch_binding.h", "torch-ext/my_op/__init__.py", "tests/test_my_op.py",
+    "tests/conftest.py",
 }
 
 
@@ -61,11 +62,18 @@ def test_new_defaults_to_the_farms_kernels_folder(tmp_path: Path, monkeypatch: p
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
-        (["new", "My_Op"], "use lowercase letters, digits and '-'"),
-        (["new", "x-"], "use lowercase letters, digits and '-'"),
-        (["new", "class"], "reserved word of Python, C++ or torch"),
-        (["new", "lambda"], "reserved word of Python, C++ or torch"),
-        (["new", "torch"], "reserved word of Python, C++ or torch"),
+        (["new", "My_Op"], "use at least two characters, lowercase letters, digits and single '-'"),
+        (["new", "x-"], "use at least two characters"),
+        (["new", "x"], "use at least two characters"),
+        (["new", "a--b"], "single '-'"),
+        (["new", "a" * 65], "is 65 characters long; use at most 64"),
+        (["new", "class"], "reserved word or built-in name of Python, C++ or torch"),
+        (["new", "lambda"], "reserved word or built-in name"),
+        (["new", "torch"], "reserved word or built-in name"),
+        (["new", "name"], "reserved word or built-in name"),  # every torch.ops namespace has .name
+        (["new", "isinstance"], "reserved word or built-in name"),  # the wrapper calls the built-in
+        (["new", "my-op", "--dir", ""], "--dir is empty"),
+        (["new", "my-op", "--license", "MIT OR"], "give an SPDX identifier"),
         (["new", "my-op", "--license", 'MIT"'], "give an SPDX identifier"),
         (["new", "my-op", "--license", ""], "give an SPDX identifier"),
         (["new"], "the following arguments are required: NAME"),
@@ -96,7 +104,29 @@ def test_new_refuses_an_existing_folder_and_a_taken_name(tmp_path: Path, capsys:
     assert sorted(p.name for p in tmp_path.iterdir()) == ["my-op", "other"]
     (tmp_path / "file").write_text("")
     assert main(["new", "ok-op", "--dir", str(tmp_path / "file" / "ok-op")]) == 2
-    assert "is a file" in capsys.readouterr().err
+    assert f"{tmp_path / 'file'} is a file" in capsys.readouterr().err
+    assert main(["new", "ok-op", "--dir", str(tmp_path / "file" / "x" / "ok-op")]) == 2
+    assert f"{tmp_path / 'file'} is a file" in capsys.readouterr().err
+
+
+def test_an_spdx_expression_is_a_license(tmp_path: Path) -> None:
+    scaffold.create_kernel(tmp_path / "my-op", "my-op", "(MIT OR Apache-2.0)")
+    assert load_manifest(tmp_path / "my-op").license == "(MIT OR Apache-2.0)"
+
+
+def test_missing_folders_are_made_and_removed_again_on_failure(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["new", "my-op", "--dir", str(tmp_path / "a" / "b" / "my-op"), "-q"]) == 0
+    assert files_under(tmp_path / "a" / "b" / "my-op") == EXPECTED
+
+    def no_space(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(scaffold.tempfile, "mkdtemp", no_space)
+    dest = tmp_path / "c" / "d" / "my-op"
+    assert main(["new", "my-op", "--dir", str(dest)]) == 1
+    assert f"new: cannot create {dest}: No space left on device; free some disk space" in capsys.readouterr().err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a"]
 
 
 def test_a_failure_while_writing_leaves_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -132,21 +162,24 @@ def test_the_new_kernel_builds_and_passes_its_tests_on_cpu(tmp_path: Path) -> No
     pytest.importorskip("torch")
     if shutil.which("cmake") is None or shutil.which("ninja") is None:
         pytest.skip("needs cmake and ninja")
-    dest = tmp_path / "my-op"
-    assert main(["new", "my-op", "--dir", str(dest), "-q"]) == 0
+    # `exp` is also a C library function: the generated C++ must not declare it in the global namespace.
+    dest = tmp_path / "exp"
+    assert main(["new", "exp", "--dir", str(dest), "-q"]) == 0
     out = _build_and_test(dest, expect_cuda=_cuda())
     assert " passed" in out and " failed" not in out
 
 
 @pytest.mark.slow
-def test_the_new_cuda_kernel_compiles_for_sm90(tmp_path: Path) -> None:
+@pytest.mark.parametrize("name", ["my-op", "half", "rsqrt", "linux"])  # CUDA types, functions, a GNU macro
+def test_the_new_cuda_kernel_compiles_for_sm90(name: str, tmp_path: Path) -> None:
     nvcc = find_nvcc()
     if nvcc is None:
         pytest.skip("nvcc not found")
-    dest = tmp_path / "my-op"
-    scaffold.create_kernel(dest, "my-op")
-    cmd = [str(nvcc), "-c", "-std=c++17", "-O3", "-gencode=arch=compute_90,code=sm_90", f"-I{dest / 'csrc'}",
-           str(dest / "csrc" / "my_op.cu"), "-o", str(tmp_path / "out.o")]
+    dest = tmp_path / name
+    scaffold.create_kernel(dest, name)
+    py = name.replace("-", "_")
+    cmd = [str(nvcc), "-c", "-std=c++17", "-Xcompiler=-std=gnu++17", "-O3", "-gencode=arch=compute_90,code=sm_90",
+           f"-I{dest / 'csrc'}", str(dest / "csrc" / f"{py}.cu"), "-o", str(tmp_path / "out.o")]
     if shutil.which("ccache"):
         cmd.insert(0, "ccache")
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)

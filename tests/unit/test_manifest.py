@@ -71,6 +71,7 @@ ERRORS = [
      "unknown key `licence` in [general]; did you mean `license`?"),
     (lambda t: t.replace('name = "img2gray"', 'name = "Img2Gray"'), "`name` in [general] is 'Img2Gray'"),
     (lambda t: t.replace('name = "img2gray"', 'name = "img2gray-"'), "`name` in [general] is 'img2gray-'"),
+    (lambda t: t.replace('name = "img2gray"', 'name = "x"'), "`name` in [general] is 'x'; use at least two characters"),
     (lambda t: t.replace('"csrc/img2gray.cu"', '"csrc/missing.cu"'),
      "source file 'csrc/missing.cu' does not exist"),
     (lambda t: t.replace('"csrc/img2gray.cu"', '"../outside.cu"'), "escapes the kernel folder"),
@@ -103,7 +104,7 @@ ERRORS = [
     (lambda t: t.replace('[kernel.img2gray]', '[kernel."img2gray\\n"]'), "kernel names use letters, digits"),
     (lambda t: t.replace('src = ["csrc/img2gray.cu"]', 'src = ["csrc"]'), "'csrc' is a folder; list the source files"),
     (lambda t: t.replace('src = ["csrc/img2gray.cu"]', 'src = ["csrc/img2gray.cu\\u0000"]'), "contains a control character"),
-    (lambda t: t.replace('name = "img2gray"', 'name = "img2gray\\n"'), "use lowercase letters, digits and '-'"),
+    (lambda t: t.replace('name = "img2gray"', 'name = "img2gray\\n"'), "lowercase letters, digits and '-'"),
 ]
 
 
