@@ -224,9 +224,9 @@ def cmd_new(args: argparse.Namespace) -> int:
     if args.dir is not None and not args.dir.strip():
         raise UsageError("new: --dir is empty; give the folder to create, or leave --dir out for kernels/NAME")
     dest = Path(args.dir) if args.dir is not None else _farm_root() / "kernels" / args.name
-    files = create_kernel(dest, args.name, args.license)
-    rep.info(f"created {dest}/ with an example op, {args.name.replace('-', '_')}(x, scale) = x * scale, on CPU "
-             "and CUDA:")
+    files = create_kernel(dest, args.name, args.license, noarch=args.noarch)
+    kind = "a pure-Python (noarch) example op" if args.noarch else "an example op on CPU and CUDA"
+    rep.info(f"created {dest}/ with {kind}, {args.name.replace('-', '_')}(x, scale) = x * scale:")
     for rel in files:
         rep.info(f"  {dest / rel}")
     rep.info(f"next: python -m pybuild build {dest} && python -m pytest {dest / 'tests'}")
@@ -603,6 +603,8 @@ def make_parser() -> argparse.ArgumentParser:
                    "(its Python package and op are my_op)")
     p.add_argument("--dir", metavar="DIR", help="the folder to create (default: kernels/NAME in the farm)")
     p.add_argument("--license", default="Apache-2.0", metavar="SPDX", help="build.toml's license (default: Apache-2.0)")
+    p.add_argument("--noarch", action="store_true", help="a pure-Python kernel instead (a torch.library.custom_op, "
+                   "e.g. for Triton): no compiled code, torch-cuda and torch-cpu variants that load with any torch")
     _add_output_flags(p, json_flag=False)
     p.set_defaults(func=cmd_new)
 

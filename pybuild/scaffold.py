@@ -2,7 +2,8 @@
 
 The files come from ``templates/new/``: a CUDA kernel that includes no torch header, its torch-facing
 launcher, a CPU implementation of the same op, the binding, a Python wrapper with input checks and a
-fake implementation, and tests (plain-torch reference, opcheck, torch.compile). The folder appears
+fake implementation, and tests (plain-torch reference, opcheck, torch.compile); with ``noarch``, a
+pure-Python custom op (``templates/new/noarch/``) and its tests. The folder appears
 in one step (written beside it, then renamed), so a failure leaves nothing behind.
 """
 
@@ -37,6 +38,13 @@ FILES = {
     "torch-ext/torch_binding.h.j2": "torch-ext/torch_binding.h",
     "torch-ext/package/__init__.py.j2": "torch-ext/{py}/__init__.py",
     "tests/test_kernel.py.j2": "tests/test_{py}.py",
+    "tests/conftest.py.j2": "tests/conftest.py",
+}
+#: the same for a pure-Python (noarch) kernel
+NOARCH_FILES = {
+    "noarch/build.toml.j2": "build.toml",
+    "noarch/__init__.py.j2": "torch-ext/{py}/__init__.py",
+    "noarch/test_kernel.py.j2": "tests/test_{py}.py",
     "tests/conftest.py.j2": "tests/conftest.py",
 }
 
@@ -96,14 +104,14 @@ def check_license(license_: str) -> None:
                          "MIT OR Apache-2.0")
 
 
-def render(name: str, license_: str) -> dict[str, str]:
+def render(name: str, license_: str, noarch: bool = False) -> dict[str, str]:
     """Every file of the new kernel folder, relative path -> text."""
     py = check_name(name)
     check_license(license_)
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)), undefined=jinja2.StrictUndefined,
                              keep_trailing_newline=True)
     return {rel.format(py=py): env.get_template(tpl).render(name=name, py=py, license=license_)
-            for tpl, rel in FILES.items()}
+            for tpl, rel in (NOARCH_FILES if noarch else FILES).items()}
 
 
 def kernel_named(kernels_dir: Path, name: str) -> Path | None:
@@ -119,11 +127,11 @@ def kernel_named(kernels_dir: Path, name: str) -> Path | None:
     return None
 
 
-def create_kernel(dest: Path, name: str, license_: str = "Apache-2.0") -> list[str]:
+def create_kernel(dest: Path, name: str, license_: str = "Apache-2.0", noarch: bool = False) -> list[str]:
     """Write the kernel folder ``dest`` in one step; return its files (relative paths, sorted).
 
     Missing parent folders are created, and removed again if anything fails."""
-    files = render(name, license_)
+    files = render(name, license_, noarch)
     if os.path.lexists(dest):
         raise UsageError(f"new: {dest} already exists; choose another name, pass --dir, or remove it")
     missing = [d for d in [dest.parent, *dest.parent.parents] if not os.path.lexists(d)]

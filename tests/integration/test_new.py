@@ -51,6 +51,15 @@ def test_new_writes_a_kernel_the_farm_reads(tmp_path: Path, capsys: pytest.Captu
     assert "next: python -m pybuild build" in out and str(dest) in out
 
 
+def test_new_noarch_writes_a_pure_python_kernel(tmp_path: Path) -> None:
+    dest = tmp_path / "my-op"
+    assert main(["new", "my-op", "--noarch", "--dir", str(dest), "-q"]) == 0
+    assert files_under(dest) == {"build.toml", "torch-ext/my_op/__init__.py", "tests/test_my_op.py",
+                                 "tests/conftest.py"}
+    manifest = load_manifest(dest)
+    assert manifest.noarch and manifest.backends == ("cuda", "cpu")
+
+
 def test_new_defaults_to_the_farms_kernels_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     (tmp_path / "variants.json").write_text((REPO / "variants.json").read_text())
     (tmp_path / "kernels").mkdir()
@@ -143,14 +152,17 @@ def _env() -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
 
 
-def _build_and_test(dest: Path, expect_cuda: bool) -> str:
+def _build_and_test(dest: Path, expect_cuda: bool | None) -> str:
     env = _env()
     build = subprocess.run([sys.executable, "-m", "pybuild", "build", str(dest)], cwd=REPO, env=env,
                            capture_output=True, text=True, timeout=1200)
     assert build.returncode == 0, build.stdout[-3000:] + build.stderr[-3000:]
     variants = sorted(p.name for p in (dest / "build").iterdir())
-    assert any("-cpu-" in v for v in variants), variants
-    assert any("-cu" in v for v in variants) == expect_cuda, variants
+    if expect_cuda is None:  # a pure-Python kernel: one variant per backend
+        assert variants == ["torch-cpu", "torch-cuda"], variants
+    else:
+        assert any("-cpu-" in v for v in variants), variants
+        assert any("-cu" in v for v in variants) == expect_cuda, variants
     tests = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rs", str(dest / "tests")],
                            cwd=dest, env=env, capture_output=True, text=True, timeout=1200)
     assert tests.returncode == 0, tests.stdout[-5000:] + tests.stderr[-3000:]
@@ -167,6 +179,17 @@ def test_the_new_kernel_builds_and_passes_its_tests_on_cpu(tmp_path: Path) -> No
     assert main(["new", "exp", "--dir", str(dest), "-q"]) == 0
     out = _build_and_test(dest, expect_cuda=_cuda())
     assert " passed" in out and " failed" not in out
+
+
+@pytest.mark.slow
+def test_the_new_noarch_kernel_builds_and_passes_its_tests(tmp_path: Path) -> None:
+    pytest.importorskip("torch")
+    dest = tmp_path / "my-op"
+    assert main(["new", "my-op", "--noarch", "--dir", str(dest), "-q"]) == 0
+    out = _build_and_test(dest, expect_cuda=None)
+    assert " passed" in out and " failed" not in out
+    if _cuda():
+        assert "SKIPPED" not in out, out[-3000:]  # the CUDA cases ran
 
 
 @pytest.mark.slow
