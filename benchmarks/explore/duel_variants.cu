@@ -657,6 +657,9 @@ constexpr RmsCfg kRmsCfgs[] = {
     {"ppt4 evict-last 16 frontiers", 4, kEvictLast, 256, 0, 0, 16},
     {"ppt4 evict-last scattered", 4, kEvictLast, 256, 0, 0, -1},
     {"ppt4 cs scattered", 4, kCs, 256, 0, 0, -1},
+    {"ppt4 plain-load", 4, kPlain, 256},
+    {"ppt4 plain-load plain-store", 4, kPlain + 16, 256},
+    {"ppt2 plain-load plain-store", 2, kPlain + 16, 256},
 };
 constexpr int kRmsN = sizeof(kRmsCfgs) / sizeof(kRmsCfgs[0]);
 
