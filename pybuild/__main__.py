@@ -223,7 +223,16 @@ def cmd_new(args: argparse.Namespace) -> int:
     check_license(args.license)
     if args.dir is not None and not args.dir.strip():
         raise UsageError("new: --dir is empty; give the folder to create, or leave --dir out for kernels/NAME")
-    dest = Path(args.dir) if args.dir is not None else _farm_root() / "kernels" / args.name
+    if args.dir is not None:
+        dest = Path(args.dir)
+    else:
+        from .errors import VariantsError
+
+        try:
+            dest = _farm_root() / "kernels" / args.name
+        except VariantsError:
+            raise UsageError(f"new: no farm here (no variants.json at or above {Path.cwd()}); run it from the farm's "
+                             "root, or pass --dir to create the kernel elsewhere") from None
     files = create_kernel(dest, args.name, args.license, noarch=args.noarch)
     kind = "a pure-Python (noarch) example op" if args.noarch else "an example op on CPU and CUDA"
     rep.info(f"created {dest}/ with {kind}, {args.name.replace('-', '_')}(x, scale) = x * scale:")

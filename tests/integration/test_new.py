@@ -68,6 +68,21 @@ def test_new_defaults_to_the_farms_kernels_folder(tmp_path: Path, monkeypatch: p
     assert files_under(tmp_path / "kernels" / "my-op") == EXPECTED
 
 
+def test_new_outside_a_farm_asks_for_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                         capsys: pytest.CaptureFixture[str]) -> None:
+    from pybuild import variants
+
+    def nowhere(start=None):  # noqa: ANN001, ANN202 - as when pybuild is installed without a farm
+        raise variants.VariantsError(f"no variants.json found at or above {tmp_path}")
+
+    monkeypatch.setattr(variants, "find_variants_file", nowhere)
+    monkeypatch.chdir(tmp_path)
+    assert main(["new", "my-op"]) == 2
+    err = capsys.readouterr().err
+    assert "new: no farm here" in err and "pass --dir" in err, err
+    assert list(tmp_path.iterdir()) == []
+
+
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
