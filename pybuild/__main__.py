@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from . import __version__
-from .errors import PybuildError, UsageError
+from .errors import PybuildError, UsageError, VariantsError
 from .ui import Reporter, error, human_size, out_console
 
 if TYPE_CHECKING:
@@ -226,8 +226,6 @@ def cmd_new(args: argparse.Namespace) -> int:
     if args.dir is not None:
         dest = Path(args.dir)
     else:
-        from .errors import VariantsError
-
         try:
             dest = _farm_root() / "kernels" / args.name
         except VariantsError:

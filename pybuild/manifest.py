@@ -23,6 +23,8 @@ else:  # pragma: no cover
     import tomli as tomllib
 
 NAME_RE = re.compile(r"^[a-z][-a-z0-9]*[a-z0-9]$", re.ASCII)
+#: NAME_RE in words, for error messages.
+NAME_RULE = "at least two characters, lowercase letters, digits and '-', starting with a letter and not ending with '-'"
 KERNEL_SECTION_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*$", re.ASCII)
 SOURCE_SUFFIXES = {".c", ".cc", ".cpp", ".cxx", ".cu", ".h", ".hh", ".hpp", ".cuh", ".inc", ".metal", ".mm"}
 COMPILED_SUFFIXES = {".c", ".cc", ".cpp", ".cxx", ".cu", ".mm", ".metal"}
@@ -319,8 +321,7 @@ def parse_manifest(text: str, path: Path) -> Manifest:
     name = general.get("name", str, required=True)
     if not NAME_RE.fullmatch(name):
         general.fail(
-            f"`name` in [general] is {name!r}; use at least two characters, lowercase letters, digits and '-', "
-            "starting with a letter and not ending with '-' (e.g. \"img2gray\", \"rms-norm\")"
+            f"`name` in [general] is {name!r}; use {NAME_RULE} (e.g. \"img2gray\", \"rms-norm\")"
         )
     universal = general.get("universal", bool, False)
     if universal:

@@ -16,13 +16,12 @@ import os
 import re
 import shutil
 import tempfile
-import tomllib
 from pathlib import Path
 
 import jinja2
 
 from .errors import PybuildError, UsageError
-from .manifest import NAME_RE, parse_manifest
+from .manifest import NAME_RE, NAME_RULE, load_manifest, parse_manifest
 
 TEMPLATES = Path(__file__).resolve().parent / "templates" / "new"
 
@@ -68,8 +67,7 @@ _LICENSE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9.+\-]*", re.ASCII)
 def check_name(name: str) -> str:
     """The kernel's Python name, or UsageError naming the rule ``name`` breaks."""
     if not NAME_RE.fullmatch(name) or "--" in name:
-        raise UsageError(f"new: kernel name {name!r}: use at least two characters, lowercase letters, digits and "
-                         "single '-', starting with a letter and not ending with '-' (e.g. my-op)")
+        raise UsageError(f"new: kernel name {name!r}: use {NAME_RULE}, and no '--' (e.g. my-op)")
     if len(name) > MAX_NAME:
         raise UsageError(f"new: kernel name {name[:20]}... is {len(name)} characters long; use at most {MAX_NAME}")
     py = name.replace("-", "_")
@@ -115,15 +113,14 @@ def render(name: str, license_: str, noarch: bool = False) -> dict[str, str]:
 
 
 def kernel_named(kernels_dir: Path, name: str) -> Path | None:
-    """The folder under ``kernels_dir`` whose build.toml names the kernel ``name``, if any (unreadable
+    """The folder under ``kernels_dir`` whose build.toml names the kernel ``name``, if any (broken
     build.toml files are skipped: `build` reports those)."""
     for toml in sorted(kernels_dir.glob("*/build.toml")):
         try:
-            general = tomllib.loads(toml.read_text(encoding="utf-8")).get("general", {})
-        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+            if load_manifest(toml.parent).name == name:
+                return toml.parent
+        except (PybuildError, OSError):
             continue
-        if isinstance(general, dict) and general.get("name") == name:
-            return toml.parent
     return None
 
 
