@@ -16,7 +16,7 @@
 
 namespace duel {
 
-enum Hint : int { kCs = 0, kCs256 = 1, kNc256 = 2, kPlain = 3, kEvictLast = 4 };
+enum Hint : int { kCs = 0, kCs256 = 1, kNc256 = 2, kPlain = 3, kEvictLast = 4, kEvictLast256 = 5, kEvictLastNoL1 = 6 };
 
 template <int H>
 __device__ __forceinline__ uint4 ld16(const void* p) {
@@ -32,6 +32,16 @@ __device__ __forceinline__ uint4 ld16(const void* p) {
   } else if constexpr (H == kEvictLast) {
     asm("{\n .reg .b64 pol;\n createpolicy.fractional.L2::evict_last.b64 pol, 1.0;\n"
         " ld.global.L2::cache_hint.v4.u32 {%0, %1, %2, %3}, [%4], pol;\n}"
+        : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w)
+        : "l"(p));
+  } else if constexpr (H == kEvictLast256) {  // evict-last plus an L2 prefetch of the 256-byte group
+    asm("{\n .reg .b64 pol;\n createpolicy.fractional.L2::evict_last.b64 pol, 1.0;\n"
+        " ld.global.L2::cache_hint.L2::256B.v4.u32 {%0, %1, %2, %3}, [%4], pol;\n}"
+        : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w)
+        : "l"(p));
+  } else if constexpr (H == kEvictLastNoL1) {  // evict-last in L2, no L1 allocation
+    asm("{\n .reg .b64 pol;\n createpolicy.fractional.L2::evict_last.b64 pol, 1.0;\n"
+        " ld.global.L1::no_allocate.L2::cache_hint.v4.u32 {%0, %1, %2, %3}, [%4], pol;\n}"
         : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w)
         : "l"(p));
   } else {
@@ -286,11 +296,13 @@ __global__ void __launch_bounds__(1024) rms_kernel(T* __restrict__ out, const T*
 // reduction. Load c of a warp covers 32 consecutive packs (512 contiguous bytes, 32 / packs rows),
 // so a lane's column, and its one weight pack, is the same for every c; each of the CPT rows a lane
 // touches is reduced over its `packs` lanes with shuffles.
-template <typename T, int CPT, int LH>
+template <typename T, int CPT, int LH_ALL>
 __global__ void __launch_bounds__(256) rms_tile_kernel(T* __restrict__ out, const T* __restrict__ in,
                                                        const T* __restrict__ weight, int64_t rows, int packs,
                                                        float inv_hidden, float eps) {
   using P = rms_norm::Pack<T>;
+  constexpr int LH = LH_ALL & 7;
+  constexpr bool kPlainStore = (LH_ALL & 16) != 0;
   const int lane = threadIdx.x & 31;
   const int64_t warp = static_cast<int64_t>(blockIdx.x) * (blockDim.x / 32) + threadIdx.x / 32;
   const int64_t total = rows * packs;
@@ -332,7 +344,8 @@ __global__ void __launch_bounds__(256) rms_tile_kernel(T* __restrict__ out, cons
       for (int k = 0; k < P::kVec; ++k) {
         o.v[k] = rms_norm::from_float<T>(rms_norm::to_float(pv.v[k]) * rstd * rms_norm::to_float(pw.v[k]));
       }
-      __stcs(y + f, *reinterpret_cast<const uint4*>(&o));
+      if (kPlainStore) y[f] = *reinterpret_cast<const uint4*>(&o);
+      else __stcs(y + f, *reinterpret_cast<const uint4*>(&o));
     }
   }
 }
@@ -660,6 +673,19 @@ constexpr RmsCfg kRmsCfgs[] = {
     {"ppt4 plain-load", 4, kPlain, 256},
     {"ppt4 plain-load plain-store", 4, kPlain + 16, 256},
     {"ppt2 plain-load plain-store", 2, kPlain + 16, 256},
+    {"tile cpt2 evict-last", 2, kEvictLast, 256, 1},
+    {"tile cpt2 evict-last plain-store", 2, kEvictLast + 16, 256, 1},
+    {"tile cpt2 cs", 2, kCs, 256, 1},
+    {"tile cpt1 evict-last", 1, kEvictLast, 256, 1},
+    {"tile cpt4 evict-last", 4, kEvictLast, 256, 1},
+    {"tile cpt4 evict-last plain-store", 4, kEvictLast + 16, 256, 1},
+    {"tile cpt2 evict-last blk128", 2, kEvictLast, 128, 1},
+    {"tile cpt4 evict-last blk128", 4, kEvictLast, 128, 1},
+    {"tile cpt2 evict-last blk64", 2, kEvictLast, 64, 1},
+    {"ppt4 evict-last-256B", 4, kEvictLast256, 256},
+    {"ppt4 evict-last-256B plain-store", 4, kEvictLast256 + 16, 256},
+    {"ppt4 evict-last no-L1", 4, kEvictLastNoL1, 256},
+    {"ppt4 evict-last no-L1 plain-store", 4, kEvictLastNoL1 + 16, 256},
 };
 constexpr int kRmsN = sizeof(kRmsCfgs) / sizeof(kRmsCfgs[0]);
 
@@ -691,8 +717,9 @@ int rms_launch(T* o, const T* x, const T* w, int64_t rows, int64_t hidden, float
   if constexpr (c.kind == 1) {
     if (packs > 32 || (packs & (packs - 1)) != 0) return -2;
     const int64_t warps = (rows * packs + 32 * c.ppt - 1) / (32 * c.ppt);
-    rms_tile_kernel<T, c.ppt, c.hint><<<static_cast<unsigned>((warps + 7) / 8), 256, 0, s>>>(o, x, w, rows, packs,
-                                                                                         inv_h, eps);
+    const int wpb = c.warp_threads / 32;  // warps per block
+    rms_tile_kernel<T, c.ppt, c.hint><<<static_cast<unsigned>((warps + wpb - 1) / wpb), c.warp_threads, 0, s>>>(
+        o, x, w, rows, packs, inv_h, eps);
     return 0;
   } else if constexpr (c.kind == 2) {
     if (packs <= 64) return -2;
