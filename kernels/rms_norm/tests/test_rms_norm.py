@@ -28,10 +28,11 @@ TOL = {
     torch.float16: dict(atol=2e-3, rtol=2e-3),
     torch.bfloat16: dict(atol=2e-2, rtol=1.6e-2),
 }
-# Hidden sizes across every CUDA path: warp groups of 1..32 threads (<= 64 packs of 16 bytes),
-# one block per row with 2 packs per thread (<= 2048 packs) or 4 (<= 4096: 16392 in bf16), the
-# two-pass path (odd sizes, unaligned views; fp32 rows over 16384).
-HIDDEN = (1, 7, 8, 96, 100, 128, 256, 1000, 1024, 1032, 4096, 5120, 8192, 16384, 16392)
+# Hidden sizes across every CUDA path: warp tiles (a power of two of up to 32 packs of 16 bytes:
+# 8..256 in 16-bit dtypes, 4..128 in fp32), warp groups of 1..32 threads (other rows of <= 64
+# packs: 96, fp32 256), one block per row with 2 packs per thread (<= 2048 packs) or 4 (<= 4096:
+# 16392 in bf16), the two-pass path (odd sizes, unaligned views; fp32 rows over 16384).
+HIDDEN = (1, 7, 8, 64, 96, 100, 128, 256, 1000, 1024, 1032, 4096, 5120, 8192, 16384, 16392)
 ROWS = (1, 37)
 CUDA = pytest.param(
     "cuda",
