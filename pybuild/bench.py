@@ -7,9 +7,11 @@ times them and writes JSON and a plot.
 Timing on CUDA: every case gets enough input sets that together they exceed 3x the L2 cache, so
 each call reads from device memory; one CUDA graph holds one call per set (so host-side launch
 costs stay out), and a round's time is the median over replays (device events) divided by the
-calls in the graph. Every implementation is timed in ROUNDS interleaved rounds and reports the
-median round (the first round of a case ran 7-15% faster on an H200 for whichever implementation
-came first, so the best round would favour the order); the spread of the rounds is kept, and a
+calls in the graph. Every implementation is timed in ROUNDS interleaved rounds, odd rounds in
+reverse order (so no implementation always runs right after the same one), and reports the median
+round (the first round of a case ran 7-15% faster on an H200 for
+whichever implementation came first, so the best round would favour the order); the spread of the
+rounds is kept, and a
 target missed by less than that spread is reported as a tie, not as met. Every graph is captured
 from an emptied allocator cache, so where an implementation's outputs land does not change from
 round to round (on an H200, repeated captures put them at the same addresses). Each implementation
@@ -121,6 +123,13 @@ def n_sets(device: str, bytes_per_call: int, l2_bytes: int) -> int:
     if device != "cuda":
         return 2
     return max(2, min(MAX_SETS, math.ceil(L2_MULTIPLE * l2_bytes / max(1, bytes_per_call))))
+
+
+def round_order(items: list, round_: int) -> list:
+    """The order of the implementations in round ``round_``: as given in even rounds, reversed in
+    odd ones, so that no implementation always runs right after the same one (a heavy baseline can
+    warm or slow the device for whatever follows it)."""
+    return list(items) if round_ % 2 == 0 else list(reversed(items))
 
 
 def time_cuda_graph(fn: Callable[..., Any], arg_sets: Sequence[tuple[Any, ...]], reps: int) -> float:
@@ -313,9 +322,10 @@ def run_case(case: Case, device: str, l2_bytes: int, compile_: bool, reps: int,
         rounds[name] = (times, method, n)
 
     # On CUDA every implementation is timed in ROUNDS interleaved rounds and reports its median: a
-    # passing clock or memory-placement hiccup then hits no implementation alone.
+    # passing clock or memory-placement hiccup then hits no implementation alone. Odd rounds run
+    # the implementations in reverse order.
     for round_ in range(ROUNDS if device == "cuda" else 1):
-        for name, fn in impls.items():
+        for name, fn in round_order(list(impls.items()), round_):
             if device != "cuda":
                 record(name, time_wall(fn, arg_sets, reps), "wall-clock", sets)
                 continue
@@ -448,7 +458,8 @@ def run(kernels: Sequence[tuple[str, ModuleType, ModuleType]], device: str, quic
         "method": {
             "device": device,
             "timing": f"CUDA graph of one call per input set, median of replays (device events) / calls; "
-                      f"median of {ROUNDS} interleaved rounds" if device == "cuda" else "median wall-clock per call",
+                      f"median of {ROUNDS} interleaved rounds, odd rounds in reverse order"
+                      if device == "cuda" else "median wall-clock per call",
             "verdicts": "met; tie (missed by less than the round-to-round spread of ours or the baseline); "
                         "beyond copy (missed by more, and asks for more GB/s than any copy reached in the run); "
                         "missed",

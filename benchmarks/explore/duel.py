@@ -2,9 +2,9 @@
 
 Builds benchmarks/explore/duel_variants.cu into a shared library (nvcc), then for each case times
 the static-shape torch.compile baseline and every variant that supports the shape, in ROUNDS
-interleaved rounds (pybuild.bench's CUDA-graph timing: inputs rotated past 3x L2, median of replays),
-and prints per implementation the best and the median round and the ratio to compile. Needs a CUDA
-torch and nvcc; no kernel build.
+interleaved rounds, odd ones in reverse order (pybuild.bench's CUDA-graph timing: inputs rotated
+past 3x L2, median of replays), and prints per implementation the best and the median round and
+the ratio to compile. Needs a CUDA torch and nvcc; no kernel build.
 
     python3 benchmarks/explore/duel.py [--rounds 5] [--out results.json]
 """
@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import ctypes
 import json
+import shlex
 import statistics
 import subprocess
 import sys
@@ -27,7 +28,7 @@ import torch.nn.functional as F
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from pybuild.bench import n_sets, time_cuda_graph  # noqa: E402
+from pybuild.bench import n_sets, round_order, time_cuda_graph  # noqa: E402
 
 DTYPES = {torch.float32: 0, torch.float16: 1, torch.bfloat16: 2}
 ACTS = {"silu": 0, "gelu": 1}
@@ -113,8 +114,8 @@ def duel(label: str, bytes_: int, arg_sets: list, impls: dict, ref, rounds: int,
         ok = torch.allclose(got.float(), expect.float(), atol=tol[0], rtol=tol[1])
         checks[name] = ("ok" if ok else "MISMATCH") + (" =shipped" if torch.equal(got, shipped) else "")
     times: dict[str, list[float]] = {name: [] for name in impls}
-    for _ in range(rounds):
-        for name, fn in impls.items():
+    for r in range(rounds):
+        for name, fn in round_order(list(impls.items()), r):  # odd rounds in reverse order
             times[name].append(time_cuda_graph(fn, arg_sets, 30))
     base = min(times["compile"])
     print(f"\n{label}  ({bytes_ / 1e6:.1f} MB/call, {len(arg_sets)} sets)  compile best {bytes_ / base / 1e6:.0f} GB/s")
@@ -216,7 +217,8 @@ def main() -> int:
             torch.cuda.empty_cache()
     argv = [a if not a.startswith("/") else "$OUT/" + Path(a).name for a in sys.argv[1:]]  # no machine paths
     doc = {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "rounds": args.rounds,
-           "command": " ".join(["python3", "benchmarks/explore/duel.py", *argv]), "results": results}
+           "command": " ".join(a if a.startswith("$OUT/") else shlex.quote(a)
+                               for a in ["python3", "benchmarks/explore/duel.py", *argv]), "results": results}
     if args.out:
         args.out.write_text(json.dumps(doc, indent=1) + "\n")
     return 0

@@ -7,7 +7,7 @@ import json
 import pytest
 import torch
 
-from pybuild.bench import Case, CaseResult, Target, Timing, finalize, run, run_case, summary_rows
+from pybuild.bench import Case, CaseResult, Target, Timing, finalize, round_order, run, run_case, summary_rows
 
 
 def timing(gbps: float, rounds: list[float] | None = None) -> Timing:
@@ -24,6 +24,16 @@ def result(targets: tuple[Target, ...], **timings: Timing) -> CaseResult:
 
 def verdicts(r: CaseResult) -> dict[str, str]:
     return {t["baseline"]: t["verdict"] for t in r.targets}
+
+
+def test_odd_rounds_run_in_reverse_so_no_implementation_always_follows_the_same_one():
+    names = ["ours", "eager", "compile"]
+    orders = [round_order(names, r) for r in range(5)]
+    assert orders[0] == orders[2] == orders[4] == names and orders[1] == orders[3] == names[::-1]
+    sequence = [n for o in orders for n in o]
+    before = {n: {sequence[i - 1] for i in range(1, len(sequence)) if sequence[i] == n} for n in names}
+    assert all(len(preceding) > 1 for preceding in before.values())
+    assert round_order([], 1) == []
 
 
 def test_met_and_missed():
