@@ -159,6 +159,10 @@ constexpr ActCfg kActCfgs[] = {
     {"256x1 cs occ6", 256, 1, kCs, true, 16, 6},
     {"256x1 cs occ4", 256, 1, kCs, true, 16, 4},
     {"256x1 cs occ3", 256, 1, kCs, true, 16, 3},
+    {"256x1 plain", 256, 1, kPlain, false, 16},
+    {"256x1 plain-load cs-store", 256, 1, kPlain, true, 16},
+    {"256x2 plain", 256, 2, kPlain, false, 16},
+    {"128x1 plain", 128, 1, kPlain, false, 16},
 };
 constexpr int kActN = sizeof(kActCfgs) / sizeof(kActCfgs[0]);
 

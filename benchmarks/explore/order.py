@@ -1,0 +1,132 @@
+"""Does the order of the timing rounds, or where an implementation's outputs land, move the bench's numbers?
+
+For the named bench cases (kernels built with pybuild, as `pybuild bench` loads them), times ours,
+torch eager and static-shape torch.compile the bench's way (pybuild.bench.time_cuda_graph: one
+graph per implementation, captured from an emptied allocator cache) under three schedules of
+ROUNDS rounds each:
+  - forward: every round in the same order (ours, eager, compile);
+  - alternate: odd rounds reversed;
+  - pooled: forward, but every graph of the case is captured into one shared memory pool that is
+    not emptied between implementations;
+and prints, per round and implementation, the time and where the outputs landed (output address
+minus the first input's address, and the output's offset in its 2 MiB page).
+
+    python3 benchmarks/explore/order.py [--rounds 6] [--match "silu_and_mul 4096x8192 bfloat16,..."] [--out F]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import statistics
+import sys
+from pathlib import Path
+
+import torch
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+from pybuild.bench import _compile, load_cases_module, n_sets, round_order  # noqa: E402
+from pybuild.testing import load_built_kernel  # noqa: E402
+
+KERNELS = {"activation": "activation", "img2gray": "img2gray", "rms_norm": "rms_norm"}
+DEFAULT_MATCH = ("silu_and_mul 4096x8192 bfloat16,silu_and_mul 1024x4096 float16,silu_and_mul 1024x4096 float32,"
+                 "img2gray 4320x7680 uint8,rms_norm 524288x128 bfloat16")
+PAGE = 2 << 20
+
+
+def time_graph(fn, arg_sets, reps: int, pool=None, empty: bool = True) -> tuple[float, list[int]]:
+    """pybuild.bench.time_cuda_graph, plus the outputs' addresses; ``pool`` shares a graph memory pool."""
+    for args in arg_sets:
+        fn(*args)
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    keep = []
+    with torch.cuda.graph(graph, pool=pool):
+        for args in arg_sets:
+            keep.append(fn(*args))
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    samples = []
+    for i in range(reps + 3):
+        start.record()
+        graph.replay()
+        end.record()
+        end.synchronize()
+        if i >= 3:
+            samples.append(start.elapsed_time(end) / len(arg_sets))
+    ptrs = [k.data_ptr() for k in keep]
+    del graph, keep
+    torch.cuda.synchronize()
+    if empty:
+        torch.cuda.empty_cache()
+    return statistics.median(samples), ptrs
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rounds", type=int, default=6)
+    ap.add_argument("--reps", type=int, default=30)
+    ap.add_argument("--match", default=DEFAULT_MATCH, help="comma-separated '<op> <label> <dtype>' of bench cases")
+    ap.add_argument("--out", type=Path, default=None)
+    args = ap.parse_args()
+    wanted = [m.strip() for m in args.match.split(",") if m.strip()]
+    l2 = torch.cuda.get_device_properties(0).L2_cache_size
+    a = torch.empty(1 << 30, dtype=torch.uint8, device="cuda")
+    b = torch.empty_like(a)
+    for _ in range(400):  # warm the clocks
+        b.copy_(a)
+    torch.cuda.synchronize()
+    del a, b
+    torch.cuda.empty_cache()
+    results = []
+    for name, python_name in KERNELS.items():
+        module = load_cases_module(ROOT, python_name)
+        kernel = load_built_kernel(ROOT / "kernels" / name)
+        for case in module.cases(kernel, "cuda", False):
+            key = f"{case.op} {case.label} {case.dtype}"
+            if key not in wanted:
+                continue
+            arg_sets = [case.make(seed) for seed in range(n_sets("cuda", case.bytes, l2))]
+            first_in = arg_sets[0][0].data_ptr()
+            impls = {"ours": case.ours, "eager": case.eager, "compile": _compile(case.eager)}
+            row = {"case": key, "bytes": case.bytes, "sets": len(arg_sets), "schedules": {}}
+            print(f"\n{key} ({case.bytes / 1e6:.1f} MB/call, {len(arg_sets)} sets)", flush=True)
+            for schedule in ("forward", "alternate", "pooled"):
+                pool = torch.cuda.graph_pool_handle() if schedule == "pooled" else None
+                rounds = []
+                for r in range(args.rounds):
+                    order = round_order(list(impls), r) if schedule == "alternate" else list(impls)
+                    entry = {}
+                    for impl in order:
+                        ms, ptrs = time_graph(impls[impl], arg_sets, args.reps, pool, empty=pool is None)
+                        entry[impl] = {"ms": ms, "out_minus_in": [p - first_in for p in ptrs],
+                                       "page_offset": [p % PAGE for p in ptrs]}
+                    rounds.append({"order": order, **entry})
+                    print(f"  {schedule:9} r{r} " + "  ".join(
+                        f"{impl} {entry[impl]['ms'] * 1e3:8.2f} us @{entry[impl]['out_minus_in'][0] / 2**20:+9.1f} MiB"
+                        for impl in impls) + f"   ours/compile {entry['compile']['ms'] / entry['ours']['ms']:.3f}",
+                        flush=True)
+                if pool is not None:
+                    torch.cuda.synchronize()
+                    torch.cuda.empty_cache()
+                med = {impl: statistics.median(r[impl]["ms"] for r in rounds) for impl in impls}
+                print(f"  {schedule:9} medians: " + "  ".join(f"{k} {v * 1e3:.2f} us" for k, v in med.items())
+                      + f"   compile/ours {med['compile'] / med['ours']:.3f}", flush=True)
+                row["schedules"][schedule] = {"rounds": rounds, "median_ms": med}
+            results.append(row)
+            del arg_sets
+            torch.cuda.empty_cache()
+    argv = [a if not a.startswith("/") else "$OUT/" + Path(a).name for a in sys.argv[1:]]  # no machine paths
+    doc = {"device": torch.cuda.get_device_name(), "torch": torch.__version__,
+           "command": " ".join(a if a.startswith("$OUT/") else shlex.quote(a)
+                               for a in ["python3", "benchmarks/explore/order.py", *argv]),
+           "results": results}
+    if args.out:
+        args.out.write_text(json.dumps(doc, indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
