@@ -9,6 +9,7 @@
 // the whole 256-byte sector group (`.L2::256B`), the non-coherent path without L1 allocation plus
 // the 256-byte prefetch, and plain loads.
 #include "../../kernels/activation/csrc/activation.cu"
+#include "../../kernels/img2gray/csrc/img2gray.cu"
 #include "../../kernels/rms_norm/csrc/rms_norm.cu"
 
 #include <type_traits>
@@ -776,7 +777,73 @@ int rms_dispatch(int v, void* o, const void* x, const void* w, int64_t rows, int
 
 }  // namespace duel
 
+namespace duel {
+
+// ---------------------------------------------------------------------------------------------
+// img2gray: the shipped 16-pixel groups (aligned images, n_pixels a multiple of 16) with the load
+// policy and the store (streaming or plain) as parameters.
+template <int LH, bool CS_STORE>
+__global__ void __launch_bounds__(256) img_kernel(const uint8_t* __restrict__ rgb, uint8_t* __restrict__ gray,
+                                                  int64_t n_groups) {
+  const int64_t i = static_cast<int64_t>(blockIdx.x) * 256 + threadIdx.x;
+  if (i >= n_groups) return;
+  const uint4* src = reinterpret_cast<const uint4*>(rgb) + 3 * i;
+  const uint4 a = ld16<LH>(src), b = ld16<LH>(src + 1), c = ld16<LH>(src + 2);
+  const uint32_t w[12] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w, c.x, c.y, c.z, c.w};
+  uint4 out;
+  out.x = img2gray::pack4<0>(w);
+  out.y = img2gray::pack4<1>(w);
+  out.z = img2gray::pack4<2>(w);
+  out.w = img2gray::pack4<3>(w);
+  st(reinterpret_cast<uint4*>(gray) + i, out, CS_STORE);
+}
+
+struct ImgCfg {
+  const char* name;
+  int hint;
+  bool cs_store;
+};
+
+constexpr ImgCfg kImgCfgs[] = {
+    {"shipped", 0, true},
+    {"cs", kCs, true},
+    {"plain-load cs-store", kPlain, true},
+    {"plain", kPlain, false},
+    {"evict-last cs-store", kEvictLast, true},
+    {"evict-last plain-store", kEvictLast, false},
+};
+constexpr int kImgN = sizeof(kImgCfgs) / sizeof(kImgCfgs[0]);
+
+template <int I>
+void img_launch(const uint8_t* rgb, uint8_t* gray, int64_t n_groups, cudaStream_t s) {
+  constexpr ImgCfg c = kImgCfgs[I];
+  img_kernel<c.hint, c.cs_store><<<static_cast<unsigned>((n_groups + 255) / 256), 256, 0, s>>>(rgb, gray, n_groups);
+}
+
+template <int... I>
+int img_dispatch(int v, const uint8_t* rgb, uint8_t* gray, int64_t n_groups, cudaStream_t s,
+                 std::integer_sequence<int, I...>) {
+  int found = 0;
+  ((v == I + 1 ? (img_launch<I + 1>(rgb, gray, n_groups, s), found = 1) : 0), ...);
+  return found ? 0 : -1;
+}
+
+}  // namespace duel
+
 extern "C" {
+
+const char* duel_img_name(int v) { return v >= 0 && v < duel::kImgN ? duel::kImgCfgs[v].name : nullptr; }
+
+// rgb [n_pixels, 3] -> gray [n_pixels]; the variants need 16-byte aligned pointers and n_pixels % 16 == 0.
+int duel_img(int v, const void* rgb, void* gray, int64_t n_pixels, void* stream) {
+  const auto s = static_cast<cudaStream_t>(stream);
+  const auto* in = static_cast<const uint8_t*>(rgb);
+  auto* out = static_cast<uint8_t*>(gray);
+  if (v == 0) return img2gray::launch_img2gray(in, out, n_pixels, stream);
+  if (n_pixels % 16 != 0 || (reinterpret_cast<uintptr_t>(rgb) | reinterpret_cast<uintptr_t>(gray)) % 16 != 0) return -2;
+  const int rc = duel::img_dispatch(v, in, out, n_pixels / 16, s, std::make_integer_sequence<int, duel::kImgN - 1>{});
+  return rc != 0 ? rc : static_cast<int>(cudaGetLastError());
+}
 
 // Variant names; nullptr past the last.
 const char* duel_act_name(int v) { return v >= 0 && v < duel::kActN ? duel::kActCfgs[v].name : nullptr; }
