@@ -72,6 +72,8 @@ def build(out_dir: Path) -> ctypes.CDLL:
     lib = ctypes.CDLL(str(so))
     lib.duel_act_name.restype = ctypes.c_char_p
     lib.duel_rms_name.restype = ctypes.c_char_p
+    lib.duel_img_name.restype = ctypes.c_char_p
+    lib.duel_img.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p]
     lib.duel_act.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p,
                              ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p]
     lib.duel_rms.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
