@@ -3,7 +3,7 @@
 //
 // Fast path (d * sizeof(T) a multiple of 16, both pointers 16-byte aligned): the output is treated
 // as one flat array of 16-byte packs, one per thread: two 16-byte loads (gate and up halves,
-// streaming: every byte is read once; evict-last on huge inputs) and one 16-byte streaming store;
+// plain; evict-last on huge inputs) and one 16-byte streaming store;
 // a warp's accesses are contiguous runs of 512 bytes. 256-thread blocks; the exact gelu, whose erf
 // costs about as much as the memory traffic, takes 8-byte packs on small inputs and two 16-byte
 // packs per thread on large ones; devices with less memory bandwidth per SM (an H100) run every
@@ -112,9 +112,12 @@ struct RawT<2> {
 template <int BYTES>
 using Raw = typename RawT<BYTES>::type;
 
-// Loads of 16- and 8-byte packs: streaming (evict-first, `.cs`), or with an L2 evict-last policy
-// (kEvictLast, used on inputs far larger than L2, where it measured 0.5-1% faster); plain loads
-// for single elements.
+// Loads of packs: with an L2 evict-last policy (kEvictLast, used on inputs far larger than L2,
+// where it measured 0.5-1% faster), else plain for 16-byte packs and single elements and streaming
+// (evict-first, `.cs`) for 8-byte packs. Streaming 16-byte loads made the kernel's time depend on
+// where its output landed: on an H200, silu bf16 4096x8192 took 49.1 us when its output reused the
+// memory torch.compile's had just released and 51.4 us after torch eager's, where plain loads took
+// 49.2-49.3 us after either (benchmarks/explore/order.py, "after" schedule).
 template <typename R, bool kEvictLast>
 __device__ __forceinline__ R load_stream(const void* p) {
   if constexpr (sizeof(R) == 16 && kEvictLast) {
@@ -131,7 +134,7 @@ __device__ __forceinline__ R load_stream(const void* p) {
         : "=r"(r.x), "=r"(r.y)
         : "l"(p));
     return r;
-  } else if constexpr (sizeof(R) >= 8) {
+  } else if constexpr (sizeof(R) == 8) {
     return __ldcs(static_cast<const R*>(p));
   } else {
     return *static_cast<const R*>(p);

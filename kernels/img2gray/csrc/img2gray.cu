@@ -4,8 +4,12 @@
 // Fast path (rgb and gray both 16-byte aligned, the case for fresh torch allocations): each thread
 // converts one group of 16 pixels: three 16-byte loads bring its 48 input bytes, one 16-byte store
 // writes its 16 gray bytes. A warp's three loads cover 1536 contiguous bytes, so every sector is
-// used; the overlap between neighbouring loads is served by L1. Loads and the store are streaming
-// (.cs, evict-first: each byte is touched once; 0.3-0.9% faster from 4320x7680 up). Per pixel: one
+// used; the overlap between neighbouring loads is served by L1. Loads are plain and the store
+// streaming (.cs, evict-first: each byte is touched once). Streaming loads were 0.3-0.9% faster
+// from 4320x7680 up in some runs but made the time depend on where the output landed: on an H200,
+// 4320x7680 took 33.4 us when its output reused the memory torch.compile's had just released and
+// 36.8 us after torch eager's; plain loads took 33.7 and 34.0 us (benchmarks/explore/order.py,
+// "after" schedule). Per pixel: one
 // byte_perm gathers (R, G, B) into a word, one dp4a forms 21 R + 72 G + 7 B + 50, and the division
 // by the constant 100 compiles to a multiply-high and a shift. The n_pixels % 16 pixels past the last full group
 // are converted by a scalar path in the same launch. Unaligned pointers (a view at an odd storage
@@ -54,9 +58,9 @@ __global__ void __launch_bounds__(kThreads) img2gray_vec16_kernel(const uint8_t*
   const int64_t i = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x;
   if (i < n_groups) {
     const uint4* src = reinterpret_cast<const uint4*>(rgb) + 3 * i;
-    const uint4 a = __ldcs(src);
-    const uint4 b = __ldcs(src + 1);
-    const uint4 c = __ldcs(src + 2);
+    const uint4 a = src[0];
+    const uint4 b = src[1];
+    const uint4 c = src[2];
     const uint32_t w[12] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w, c.x, c.y, c.z, c.w};
     uint4 out;
     out.x = pack4<0>(w);
