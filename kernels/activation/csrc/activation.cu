@@ -115,9 +115,9 @@ using Raw = typename RawT<BYTES>::type;
 // Loads of packs: with an L2 evict-last policy (kEvictLast, used on inputs far larger than L2,
 // where it measured 0.5-1% faster), else plain for 16-byte packs and single elements and streaming
 // (evict-first, `.cs`) for 8-byte packs. Streaming 16-byte loads made the kernel's time depend on
-// where its output landed: on an H200, silu bf16 4096x8192 took 49.1 us when its output reused the
-// memory torch.compile's had just released and 51.4 us after torch eager's, where plain loads took
-// 49.2-49.3 us after either (benchmarks/explore/order.py, "after" schedule).
+// where its output landed: on an H200, silu bf16 4096x8192 took 50.7 us when its output reused the
+// memory torch.compile's had just released and 53.0 us after torch eager's, where plain loads took
+// 50.8 us after either (benchmarks/explore/order.py, "after" schedule; order-after2-nvidia-h200.json).
 template <typename R, bool kEvictLast>
 __device__ __forceinline__ R load_stream(const void* p) {
   if constexpr (sizeof(R) == 16 && kEvictLast) {
