@@ -132,8 +132,12 @@ def round_order(items: list, round_: int) -> list:
     return list(items) if round_ % 2 == 0 else list(reversed(items))
 
 
-def time_cuda_graph(fn: Callable[..., Any], arg_sets: Sequence[tuple[Any, ...]], reps: int) -> float:
-    """Median ms per call: one graph with one call per arg set, replayed ``reps`` times."""
+def time_cuda_graph(fn: Callable[..., Any], arg_sets: Sequence[tuple[Any, ...]], reps: int, *, pool: Any = None,
+                    release: bool = True, out_ptrs: list[int] | None = None) -> float:
+    """Median ms per call: one graph with one call per arg set, replayed ``reps`` times.
+
+    ``pool`` captures into a shared graph memory pool, ``release=False`` keeps the allocator's cache
+    afterwards, and ``out_ptrs`` receives the outputs' addresses (for benchmarks/explore/)."""
     import torch
 
     for args in arg_sets:  # warm-up outside the graph (compiles, allocates, loads modules)
@@ -141,7 +145,7 @@ def time_cuda_graph(fn: Callable[..., Any], arg_sets: Sequence[tuple[Any, ...]],
     torch.cuda.synchronize()
     graph = torch.cuda.CUDAGraph()
     keep = []
-    with torch.cuda.graph(graph):
+    with torch.cuda.graph(graph, pool=pool):
         for args in arg_sets:
             keep.append(fn(*args))  # outputs stay alive: each call writes fresh memory
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
@@ -153,11 +157,14 @@ def time_cuda_graph(fn: Callable[..., Any], arg_sets: Sequence[tuple[Any, ...]],
         end.synchronize()
         if i >= 3:
             samples.append(start.elapsed_time(end) / len(arg_sets))
+    if out_ptrs is not None:
+        out_ptrs.extend(k.data_ptr() for k in keep)
     del graph, keep
     # Hand the graph's memory back to the driver: the next capture (another implementation, or the
     # next round) then starts from the same allocator state, and its outputs land where these did.
     torch.cuda.synchronize()
-    torch.cuda.empty_cache()
+    if release:
+        torch.cuda.empty_cache()
     return _median_ms(samples)
 
 

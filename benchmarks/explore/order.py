@@ -34,7 +34,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from pybuild.bench import _compile, load_cases_module, n_sets, round_order  # noqa: E402
+from pybuild.bench import _compile, load_cases_module, n_sets, round_order, time_cuda_graph  # noqa: E402
 from pybuild.testing import load_built_kernel  # noqa: E402
 
 KERNELS = {"activation": "activation", "img2gray": "img2gray", "rms_norm": "rms_norm"}
@@ -45,29 +45,9 @@ PAGE = 2 << 20
 
 def time_graph(fn, arg_sets, reps: int, pool=None, empty: bool = True) -> tuple[float, list[int]]:
     """pybuild.bench.time_cuda_graph, plus the outputs' addresses; ``pool`` shares a graph memory pool."""
-    for args in arg_sets:
-        fn(*args)
-    torch.cuda.synchronize()
-    graph = torch.cuda.CUDAGraph()
-    keep = []
-    with torch.cuda.graph(graph, pool=pool):
-        for args in arg_sets:
-            keep.append(fn(*args))
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    samples = []
-    for i in range(reps + 3):
-        start.record()
-        graph.replay()
-        end.record()
-        end.synchronize()
-        if i >= 3:
-            samples.append(start.elapsed_time(end) / len(arg_sets))
-    ptrs = [k.data_ptr() for k in keep]
-    del graph, keep
-    torch.cuda.synchronize()
-    if empty:
-        torch.cuda.empty_cache()
-    return statistics.median(samples), ptrs
+    ptrs: list[int] = []
+    ms = time_cuda_graph(fn, arg_sets, reps, pool=pool, release=empty, out_ptrs=ptrs)
+    return ms, ptrs
 
 
 def variant_impls(lib, case, wanted: list[str]) -> dict:

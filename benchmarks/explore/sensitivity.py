@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from duel import ACTS, DTYPES, EPS, act_ref, build, names, rms_ref  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-from pybuild.bench import n_sets  # noqa: E402
+from pybuild.bench import n_sets, time_cuda_graph  # noqa: E402
 
 MiB = 1 << 20
 OFFSETS = (0, 2 * MiB, 6 * MiB, 10 * MiB, 18 * MiB, 34 * MiB, 66 * MiB, 64 * 1024, 1 * MiB + 4096)
@@ -42,26 +42,8 @@ CASES = (  # (family, op, dtype, rows, cols): cols = d for activations, hidden f
 
 
 def graph_ms(fn, arg_sets, reps: int = 30, pool=None) -> float:
-    for args in arg_sets:
-        fn(*args)
-    torch.cuda.synchronize()
-    graph = torch.cuda.CUDAGraph()
-    keep = []
-    with torch.cuda.graph(graph, pool=pool):
-        for args in arg_sets:
-            keep.append(fn(*args))
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    samples = []
-    for i in range(reps + 3):
-        start.record()
-        graph.replay()
-        end.record()
-        end.synchronize()
-        if i >= 3:
-            samples.append(start.elapsed_time(end) / len(arg_sets))
-    del graph, keep
-    torch.cuda.synchronize()
-    return statistics.median(samples)
+    """pybuild.bench.time_cuda_graph without releasing the allocator's cache (the buffer stays put)."""
+    return time_cuda_graph(fn, arg_sets, reps, pool=pool, release=False)
 
 
 def main() -> int:
@@ -110,7 +92,7 @@ def main() -> int:
             base = (buf.data_ptr() + 2 * MiB - 1) // (2 * MiB) * (2 * MiB) - buf.data_ptr()
             expect = ref(*sets[0])
 
-            def launcher(v: int, outs):
+            def launcher(v: int, outs, sets=sets):
                 def fn(*inputs):
                     y = outs[next(i for i, s in enumerate(sets) if s[0] is inputs[0])]
                     if family == "act":
