@@ -81,6 +81,14 @@ def build(out_dir: Path) -> ctypes.CDLL:
     return lib
 
 
+def recorded_command(script: str) -> str:
+    """``python3 benchmarks/explore/<script> ARGS`` as run, shell-quoted, with absolute paths given
+    as ``$OUT/<name>`` (the results record no machine paths)."""
+    argv = [a if not a.startswith("/") else "$OUT/" + Path(a).name for a in sys.argv[1:]]
+    return " ".join(a if a.startswith("$OUT/") else shlex.quote(a)
+                    for a in ["python3", f"benchmarks/explore/{script}", *argv])
+
+
 def names(fn) -> list[str]:
     out = []
     while (n := fn(len(out))) is not None:
@@ -217,10 +225,8 @@ def main() -> int:
             results.append(duel(label, nbytes, arg_sets, impls, ref, args.rounds, tol))
             del arg_sets
             torch.cuda.empty_cache()
-    argv = [a if not a.startswith("/") else "$OUT/" + Path(a).name for a in sys.argv[1:]]  # no machine paths
     doc = {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "rounds": args.rounds,
-           "command": " ".join(a if a.startswith("$OUT/") else shlex.quote(a)
-                               for a in ["python3", "benchmarks/explore/duel.py", *argv]), "results": results}
+           "command": recorded_command("duel.py"), "results": results}
     if args.out:
         args.out.write_text(json.dumps(doc, indent=1) + "\n")
     return 0

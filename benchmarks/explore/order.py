@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import shlex
 import statistics
 import sys
 from pathlib import Path
@@ -36,6 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from pybuild.bench import _compile, load_cases_module, n_sets, round_order, time_cuda_graph  # noqa: E402
 from pybuild.testing import load_built_kernel  # noqa: E402
+from duel import recorded_command  # noqa: E402
 
 KERNELS = {"activation": "activation", "img2gray": "img2gray", "rms_norm": "rms_norm"}
 DEFAULT_MATCH = ("silu_and_mul 4096x8192 bfloat16,silu_and_mul 1024x4096 float16,silu_and_mul 1024x4096 float32,"
@@ -182,11 +182,8 @@ def main() -> int:
             results.append(row)
             del arg_sets
             torch.cuda.empty_cache()
-    argv = [a if not a.startswith("/") else "$OUT/" + Path(a).name for a in sys.argv[1:]]  # no machine paths
     doc = {"device": torch.cuda.get_device_name(), "torch": torch.__version__,
-           "command": " ".join(a if a.startswith("$OUT/") else shlex.quote(a)
-                               for a in ["python3", "benchmarks/explore/order.py", *argv]),
-           "results": results}
+           "command": recorded_command("order.py"), "results": results}
     if args.out:
         args.out.write_text(json.dumps(doc, indent=1) + "\n")
     return 0

@@ -21,7 +21,7 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from duel import EPS, build, names, rms_ref  # noqa: E402
+from duel import EPS, build, names, recorded_command, rms_ref  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from pybuild.bench import time_cuda_graph  # noqa: E402
@@ -83,9 +83,8 @@ def main() -> int:
         torch.cuda.empty_cache()
         xs = [x.data_ptr() for x, _ in sets]
         print("inputs at", [hex(p) for p in xs])
-        argv = [a if not a.startswith("/") else "$OUT/" + Path(a).name for a in sys.argv[1:]]  # no machine paths
         doc = {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "case": "bf16 524288x128",
-               "command": " ".join(["python3", "benchmarks/explore/placement.py", *argv]), "bench_style": {},
+               "command": recorded_command("placement.py"), "bench_style": {},
                "offsets": {}}
         everyone = {"compile": comp, "copy": copy, **impls}
         times = {k: [] for k in everyone}

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import shlex
 import statistics
 import sys
 import tempfile
@@ -24,7 +23,7 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from duel import ACTS, DTYPES, EPS, act_ref, build, names, rms_ref  # noqa: E402
+from duel import ACTS, DTYPES, EPS, act_ref, build, names, recorded_command, rms_ref  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from pybuild.bench import n_sets, time_cuda_graph  # noqa: E402
@@ -139,11 +138,8 @@ def main() -> int:
             del sets, buf, compiled
             torch.cuda.synchronize()
             torch.cuda.empty_cache()
-    argv = [a if not a.startswith("/") else "$OUT/" + Path(a).name for a in sys.argv[1:]]  # no machine paths
     doc = {"device": torch.cuda.get_device_name(), "torch": torch.__version__,
-           "command": " ".join(a if a.startswith("$OUT/") else shlex.quote(a)
-                               for a in ["python3", "benchmarks/explore/sensitivity.py", *argv]),
-           "results": results}
+           "command": recorded_command("sensitivity.py"), "results": results}
     if args.out:
         args.out.write_text(json.dumps(doc, indent=1) + "\n")
     return 0
