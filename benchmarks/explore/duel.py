@@ -45,6 +45,12 @@ ACT_CASES = [
     ("silu", torch.float32, 8192, 14336),
     ("silu", torch.bfloat16, 8192, 14336),
     ("gelu", torch.bfloat16, 8192, 14336),
+    ("silu", torch.float32, 128, 4096),
+    ("silu", torch.float32, 1024, 4096),
+    ("silu", torch.float16, 128, 4096),
+    ("silu", torch.float16, 1024, 4096),
+    ("silu", torch.float16, 4096, 8192),
+    ("silu", torch.float16, 8192, 14336),
 ]
 RMS_CASES = [
     (torch.bfloat16, 64, 4096),

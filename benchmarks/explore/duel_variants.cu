@@ -164,6 +164,13 @@ constexpr ActCfg kActCfgs[] = {
     {"256x1 plain-load cs-store", 256, 1, kPlain, true, 16},
     {"256x2 plain", 256, 2, kPlain, false, 16},
     {"128x1 plain", 128, 1, kPlain, false, 16},
+    {"128x1 plain-load cs-store 8B", 128, 1, kPlain, true, 8},
+    {"128x1 evict-last 8B", 128, 1, kEvictLast, true, 8},
+    {"256x1 plain-load cs-store 8B", 256, 1, kPlain, true, 8},
+    {"256x1 cs 8B", 256, 1, kCs, true, 8},
+    {"128x2 plain-load cs-store", 128, 2, kPlain, true, 16},
+    {"512x1 plain-load cs-store", 512, 1, kPlain, true, 16},
+    {"128x1 plain-load cs-store", 128, 1, kPlain, true, 16},
 };
 constexpr int kActN = sizeof(kActCfgs) / sizeof(kActCfgs[0]);
 
@@ -867,7 +874,8 @@ int duel_act(int v, int act, int dtype, void* out, const void* in, int64_t rows,
     rc = a == Act::kSilu ? duel::act_typed<__nv_bfloat16, Act::kSilu>(v, out, in, rows, d, s)
                          : duel::act_typed<__nv_bfloat16, Act::kGelu>(v, out, in, rows, d, s);
   } else {
-    return -2;
+    rc = a == Act::kSilu ? duel::act_typed<__half, Act::kSilu>(v, out, in, rows, d, s)
+                         : duel::act_typed<__half, Act::kGelu>(v, out, in, rows, d, s);
   }
   return rc != 0 ? rc : static_cast<int>(cudaGetLastError());
 }
