@@ -4,10 +4,11 @@
 // Fast path (d * sizeof(T) a multiple of 16, both pointers 16-byte aligned): the output is treated
 // as one flat array of 16-byte packs, one per thread: two 16-byte loads (gate and up halves,
 // plain; evict-last on huge inputs) and one 16-byte streaming store;
-// a warp's accesses are contiguous runs of 512 bytes. 256-thread blocks; the exact gelu, whose erf
-// costs about as much as the memory traffic, takes 8-byte packs on small inputs and two 16-byte
-// packs per thread on large ones; devices with less memory bandwidth per SM (an H100) run every
-// activation in 8-byte packs (launch_packs16 says when and what each choice measured). Packs
+// a warp's accesses are contiguous runs of 512 bytes. 256-thread blocks; inputs small enough for
+// one resident wave take 8-byte streaming packs in 128-thread blocks, the exact gelu, whose erf
+// costs about as much as the memory traffic, two 16-byte packs per thread on large inputs, and
+// devices with less memory bandwidth per SM (an H100) run every activation in 8-byte packs
+// (launch_packs16 says when and what each choice measured). Packs
 // are kept as raw registers (uint4 / uint2) and read as elements only to compute. The row of pack
 // c is c / (d / VEC), a multiply-high and a shift with a divisor prepared on the host; no
 // per-element integer division. Otherwise the same kernel runs with one element per pack (any d,
@@ -244,28 +245,31 @@ DeviceShape device_shape() {
 constexpr double kNarrowMemoryGbpsPerSm = 30.0;
 
 // 16-byte packs (d * sizeof(T) a multiple of 16, aligned pointers): one pack per thread in
-// 256-thread blocks. The exact gelu, whose erf costs about as much as the memory traffic, takes
-// 8-byte packs while they all fit in one resident wave (half the arithmetic on each thread's
-// critical path; 1.07x at 128x4096 bf16) and two packs per thread from 2^21 packs on (1.11x at
-// 8192x14336 bf16). Inputs of 4x L2 or more are loaded with the evict-last policy (1.005-1.01x at
-// 470-940 MB; at 134 MB it measured 0.99x, so smaller inputs stream). Those were measured on an
-// H200. On an H100, which has 0.70x its memory bandwidth on as many SMs, 8-byte streaming packs in
-// 128-thread blocks were the fastest launch at every size and activation timed: 1.002-1.026x
-// torch.compile at 201-1409 MB, where the H200's choices gave 0.98-1.01x (on the H200 they give
-// 0.96-0.98x the 16-byte packs). All measured against the neighbouring shapes with
+// 256-thread blocks. While the 8-byte packs all fit in one resident wave, every activation takes
+// them, streaming, in 128-thread blocks: twice the threads for one round trip to memory, and half
+// the exact gelu's arithmetic on each thread's critical path. On an H200 at 128x4096 that measured
+// 1.07x (bf16), 1.06x (fp16) and 1.03x (fp32) torch.compile for silu, where the 16-byte packs gave
+// 0.98-1.00x; 8-byte packs with plain loads gave 0.98-1.00x too (duel-nvidia-h200-small.json).
+// From 1024x4096 on they are no faster than 16-byte packs, and 3-4% slower from 4096x8192. The
+// exact gelu takes two packs per thread from 2^21 packs on (1.11x at 8192x14336 bf16). Inputs of
+// 4x L2 or more are loaded with the evict-last policy (1.005-1.01x at 470-940 MB; at 134 MB it
+// measured 0.99x, so smaller inputs load plainly). Those were measured on an H200. On an H100,
+// which has 0.70x its memory bandwidth on as many SMs, 8-byte streaming packs in 128-thread blocks
+// were the fastest launch at every size and activation timed: 1.002-1.026x torch.compile at
+// 201-1409 MB, where the H200's choices gave 0.98-1.01x (on the H200 they give 0.96-0.98x the
+// 16-byte packs there). All measured against the neighbouring shapes with
 // benchmarks/explore/duel.py.
 template <typename T, Act A>
 void launch_packs16(T* out, const T* in, int64_t rows, int64_t d, cudaStream_t stream) {
   const int64_t n_packs = rows * (d / (16 / sizeof(T)));
   const DeviceShape dev = device_shape();
   const bool huge = 2 * rows * d * static_cast<int64_t>(sizeof(T)) >= 4 * dev.l2_bytes;
-  if (dev.peak_gbps_per_sm > 0.0 && dev.peak_gbps_per_sm < kNarrowMemoryGbpsPerSm) {
+  const bool narrow = dev.peak_gbps_per_sm > 0.0 && dev.peak_gbps_per_sm < kNarrowMemoryGbpsPerSm;
+  if (narrow || 2 * n_packs <= dev.resident_threads) {
     launch_unrolled<T, A, 8, 128, 1>(out, in, rows, d, stream);
   } else if (A == Act::kGelu && n_packs >= kTwoPacksFrom) {
     if (huge) launch_unrolled<T, A, 16, 256, 2, true>(out, in, rows, d, stream);
     else launch_unrolled<T, A, 16, 256, 2>(out, in, rows, d, stream);
-  } else if (A == Act::kGelu && 2 * n_packs <= dev.resident_threads) {
-    launch_unrolled<T, A, 8, 128, 1>(out, in, rows, d, stream);
   } else if (huge) {
     launch_unrolled<T, A, 16, 256, 1, true>(out, in, rows, d, stream);
   } else {

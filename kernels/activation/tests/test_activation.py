@@ -124,6 +124,23 @@ def test_cuda_large_inputs(kernel, dtype):
 
 @pytest.mark.gpu
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_cuda_either_side_of_one_wave(kernel, dtype):
+    """Inputs whose 8-byte packs fit one resident wave (SMs x threads per SM) take 8-byte packs, larger
+    ones 16-byte packs: the last row that fits and the first that does not, every op."""
+    props = torch.cuda.get_device_properties(0)
+    resident = props.multi_processor_count * props.max_threads_per_multi_processor
+    d = 1024
+    packs8_per_row = d * torch.empty((), dtype=dtype).element_size() // 8
+    rows = resident // packs8_per_row
+    for r in (rows, rows + 1):
+        x = torch.randn(r, 2 * d, device="cuda", dtype=dtype)
+        for op in OPS:
+            torch.testing.assert_close(call(kernel, op, x), reference(op, x), **TOL[dtype])
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32], ids=str)
 def test_cuda_inputs_of_four_l2_or_more(kernel, dtype):
     """Inputs of 4x L2 or more are loaded with an L2 evict-last policy (where 16-byte packs are used):
