@@ -7,7 +7,8 @@
 // Knobs: threads per block, packs per thread, 16- or 8-byte packs, a cap on blocks per SM, and the
 // cache hints of the streaming loads: `.cs` (evict-first, shipped), `.cs` plus an L2 prefetch of
 // the whole 256-byte sector group (`.L2::256B`), the non-coherent path without L1 allocation plus
-// the 256-byte prefetch, and plain loads.
+// the 256-byte prefetch, L2 evict-last policies, and plain loads (which nvcc emits as `ld.global.nc`
+// for a const __restrict__ pointer) beside the coherent `ld.global`.
 #include "../../kernels/activation/csrc/activation.cu"
 #include "../../kernels/img2gray/csrc/img2gray.cu"
 #include "../../kernels/rms_norm/csrc/rms_norm.cu"
@@ -17,7 +18,9 @@
 
 namespace duel {
 
-enum Hint : int { kCs = 0, kCs256 = 1, kNc256 = 2, kPlain = 3, kEvictLast = 4, kEvictLast256 = 5, kEvictLastNoL1 = 6 };
+enum Hint : int { kCs = 0, kCs256 = 1, kNc256 = 2, kPlain = 3, kEvictLast = 4, kEvictLast256 = 5, kEvictLastNoL1 = 6,
+                  // activation only (rms_norm keeps flags above the low 3 bits):
+                  kCoherent = 7, kNoL1 = 9, kPlain256 = 10, kCoherent256 = 11 };
 
 template <int H>
 __device__ __forceinline__ uint4 ld16(const void* p) {
@@ -40,6 +43,16 @@ __device__ __forceinline__ uint4 ld16(const void* p) {
         " ld.global.L2::cache_hint.L2::256B.v4.u32 {%0, %1, %2, %3}, [%4], pol;\n}"
         : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w)
         : "l"(p));
+  } else if constexpr (H == kCoherent) {  // the coherent path (plain loads of a const __restrict__ pointer are .nc)
+    asm("ld.global.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w) : "l"(p));
+  } else if constexpr (H == kNoL1) {
+    asm("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
+        : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w)
+        : "l"(p));
+  } else if constexpr (H == kPlain256) {
+    asm("ld.global.nc.L2::256B.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w) : "l"(p));
+  } else if constexpr (H == kCoherent256) {
+    asm("ld.global.L2::256B.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w) : "l"(p));
   } else if constexpr (H == kEvictLastNoL1) {  // evict-last in L2, no L1 allocation
     asm("{\n .reg .b64 pol;\n createpolicy.fractional.L2::evict_last.b64 pol, 1.0;\n"
         " ld.global.L1::no_allocate.L2::cache_hint.v4.u32 {%0, %1, %2, %3}, [%4], pol;\n}"
@@ -65,6 +78,8 @@ __device__ __forceinline__ uint2 ld8(const void* p) {
         " ld.global.L2::cache_hint.v2.u32 {%0, %1}, [%2], pol;\n}"
         : "=r"(r.x), "=r"(r.y)
         : "l"(p));
+  } else if constexpr (H == kNoL1) {
+    asm("ld.global.nc.L1::no_allocate.v2.u32 {%0, %1}, [%2];" : "=r"(r.x), "=r"(r.y) : "l"(p));
   } else {
     r = *static_cast<const uint2*>(p);
   }
@@ -171,6 +186,15 @@ constexpr ActCfg kActCfgs[] = {
     {"128x2 plain-load cs-store", 128, 2, kPlain, true, 16},
     {"512x1 plain-load cs-store", 512, 1, kPlain, true, 16},
     {"128x1 plain-load cs-store", 128, 1, kPlain, true, 16},
+    {"256x1 coherent-load cs-store", 256, 1, kCoherent, true, 16},
+    {"256x1 coherent-load plain-store", 256, 1, kCoherent, false, 16},
+    {"256x1 no-L1-load cs-store", 256, 1, kNoL1, true, 16},
+    {"256x1 plain-load-256B cs-store", 256, 1, kPlain256, true, 16},
+    {"256x1 coherent-load-256B cs-store", 256, 1, kCoherent256, true, 16},
+    {"256x1 evict-last-no-L1 cs-store", 256, 1, kEvictLastNoL1, true, 16},
+    {"256x2 no-L1-load cs-store", 256, 2, kNoL1, true, 16},
+    {"256x2 evict-last-no-L1 cs-store", 256, 2, kEvictLastNoL1, true, 16},
+    {"128x1 no-L1-load cs-store 8B", 128, 1, kNoL1, true, 8},
 };
 constexpr int kActN = sizeof(kActCfgs) / sizeof(kActCfgs[0]);
 
