@@ -113,29 +113,35 @@ struct RawT<2> {
 template <int BYTES>
 using Raw = typename RawT<BYTES>::type;
 
-// Loads of packs: with an L2 evict-last policy (kEvictLast, used on inputs far larger than L2,
-// where it measured 0.5-1% faster), else plain for 16-byte packs and single elements and streaming
-// (evict-first, `.cs`) for 8-byte packs. Streaming 16-byte loads made the kernel's time depend on
-// where its output landed: on an H200, silu bf16 4096x8192 took 50.7 us when its output reused the
-// memory torch.compile's had just released and 53.0 us after torch eager's, where plain loads took
-// 50.8 us after either (benchmarks/explore/order.py, "after" schedule; order-after2-nvidia-h200.json).
-template <typename R, bool kEvictLast>
-__device__ __forceinline__ R load_stream(const void* p) {
-  if constexpr (sizeof(R) == 16 && kEvictLast) {
+// How packs are loaded. kPlain: the default policy (a const __restrict__ pointer: `ld.global.nc`).
+// kStream: streaming (`.cs`, evict-first), used only while the launch is one resident wave: an H200
+// at 128x4096 bf16 measured 2.48 us after torch eager and 2.49 us after torch.compile with it, 2.66
+// us with plain 8-byte loads (order-after3-nvidia-h200.json). On larger inputs streaming and
+// no-L1-allocate loads made the time depend on what ran before the kernel (where its output
+// landed): silu fp16 8192x14336 on an H100 took 237.2 us after eager and 232.3 us after compile
+// with `.cs` 8-byte loads, 232.7 and 232.6 us with plain ones (order-after-nvidia-h100.json); on
+// an H200, silu bf16 4096x8192 with 16-byte loads, 53.0 and 50.7 us streaming, 50.8 and 50.7 us
+// plain (order-after2-nvidia-h200.json). kEvictLast: an L2 evict-last policy, used on inputs far
+// larger than L2 (0.5-1% faster there).
+enum class Load { kPlain, kStream, kEvictLast };
+
+template <typename R, Load L>
+__device__ __forceinline__ R load_pack(const void* p) {
+  if constexpr (sizeof(R) == 16 && L == Load::kEvictLast) {
     R r;
     asm("{\n\t.reg .b64 pol;\n\tcreatepolicy.fractional.L2::evict_last.b64 pol, 1.0;\n\t"
         "ld.global.L2::cache_hint.v4.u32 {%0, %1, %2, %3}, [%4], pol;\n\t}"
         : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w)
         : "l"(p));
     return r;
-  } else if constexpr (sizeof(R) == 8 && kEvictLast) {
+  } else if constexpr (sizeof(R) == 8 && L == Load::kEvictLast) {
     R r;
     asm("{\n\t.reg .b64 pol;\n\tcreatepolicy.fractional.L2::evict_last.b64 pol, 1.0;\n\t"
         "ld.global.L2::cache_hint.v2.u32 {%0, %1}, [%2], pol;\n\t}"
         : "=r"(r.x), "=r"(r.y)
         : "l"(p));
     return r;
-  } else if constexpr (sizeof(R) == 8) {
+  } else if constexpr (L == Load::kStream) {
     return __ldcs(static_cast<const R*>(p));
   } else {
     return *static_cast<const R*>(p);
@@ -152,7 +158,7 @@ __device__ __forceinline__ void store_stream(void* p, const R& v) {
 
 // out (as packs of BYTES) [n_packs], in [rows, 2 d]; row of pack c = c / (d / VEC). Each thread
 // loads the gate and up halves of kUnroll packs (a block apart) before it computes any of them.
-template <typename T, Act A, int BYTES, int kThreads, int kUnroll, bool kEvictLast, typename Index, typename Div>
+template <typename T, Act A, int BYTES, int kThreads, int kUnroll, Load L, typename Index, typename Div>
 __global__ void __launch_bounds__(kThreads) act_and_mul_kernel(T* __restrict__ out, const T* __restrict__ in,
                                                                Index n_packs, Div packs_per_row, int64_t d) {
   using R = Raw<BYTES>;
@@ -166,8 +172,8 @@ __global__ void __launch_bounds__(kThreads) act_and_mul_kernel(T* __restrict__ o
       const Index row = packs_per_row.div(c);
       const Index col = c - row * static_cast<Index>(packs_per_row.divisor);
       const T* g = in + static_cast<int64_t>(row) * 2 * d + static_cast<int64_t>(col) * VEC;
-      gate[u] = load_stream<R, kEvictLast>(g);
-      up[u] = load_stream<R, kEvictLast>(g + d);
+      gate[u] = load_pack<R, L>(g);
+      up[u] = load_pack<R, L>(g + d);
     }
   }
 #pragma unroll
@@ -185,18 +191,18 @@ __global__ void __launch_bounds__(kThreads) act_and_mul_kernel(T* __restrict__ o
   }
 }
 
-template <typename T, Act A, int BYTES, int kThreads, int kUnroll, bool kEvictLast = false>
+template <typename T, Act A, int BYTES, int kThreads, int kUnroll, Load L = Load::kPlain>
 void launch_unrolled(T* out, const T* in, int64_t rows, int64_t d, cudaStream_t stream) {
   constexpr int VEC = BYTES / sizeof(T);
   const int64_t per_row = d / VEC;
   const int64_t n_packs = rows * per_row;
   const int64_t blocks = (n_packs + kThreads * kUnroll - 1) / (kThreads * kUnroll);
   if (n_packs < (int64_t{1} << 31)) {
-    act_and_mul_kernel<T, A, BYTES, kThreads, kUnroll, kEvictLast, uint32_t, FastDiv32>
+    act_and_mul_kernel<T, A, BYTES, kThreads, kUnroll, L, uint32_t, FastDiv32>
         <<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(out, in, static_cast<uint32_t>(n_packs),
                                                                  FastDiv32(static_cast<uint32_t>(per_row)), d);
   } else {
-    act_and_mul_kernel<T, A, BYTES, kThreads, kUnroll, kEvictLast, uint64_t, Div64>
+    act_and_mul_kernel<T, A, BYTES, kThreads, kUnroll, L, uint64_t, Div64>
         <<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(out, in, static_cast<uint64_t>(n_packs),
                                                                  Div64(static_cast<uint64_t>(per_row)), d);
   }
@@ -254,24 +260,26 @@ constexpr double kNarrowMemoryGbpsPerSm = 30.0;
 // exact gelu takes two packs per thread from 2^21 packs on (1.11x at 8192x14336 bf16). Inputs of
 // 4x L2 or more are loaded with the evict-last policy (1.005-1.01x at 470-940 MB; at 134 MB it
 // measured 0.99x, so smaller inputs load plainly). Those were measured on an H200. On an H100,
-// which has 0.70x its memory bandwidth on as many SMs, 8-byte streaming packs in 128-thread blocks
-// were the fastest launch at every size and activation timed: 1.002-1.026x torch.compile at
-// 201-1409 MB, where the H200's choices gave 0.98-1.01x (on the H200 they give 0.96-0.98x the
-// 16-byte packs there). All measured against the neighbouring shapes with
-// benchmarks/explore/duel.py.
+// which has 0.70x its memory bandwidth on as many SMs, 8-byte packs in 128-thread blocks were the
+// fastest launch at every size and activation timed: 1.002-1.026x torch.compile at 201-1409 MB,
+// where the H200's choices gave 0.98-1.01x (on the H200 they give 0.96-0.98x the 16-byte packs
+// there); past one wave they load plainly (see Load). All measured against the neighbouring
+// shapes with benchmarks/explore/duel.py.
 template <typename T, Act A>
 void launch_packs16(T* out, const T* in, int64_t rows, int64_t d, cudaStream_t stream) {
   const int64_t n_packs = rows * (d / (16 / sizeof(T)));
   const DeviceShape dev = device_shape();
   const bool huge = 2 * rows * d * static_cast<int64_t>(sizeof(T)) >= 4 * dev.l2_bytes;
   const bool narrow = dev.peak_gbps_per_sm > 0.0 && dev.peak_gbps_per_sm < kNarrowMemoryGbpsPerSm;
-  if (narrow || 2 * n_packs <= dev.resident_threads) {
+  if (2 * n_packs <= dev.resident_threads) {
+    launch_unrolled<T, A, 8, 128, 1, Load::kStream>(out, in, rows, d, stream);
+  } else if (narrow) {
     launch_unrolled<T, A, 8, 128, 1>(out, in, rows, d, stream);
   } else if (A == Act::kGelu && n_packs >= kTwoPacksFrom) {
-    if (huge) launch_unrolled<T, A, 16, 256, 2, true>(out, in, rows, d, stream);
+    if (huge) launch_unrolled<T, A, 16, 256, 2, Load::kEvictLast>(out, in, rows, d, stream);
     else launch_unrolled<T, A, 16, 256, 2>(out, in, rows, d, stream);
   } else if (huge) {
-    launch_unrolled<T, A, 16, 256, 1, true>(out, in, rows, d, stream);
+    launch_unrolled<T, A, 16, 256, 1, Load::kEvictLast>(out, in, rows, d, stream);
   } else {
     launch_unrolled<T, A, 16, 256, 1>(out, in, rows, d, stream);
   }
