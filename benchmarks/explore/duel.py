@@ -95,6 +95,16 @@ def recorded_command(script: str) -> str:
                     for a in ["python3", f"benchmarks/explore/{script}", *argv])
 
 
+def write_results(out: Path | None, script: str, results: list, **extra) -> None:
+    """Write ``results`` to ``out`` (if given) as JSON with the device, torch version and the
+    command as run (recorded_command)."""
+    if out is None:
+        return
+    doc = {"device": torch.cuda.get_device_name(), "torch": torch.__version__, **extra,
+           "command": recorded_command(script), "results": results}
+    out.write_text(json.dumps(doc, indent=1) + "\n")
+
+
 def names(fn) -> list[str]:
     out = []
     while (n := fn(len(out))) is not None:
@@ -231,10 +241,7 @@ def main() -> int:
             results.append(duel(label, nbytes, arg_sets, impls, ref, args.rounds, tol))
             del arg_sets
             torch.cuda.empty_cache()
-    doc = {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "rounds": args.rounds,
-           "command": recorded_command("duel.py"), "results": results}
-    if args.out:
-        args.out.write_text(json.dumps(doc, indent=1) + "\n")
+    write_results(args.out, "duel.py", results, rounds=args.rounds)
     return 0
 
 

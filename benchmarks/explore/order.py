@@ -22,7 +22,6 @@ rms_norm), each allocating its output as the shipped op does.
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import sys
 from pathlib import Path
@@ -35,7 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from pybuild.bench import _compile, load_cases_module, n_sets, round_order, time_cuda_graph  # noqa: E402
 from pybuild.testing import load_built_kernel  # noqa: E402
-from duel import recorded_command  # noqa: E402
+from duel import write_results  # noqa: E402
 
 KERNELS = {"activation": "activation", "img2gray": "img2gray", "rms_norm": "rms_norm"}
 DEFAULT_MATCH = ("silu_and_mul 4096x8192 bfloat16,silu_and_mul 1024x4096 float16,silu_and_mul 1024x4096 float32,"
@@ -182,10 +181,7 @@ def main() -> int:
             results.append(row)
             del arg_sets
             torch.cuda.empty_cache()
-    doc = {"device": torch.cuda.get_device_name(), "torch": torch.__version__,
-           "command": recorded_command("order.py"), "results": results}
-    if args.out:
-        args.out.write_text(json.dumps(doc, indent=1) + "\n")
+    write_results(args.out, "order.py", results)
     return 0
 
 

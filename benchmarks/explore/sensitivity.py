@@ -14,7 +14,6 @@ median, best and worst placement.
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import sys
 import tempfile
@@ -23,7 +22,7 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from duel import ACTS, DTYPES, EPS, act_ref, build, names, recorded_command, rms_ref  # noqa: E402
+from duel import ACTS, DTYPES, EPS, act_ref, build, names, rms_ref, write_results  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from pybuild.bench import n_sets, time_cuda_graph  # noqa: E402
@@ -138,10 +137,7 @@ def main() -> int:
             del sets, buf, compiled
             torch.cuda.synchronize()
             torch.cuda.empty_cache()
-    doc = {"device": torch.cuda.get_device_name(), "torch": torch.__version__,
-           "command": recorded_command("sensitivity.py"), "results": results}
-    if args.out:
-        args.out.write_text(json.dumps(doc, indent=1) + "\n")
+    write_results(args.out, "sensitivity.py", results)
     return 0
 
 
