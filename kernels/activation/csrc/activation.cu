@@ -254,9 +254,10 @@ constexpr double kNarrowMemoryGbpsPerSm = 30.0;
 // 16-byte packs (d * sizeof(T) a multiple of 16, aligned pointers): one pack per thread in
 // 256-thread blocks. While the 8-byte packs all fit in one resident wave, every activation takes
 // them, streaming, in 128-thread blocks: twice the threads for one round trip to memory, and half
-// the exact gelu's arithmetic on each thread's critical path. On an H200 at 128x4096 that measured
-// 1.075x (bf16), 1.057x (fp16) and 1.032x (fp32) torch.compile for silu, where the 16-byte packs gave
-// 0.98-1.00x; 8-byte packs with plain loads gave 0.98-1.00x too (duel-nvidia-h200-small.json).
+// the exact gelu's arithmetic on each thread's critical path. On an H200 at 128x4096 that
+// measured 1.075x (bf16), 1.057x (fp16) and 1.032x (fp32) torch.compile for silu, where the
+// 16-byte packs gave 0.98-1.00x; 8-byte packs with plain loads gave 0.98-1.00x too
+// (duel-nvidia-h200-small.json).
 // From 1024x4096 on they are no faster than 16-byte packs, and 2.5-4% slower from 4096x8192. The
 // exact gelu takes two packs per thread from 2^21 packs on (1.11x at 8192x14336 bf16). Inputs of
 // 4x L2 or more are loaded with the evict-last policy (1.005-1.01x at 470-940 MB; at 134 MB it
