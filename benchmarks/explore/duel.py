@@ -1,4 +1,4 @@
-"""Launcher variants of activation and rms_norm against torch.compile, in one process, same tensors.
+"""Launcher variants of activation, img2gray and rms_norm against torch.compile, in one process, same tensors.
 
 Builds benchmarks/explore/duel_variants.cu into a shared library (nvcc), then for each case times
 the static-shape torch.compile baseline and every variant that supports the shape, in ROUNDS
@@ -52,6 +52,7 @@ ACT_CASES = [
     ("silu", torch.float16, 4096, 8192),
     ("silu", torch.float16, 8192, 14336),
 ]
+IMG_CASES = [(1080, 1920), (2160, 3840), (4320, 7680), (8640, 15360)]
 RMS_CASES = [
     (torch.bfloat16, 64, 4096),
     (torch.float32, 512, 4096),
@@ -122,6 +123,12 @@ def act_ref(op: str):
     return ref
 
 
+def img_ref(x: torch.Tensor) -> torch.Tensor:
+    """The skeleton's rounding rule: (21 R + 72 G + 7 B + 50) // 100, in int32."""
+    w = torch.tensor([21, 72, 7], dtype=torch.int32, device=x.device)
+    return ((x.to(torch.int32) * w).sum(-1) + 50).div(100, rounding_mode="floor").to(torch.uint8)
+
+
 def rms_ref(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
     return F.rms_norm(x, (x.shape[-1],), w, EPS)
 
@@ -177,7 +184,7 @@ def cases(lib: ctypes.CDLL, only: str | None) -> list[tuple]:
     """(label, bytes per call, dtype, make(generator) -> inputs, reference, variant names, launch)."""
     out = []
     stream = lambda: torch.cuda.current_stream().cuda_stream  # noqa: E731 - the stream being captured
-    for op, dtype, rows, d in ACT_CASES if only != "rms" else []:
+    for op, dtype, rows, d in ACT_CASES if only in (None, "act") else []:
         def make(g, rows=rows, d=d, dtype=dtype):
             return (torch.randn(rows, 2 * d, device="cuda", dtype=dtype, generator=g),)
 
@@ -189,7 +196,16 @@ def cases(lib: ctypes.CDLL, only: str | None) -> list[tuple]:
         esize = torch.empty((), dtype=dtype).element_size()
         out.append((f"{op}_and_mul {str(dtype)[6:]} {rows}x{d}", 3 * rows * d * esize, dtype, make, act_ref(op),
                     names(lib.duel_act_name), launch))
-    for dtype, rows, hidden in RMS_CASES if only != "act" else []:
+    for h, w in IMG_CASES if only in (None, "img") else []:
+        def make(g, h=h, w=w):
+            return (torch.randint(0, 256, (h, w, 3), device="cuda", dtype=torch.uint8, generator=g),)
+
+        def launch(v, x):
+            y = torch.empty(x.shape[:-1], device=x.device, dtype=torch.uint8)
+            return y, lib.duel_img(v, x.data_ptr(), y.data_ptr(), x.numel() // 3, stream())
+
+        out.append((f"img2gray {h}x{w}", 4 * h * w, torch.uint8, make, img_ref, names(lib.duel_img_name), launch))
+    for dtype, rows, hidden in RMS_CASES if only in (None, "rms") else []:
         def make(g, rows=rows, hidden=hidden, dtype=dtype):
             return (torch.randn(rows, hidden, device="cuda", dtype=dtype, generator=g),
                     torch.rand(hidden, device="cuda", dtype=dtype, generator=g) + 0.5)
@@ -209,7 +225,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--out", type=Path, default=None)
-    ap.add_argument("--only", choices=("act", "rms"), default=None)
+    ap.add_argument("--only", choices=("act", "img", "rms"), default=None)
     ap.add_argument("--match", default="", help="comma-separated texts: only the cases whose label contains one")
     ap.add_argument("--variants", default="",
                     help="comma-separated texts: only the variants whose name contains one (the shipped one always)")
@@ -237,7 +253,7 @@ def main() -> int:
                 wanted = args.variants.split(",")
                 impls = {k: f for k, f in impls.items()
                          if k in ("compile", "v0 shipped") or any(w in k for w in wanted)}
-            tol = (1e-4, 1e-4) if dtype == torch.float32 else (2e-2, 3.2e-2)
+            tol = {torch.float32: (1e-4, 1e-4), torch.uint8: (0, 0)}.get(dtype, (2e-2, 3.2e-2))
             results.append(duel(label, nbytes, arg_sets, impls, ref, args.rounds, tol))
             del arg_sets
             torch.cuda.empty_cache()

@@ -116,13 +116,45 @@ size_t occupancy_smem(K kernel, int per_sm) {
 // ---------------------------------------------------------------------------------------------
 // activation: out [rows, d] = act(in[:, :d]) * in[:, d:]; flat packs, row = c / (d / VEC).
 
-template <typename T, activation::Act A, int THREADS, int U, int LH, bool CS_STORE, int BYTES>
+// Programmatic dependent launch (PDL): 0 off; otherwise the kernel waits for the previous grid
+// (`griddepcontrol.wait`) before its first load and lets the next one launch
+// (`griddepcontrol.launch_dependents`): kPdlStart right after the wait, kPdlLoads once its loads are
+// issued, kPdlExit never (the implicit trigger when the block exits).
+enum Pdl : int { kPdlOff = 0, kPdlStart = 1, kPdlLoads = 2, kPdlExit = 3 };
+
+template <int P>
+__device__ __forceinline__ void pdl_wait() {
+  if constexpr (P != kPdlOff) asm volatile("griddepcontrol.wait;" ::: "memory");
+  if constexpr (P == kPdlStart) asm volatile("griddepcontrol.launch_dependents;" :::);
+}
+template <int P>
+__device__ __forceinline__ void pdl_loads_issued() {
+  if constexpr (P == kPdlLoads) asm volatile("griddepcontrol.launch_dependents;" :::);
+}
+
+template <typename K, typename... Args>
+void launch_pdl(K kernel, int pdl, unsigned blocks, unsigned threads, size_t smem, cudaStream_t s, Args... args) {
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = dim3(blocks);
+  cfg.blockDim = dim3(threads);
+  cfg.dynamicSmemBytes = smem;
+  cfg.stream = s;
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr[0].val.programmaticStreamSerializationAllowed = pdl != kPdlOff;
+  cfg.attrs = attr;
+  cfg.numAttrs = 1;
+  cudaLaunchKernelEx(&cfg, kernel, args...);
+}
+
+template <typename T, activation::Act A, int THREADS, int U, int LH, bool CS_STORE, int BYTES, int PDL = kPdlOff>
 __global__ void __launch_bounds__(THREADS) act_kernel(T* __restrict__ out, const T* __restrict__ in, uint32_t n_packs,
                                                       activation::FastDiv32 per_row, int64_t d) {
   using R = std::conditional_t<BYTES == 16, uint4, uint2>;
   constexpr int VEC = BYTES / sizeof(T);
   const uint32_t first = blockIdx.x * (THREADS * U) + threadIdx.x;
   R g[U], u4[U];
+  pdl_wait<PDL>();
 #pragma unroll
   for (int u = 0; u < U; ++u) {
     const uint32_t c = first + u * THREADS;
@@ -134,6 +166,7 @@ __global__ void __launch_bounds__(THREADS) act_kernel(T* __restrict__ out, const
       u4[u] = ld<R, LH>(p + d);
     }
   }
+  pdl_loads_issued<PDL>();
 #pragma unroll
   for (int u = 0; u < U; ++u) {
     const uint32_t c = first + u * THREADS;
@@ -157,6 +190,7 @@ struct ActCfg {
   bool cs_store;
   int bytes;
   int occ = 0;  // blocks per SM at most (0: as many as fit)
+  int pdl = kPdlOff;
 };
 
 constexpr ActCfg kActCfgs[] = {
@@ -195,6 +229,19 @@ constexpr ActCfg kActCfgs[] = {
     {"256x2 no-L1-load cs-store", 256, 2, kNoL1, true, 16},
     {"256x2 evict-last-no-L1 cs-store", 256, 2, kEvictLastNoL1, true, 16},
     {"128x1 no-L1-load cs-store 8B", 128, 1, kNoL1, true, 8},
+    {"256x1 plain-load cs-store pdl-loads", 256, 1, kPlain, true, 16, 0, kPdlLoads},
+    {"256x1 plain-load cs-store pdl-start", 256, 1, kPlain, true, 16, 0, kPdlStart},
+    {"256x1 plain-load cs-store pdl-exit", 256, 1, kPlain, true, 16, 0, kPdlExit},
+    {"128x1 cs 8B pdl-loads", 128, 1, kCs, true, 8, 0, kPdlLoads},
+    {"256x1 evict-last pdl-loads", 256, 1, kEvictLast, true, 16, 0, kPdlLoads},
+    {"256x1 no-L1-load cs-store pdl-loads", 256, 1, kNoL1, true, 16, 0, kPdlLoads},
+    {"128x1 plain-load cs-store 8B pdl-loads", 128, 1, kPlain, true, 8, 0, kPdlLoads},
+    {"256x1 plain-load cs-store 8B pdl-loads", 256, 1, kPlain, true, 8, 0, kPdlLoads},
+    {"128x1 cs 8B pdl-exit", 128, 1, kCs, true, 8, 0, kPdlExit},
+    {"256x1 cs pdl-loads", 256, 1, kCs, true, 16, 0, kPdlLoads},
+    {"128x1 plain-load cs-store pdl-loads", 128, 1, kPlain, true, 16, 0, kPdlLoads},
+    {"512x1 plain-load cs-store pdl-loads", 512, 1, kPlain, true, 16, 0, kPdlLoads},
+    {"256x2 plain-load cs-store pdl-loads", 256, 2, kPlain, true, 16, 0, kPdlLoads},
 };
 constexpr int kActN = sizeof(kActCfgs) / sizeof(kActCfgs[0]);
 
@@ -204,9 +251,10 @@ void act_launch(T* out, const T* in, int64_t rows, int64_t d, cudaStream_t s) {
   constexpr int VEC = c.bytes / sizeof(T);
   const uint32_t n = static_cast<uint32_t>(rows * (d / VEC));
   const uint32_t blocks = (n + c.threads * c.unroll - 1) / (c.threads * c.unroll);
-  auto* k = act_kernel<T, A, c.threads, c.unroll, c.hint, c.cs_store, c.bytes>;
+  auto* k = act_kernel<T, A, c.threads, c.unroll, c.hint, c.cs_store, c.bytes, c.pdl>;
   const size_t smem = occupancy_smem(k, c.occ);
-  k<<<blocks, c.threads, smem, s>>>(out, in, n, activation::FastDiv32(static_cast<uint32_t>(d / VEC)), d);
+  launch_pdl(k, c.pdl, blocks, c.threads, smem, s, out, in, n, activation::FastDiv32(static_cast<uint32_t>(d / VEC)),
+             d);
 }
 
 template <typename T, activation::Act A, int... I>
@@ -863,7 +911,9 @@ int img_dispatch(int v, const uint8_t* rgb, uint8_t* gray, int64_t n_groups, cud
 
 extern "C" {
 
-const char* duel_img_name(int v) { return v >= 0 && v < duel::kImgN ? duel::kImgCfgs[v].name : nullptr; }
+const char* duel_img_name(int v) {
+  return v >= 0 && v < duel::kImgN ? duel::kImgCfgs[v].name : v == duel::kImgN ? "shipped without PDL" : nullptr;
+}
 
 // rgb [n_pixels, 3] -> gray [n_pixels]; the variants need 16-byte aligned pointers and n_pixels % 16 == 0.
 int duel_img(int v, const void* rgb, void* gray, int64_t n_pixels, void* stream) {
@@ -871,14 +921,20 @@ int duel_img(int v, const void* rgb, void* gray, int64_t n_pixels, void* stream)
   const auto* in = static_cast<const uint8_t*>(rgb);
   auto* out = static_cast<uint8_t*>(gray);
   if (v == 0) return img2gray::launch_img2gray(in, out, n_pixels, stream);
+  if (v == duel::kImgN) return img2gray::launch_with(in, out, n_pixels, s, false);
   if (n_pixels % 16 != 0 || (reinterpret_cast<uintptr_t>(rgb) | reinterpret_cast<uintptr_t>(gray)) % 16 != 0) return -2;
   const int rc = duel::img_dispatch(v, in, out, n_pixels / 16, s, std::make_integer_sequence<int, duel::kImgN - 1>{});
   return rc != 0 ? rc : static_cast<int>(cudaGetLastError());
 }
 
 // Variant names; nullptr past the last.
-const char* duel_act_name(int v) { return v >= 0 && v < duel::kActN ? duel::kActCfgs[v].name : nullptr; }
-const char* duel_rms_name(int v) { return v >= 0 && v < duel::kRmsN ? duel::kRmsCfgs[v].name : nullptr; }
+// Variant N (one past the table) is the shipped launcher without the PDL attribute.
+const char* duel_act_name(int v) {
+  return v >= 0 && v < duel::kActN ? duel::kActCfgs[v].name : v == duel::kActN ? "shipped without PDL" : nullptr;
+}
+const char* duel_rms_name(int v) {
+  return v >= 0 && v < duel::kRmsN ? duel::kRmsCfgs[v].name : v == duel::kRmsN ? "shipped without PDL" : nullptr;
+}
 
 // act: 0 silu, 1 gelu, 2 gelu_tanh; dtype: 0 fp32, 1 fp16, 2 bf16. 0 on success, -1 unknown variant,
 // -2 shape not supported by the variant, else a CUDA error code.
@@ -886,6 +942,7 @@ int duel_act(int v, int act, int dtype, void* out, const void* in, int64_t rows,
   const auto s = static_cast<cudaStream_t>(stream);
   const auto a = static_cast<activation::Act>(act);
   if (v == 0) return activation::launch_act_and_mul(a, static_cast<activation::DType>(dtype), out, in, rows, d, stream);
+  if (v == duel::kActN) return activation::launch_with(a, static_cast<activation::DType>(dtype), out, in, rows, d, s, false);
   const int elem = dtype == 0 ? 4 : 2;
   if ((d * elem) % 16 != 0 || rows * d * elem / 8 >= (int64_t{1} << 31)) return -2;
   using activation::Act;
@@ -910,6 +967,7 @@ int duel_rms(int v, int dtype, void* out, const void* in, const void* w, int64_t
   if (v == 0) {
     return rms_norm::launch_rms_norm(static_cast<rms_norm::DType>(dtype), out, in, w, rows, hidden, eps, stream);
   }
+  if (v == duel::kRmsN) return rms_norm::launch_with(static_cast<rms_norm::DType>(dtype), out, in, w, rows, hidden, eps, s, false);
   int rc;
   auto seq = std::make_integer_sequence<int, duel::kRmsN - 1>{};
   switch (dtype) {

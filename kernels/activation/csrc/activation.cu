@@ -25,6 +25,7 @@
 #include <cstdint>
 
 #include "activation.h"
+#include "pdl.cuh"
 
 namespace activation {
 
@@ -166,6 +167,7 @@ __global__ void __launch_bounds__(kThreads) act_and_mul_kernel(T* __restrict__ o
   constexpr int VEC = BYTES / sizeof(T);
   const Index first = static_cast<Index>(blockIdx.x) * (kThreads * kUnroll) + threadIdx.x;
   R gate[kUnroll], up[kUnroll];
+  farm_pdl::wait_for_previous_grid();
 #pragma unroll
   for (int u = 0; u < kUnroll; ++u) {
     const Index c = first + static_cast<Index>(u) * kThreads;
@@ -177,6 +179,7 @@ __global__ void __launch_bounds__(kThreads) act_and_mul_kernel(T* __restrict__ o
       up[u] = load_pack<R, L>(g + d);
     }
   }
+  farm_pdl::allow_next_grid();
 #pragma unroll
   for (int u = 0; u < kUnroll; ++u) {
     const Index c = first + static_cast<Index>(u) * kThreads;
@@ -193,19 +196,19 @@ __global__ void __launch_bounds__(kThreads) act_and_mul_kernel(T* __restrict__ o
 }
 
 template <typename T, Act A, int BYTES, int kThreads, int kUnroll, Load L = Load::kPlain>
-void launch_unrolled(T* out, const T* in, int64_t rows, int64_t d, cudaStream_t stream) {
+void launch_unrolled(T* out, const T* in, int64_t rows, int64_t d, cudaStream_t stream, bool pdl) {
   constexpr int VEC = BYTES / sizeof(T);
   const int64_t per_row = d / VEC;
   const int64_t n_packs = rows * per_row;
   const int64_t blocks = (n_packs + kThreads * kUnroll - 1) / (kThreads * kUnroll);
   if (n_packs < (int64_t{1} << 31)) {
-    act_and_mul_kernel<T, A, BYTES, kThreads, kUnroll, L, uint32_t, FastDiv32>
-        <<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(out, in, static_cast<uint32_t>(n_packs),
-                                                                 FastDiv32(static_cast<uint32_t>(per_row)), d);
+    farm_pdl::launch(act_and_mul_kernel<T, A, BYTES, kThreads, kUnroll, L, uint32_t, FastDiv32>,
+                     static_cast<unsigned>(blocks), kThreads, stream, pdl, out, in, static_cast<uint32_t>(n_packs),
+                     FastDiv32(static_cast<uint32_t>(per_row)), d);
   } else {
-    act_and_mul_kernel<T, A, BYTES, kThreads, kUnroll, L, uint64_t, Div64>
-        <<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(out, in, static_cast<uint64_t>(n_packs),
-                                                                 Div64(static_cast<uint64_t>(per_row)), d);
+    farm_pdl::launch(act_and_mul_kernel<T, A, BYTES, kThreads, kUnroll, L, uint64_t, Div64>,
+                     static_cast<unsigned>(blocks), kThreads, stream, pdl, out, in, static_cast<uint64_t>(n_packs),
+                     Div64(static_cast<uint64_t>(per_row)), d);
   }
 }
 
@@ -268,58 +271,62 @@ constexpr double kNarrowMemoryGbpsPerSm = 30.0;
 // there); past one wave they load plainly (see Load). All measured against the neighbouring
 // shapes with benchmarks/explore/duel.py.
 template <typename T, Act A>
-void launch_packs16(T* out, const T* in, int64_t rows, int64_t d, cudaStream_t stream) {
+void launch_packs16(T* out, const T* in, int64_t rows, int64_t d, cudaStream_t stream, bool pdl) {
   const int64_t n_packs = rows * (d / (16 / sizeof(T)));
   const DeviceShape dev = device_shape();
   const bool huge = 2 * rows * d * static_cast<int64_t>(sizeof(T)) >= 4 * dev.l2_bytes;
   const bool narrow = dev.peak_gbps_per_sm > 0.0 && dev.peak_gbps_per_sm < kNarrowMemoryGbpsPerSm;
   if (2 * n_packs <= dev.resident_threads) {
-    launch_unrolled<T, A, 8, 128, 1, Load::kStream>(out, in, rows, d, stream);
+    launch_unrolled<T, A, 8, 128, 1, Load::kStream>(out, in, rows, d, stream, pdl);
   } else if (narrow) {
-    launch_unrolled<T, A, 8, 128, 1>(out, in, rows, d, stream);
+    launch_unrolled<T, A, 8, 128, 1>(out, in, rows, d, stream, pdl);
   } else if (A == Act::kGelu && n_packs >= kTwoPacksFrom) {
-    if (huge) launch_unrolled<T, A, 16, 256, 2, Load::kEvictLast>(out, in, rows, d, stream);
-    else launch_unrolled<T, A, 16, 256, 2>(out, in, rows, d, stream);
+    if (huge) launch_unrolled<T, A, 16, 256, 2, Load::kEvictLast>(out, in, rows, d, stream, pdl);
+    else launch_unrolled<T, A, 16, 256, 2>(out, in, rows, d, stream, pdl);
   } else if (huge) {
-    launch_unrolled<T, A, 16, 256, 1, Load::kEvictLast>(out, in, rows, d, stream);
+    launch_unrolled<T, A, 16, 256, 1, Load::kEvictLast>(out, in, rows, d, stream, pdl);
   } else {
-    launch_unrolled<T, A, 16, 256, 1>(out, in, rows, d, stream);
+    launch_unrolled<T, A, 16, 256, 1>(out, in, rows, d, stream, pdl);
   }
 }
 
 template <typename T, Act A>
-void launch_typed(void* out, const void* in, int64_t rows, int64_t d, cudaStream_t stream) {
+void launch_typed(void* out, const void* in, int64_t rows, int64_t d, cudaStream_t stream, bool pdl) {
   constexpr int kVec = 16 / sizeof(T);
   auto* o = static_cast<T*>(out);
   const auto* i = static_cast<const T*>(in);
   const bool aligned = (reinterpret_cast<uintptr_t>(out) % 16 == 0) && (reinterpret_cast<uintptr_t>(in) % 16 == 0);
   if (aligned && d % kVec == 0) {
-    launch_packs16<T, A>(o, i, rows, d, stream);
+    launch_packs16<T, A>(o, i, rows, d, stream, pdl);
   } else {
-    launch_unrolled<T, A, sizeof(T), 256, 1>(o, i, rows, d, stream);
+    launch_unrolled<T, A, sizeof(T), 256, 1>(o, i, rows, d, stream, pdl);
   }
 }
 
 template <Act A>
-void launch_act(DType dtype, void* out, const void* in, int64_t rows, int64_t d, cudaStream_t stream) {
+void launch_act(DType dtype, void* out, const void* in, int64_t rows, int64_t d, cudaStream_t stream, bool pdl) {
   switch (dtype) {
-    case DType::kFloat32: launch_typed<float, A>(out, in, rows, d, stream); break;
-    case DType::kFloat16: launch_typed<__half, A>(out, in, rows, d, stream); break;
-    case DType::kBFloat16: launch_typed<__nv_bfloat16, A>(out, in, rows, d, stream); break;
+    case DType::kFloat32: launch_typed<float, A>(out, in, rows, d, stream, pdl); break;
+    case DType::kFloat16: launch_typed<__half, A>(out, in, rows, d, stream, pdl); break;
+    case DType::kBFloat16: launch_typed<__nv_bfloat16, A>(out, in, rows, d, stream, pdl); break;
   }
+}
+
+// Every activation launch, with or without the PDL attribute (pdl.cuh).
+int launch_with(Act act, DType dtype, void* out, const void* in, int64_t rows, int64_t d, cudaStream_t s, bool pdl) {
+  if (rows <= 0 || d <= 0) return 0;
+  switch (act) {
+    case Act::kSilu: launch_act<Act::kSilu>(dtype, out, in, rows, d, s, pdl); break;
+    case Act::kGelu: launch_act<Act::kGelu>(dtype, out, in, rows, d, s, pdl); break;
+    case Act::kGeluTanh: launch_act<Act::kGeluTanh>(dtype, out, in, rows, d, s, pdl); break;
+  }
+  return static_cast<int>(cudaGetLastError());
 }
 
 }  // namespace
 
 int launch_act_and_mul(Act act, DType dtype, void* out, const void* in, int64_t rows, int64_t d, void* stream) {
-  if (rows <= 0 || d <= 0) return 0;
-  const auto s = static_cast<cudaStream_t>(stream);
-  switch (act) {
-    case Act::kSilu: launch_act<Act::kSilu>(dtype, out, in, rows, d, s); break;
-    case Act::kGelu: launch_act<Act::kGelu>(dtype, out, in, rows, d, s); break;
-    case Act::kGeluTanh: launch_act<Act::kGeluTanh>(dtype, out, in, rows, d, s); break;
-  }
-  return static_cast<int>(cudaGetLastError());
+  return launch_with(act, dtype, out, in, rows, d, static_cast<cudaStream_t>(stream), farm_pdl::enabled());
 }
 
 }  // namespace activation

@@ -19,6 +19,7 @@
 #include <cstdint>
 
 #include "img2gray.h"
+#include "pdl.cuh"
 
 namespace img2gray {
 
@@ -56,11 +57,16 @@ __global__ void __launch_bounds__(kThreads) img2gray_vec16_kernel(const uint8_t*
                                                                   uint8_t* __restrict__ gray,
                                                                   int64_t n_groups, int tail) {
   const int64_t i = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x;
+  farm_pdl::wait_for_previous_grid();
+  uint4 a, b, c;
   if (i < n_groups) {
     const uint4* src = reinterpret_cast<const uint4*>(rgb) + 3 * i;
-    const uint4 a = src[0];
-    const uint4 b = src[1];
-    const uint4 c = src[2];
+    a = src[0];
+    b = src[1];
+    c = src[2];
+  }
+  farm_pdl::allow_next_grid();
+  if (i < n_groups) {
     const uint32_t w[12] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w, c.x, c.y, c.z, c.w};
     uint4 out;
     out.x = pack4<0>(w);
@@ -78,6 +84,8 @@ __global__ void __launch_bounds__(kThreads) img2gray_vec16_kernel(const uint8_t*
 __global__ void img2gray_scalar_kernel(const uint8_t* __restrict__ rgb, uint8_t* __restrict__ gray,
                                        int64_t n_pixels) {
   const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  farm_pdl::wait_for_previous_grid();
+  farm_pdl::allow_next_grid();
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n_pixels;
        i += stride) {
     const uint8_t* p = rgb + 3 * i;
@@ -87,22 +95,26 @@ __global__ void img2gray_scalar_kernel(const uint8_t* __restrict__ rgb, uint8_t*
 
 bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15u) == 0; }
 
-}  // namespace
-
-int launch_img2gray(const uint8_t* rgb, uint8_t* gray, int64_t n_pixels, void* stream) {
+// Every img2gray launch, with or without the PDL attribute (pdl.cuh).
+int launch_with(const uint8_t* rgb, uint8_t* gray, int64_t n_pixels, cudaStream_t s, bool pdl) {
   if (n_pixels <= 0) return 0;
-  const auto s = static_cast<cudaStream_t>(stream);
   if (aligned16(rgb) && aligned16(gray)) {
     const int64_t n_groups = n_pixels / kGroup;
     const int tail = static_cast<int>(n_pixels % kGroup);
     const int64_t blocks = (n_groups + tail + kThreads - 1) / kThreads;
-    img2gray_vec16_kernel<<<static_cast<unsigned>(blocks), kThreads, 0, s>>>(rgb, gray, n_groups, tail);
+    farm_pdl::launch(img2gray_vec16_kernel, static_cast<unsigned>(blocks), kThreads, s, pdl, rgb, gray, n_groups, tail);
   } else {
     int64_t blocks = (n_pixels + kThreads - 1) / kThreads;
     if (blocks > 65535 * 32) blocks = 65535 * 32;
-    img2gray_scalar_kernel<<<static_cast<unsigned>(blocks), kThreads, 0, s>>>(rgb, gray, n_pixels);
+    farm_pdl::launch(img2gray_scalar_kernel, static_cast<unsigned>(blocks), kThreads, s, pdl, rgb, gray, n_pixels);
   }
   return static_cast<int>(cudaGetLastError());
+}
+
+}  // namespace
+
+int launch_img2gray(const uint8_t* rgb, uint8_t* gray, int64_t n_pixels, void* stream) {
+  return launch_with(rgb, gray, n_pixels, static_cast<cudaStream_t>(stream), farm_pdl::enabled());
 }
 
 }  // namespace img2gray

@@ -29,6 +29,7 @@
 
 #include <cstdint>
 
+#include "pdl.cuh"
 #include "rms_norm.h"
 
 namespace rms_norm {
@@ -122,6 +123,7 @@ __global__ void __launch_bounds__(kMaxThreads) rms_norm_vec_kernel(T* __restrict
   const P* x = reinterpret_cast<const P*>(in) + row * packs;
   const uint4* w = reinterpret_cast<const uint4*>(weight);
   uint4 v[CPT], wv[CPT];  // raw 16-byte packs of x and weight
+  farm_pdl::wait_for_previous_grid();
 #pragma unroll
   for (int c = 0; c < CPT; ++c) {
     const int p = lane + c * group;
@@ -132,6 +134,7 @@ __global__ void __launch_bounds__(kMaxThreads) rms_norm_vec_kernel(T* __restrict
       v[c] = make_uint4(0u, 0u, 0u, 0u);  // +0.0 in every dtype
     }
   }
+  farm_pdl::allow_next_grid();
   float ss = 0.0f;
 #pragma unroll
   for (int c = 0; c < CPT; ++c) {
@@ -180,6 +183,7 @@ __global__ void __launch_bounds__(kTileThreads) rms_norm_tile_kernel(T* __restri
   const int64_t warp = static_cast<int64_t>(blockIdx.x) * (kTileThreads / 32) + threadIdx.x / 32;
   const int64_t total = rows * packs;
   const int64_t base = warp * (32 * kTileLoads) + lane;
+  farm_pdl::wait_for_previous_grid();
   const uint4 wv = __ldg(reinterpret_cast<const uint4*>(weight) + (lane & (packs - 1)));
   const uint4* x = reinterpret_cast<const uint4*>(in);
   uint4 v[kTileLoads];
@@ -189,6 +193,7 @@ __global__ void __launch_bounds__(kTileThreads) rms_norm_tile_kernel(T* __restri
     const int64_t f = base + c * 32;
     v[c] = f < total ? load_x<kEvictLast>(x + f) : make_uint4(0u, 0u, 0u, 0u);
   }
+  farm_pdl::allow_next_grid();
 #pragma unroll
   for (int c = 0; c < kTileLoads; ++c) {
     const P& pv = *reinterpret_cast<const P*>(&v[c]);
@@ -228,6 +233,8 @@ __global__ void __launch_bounds__(256) rms_norm_generic_kernel(T* __restrict__ o
   __shared__ float scratch[33];
   const T* x = in + static_cast<int64_t>(blockIdx.x) * hidden;
   T* y = out + static_cast<int64_t>(blockIdx.x) * hidden;
+  farm_pdl::wait_for_previous_grid();
+  farm_pdl::allow_next_grid();
   float ss = 0.0f;
   for (int64_t i = threadIdx.x; i < hidden; i += blockDim.x) {
     const float f = to_float(x[i]);
@@ -279,19 +286,17 @@ int64_t evict_last_from() {
 
 template <typename T, int CPT>
 void launch_vec(T* out, const T* in, const T* weight, int64_t rows, int packs, int group, int threads, float inv_h,
-                float eps, cudaStream_t s) {
+                float eps, cudaStream_t s, bool pdl) {
   const int64_t rows_per_block = group <= 32 ? threads / group : 1;
   const auto blocks = static_cast<unsigned>((rows + rows_per_block - 1) / rows_per_block);
-  if (rows * packs * 16 >= evict_last_from()) {
-    rms_norm_vec_kernel<T, CPT, true><<<blocks, threads, 0, s>>>(out, in, weight, rows, packs, group, inv_h, eps);
-  } else {
-    rms_norm_vec_kernel<T, CPT, false><<<blocks, threads, 0, s>>>(out, in, weight, rows, packs, group, inv_h, eps);
-  }
+  const bool evict_last = rows * packs * 16 >= evict_last_from();
+  farm_pdl::launch(evict_last ? rms_norm_vec_kernel<T, CPT, true> : rms_norm_vec_kernel<T, CPT, false>, blocks,
+                   threads, s, pdl, out, in, weight, rows, packs, group, inv_h, eps);
 }
 
 template <typename T>
 void launch_typed(void* out, const void* in, const void* weight, int64_t rows, int64_t hidden, float eps,
-                  cudaStream_t s) {
+                  cudaStream_t s, bool pdl) {
   constexpr int kVec = 16 / sizeof(T);
   auto* o = static_cast<T*>(out);
   const auto* x = static_cast<const T*>(in);
@@ -300,52 +305,56 @@ void launch_typed(void* out, const void* in, const void* weight, int64_t rows, i
   const bool aligned = (reinterpret_cast<uintptr_t>(out) | reinterpret_cast<uintptr_t>(in) |
                         reinterpret_cast<uintptr_t>(weight)) % 16 == 0;
   if (!aligned || hidden % kVec != 0 || hidden / kVec > kMaxPacks) {
-    rms_norm_generic_kernel<T><<<static_cast<unsigned>(rows), 256, 0, s>>>(o, x, w, hidden, inv_h, eps);
+    farm_pdl::launch(rms_norm_generic_kernel<T>, static_cast<unsigned>(rows), 256, s, pdl, o, x, w, hidden, inv_h, eps);
     return;
   }
   const int packs = static_cast<int>(hidden / kVec);
   if (packs <= 32 && (packs & (packs - 1)) == 0) {
     const int64_t per_block = int64_t{kTileThreads} * kTileLoads;  // packs per block
     const auto blocks = static_cast<unsigned>((rows * packs + per_block - 1) / per_block);
-    if (rows * packs * 16 >= evict_last_from()) {
-      rms_norm_tile_kernel<T, true><<<blocks, kTileThreads, 0, s>>>(o, x, w, rows, packs, inv_h, eps);
-    } else {
-      rms_norm_tile_kernel<T, false><<<blocks, kTileThreads, 0, s>>>(o, x, w, rows, packs, inv_h, eps);
-    }
+    const bool evict_last = rows * packs * 16 >= evict_last_from();
+    farm_pdl::launch(evict_last ? rms_norm_tile_kernel<T, true> : rms_norm_tile_kernel<T, false>, blocks,
+                     kTileThreads, s, pdl, o, x, w, rows, packs, inv_h, eps);
     return;
   }
   if (packs <= kWarpPathMaxPacks) {
     // Threads per row: a power of two with up to 4 packs each (3 are rounded up to 4).
     const int group = next_pow2((packs + 3) / 4);
     switch ((packs + group - 1) / group) {
-      case 1: launch_vec<T, 1>(o, x, w, rows, packs, group, kWarpPathThreads, inv_h, eps, s); break;
-      case 2: launch_vec<T, 2>(o, x, w, rows, packs, group, kWarpPathThreads, inv_h, eps, s); break;
-      default: launch_vec<T, 4>(o, x, w, rows, packs, group, kWarpPathThreads, inv_h, eps, s); break;
+      case 1: launch_vec<T, 1>(o, x, w, rows, packs, group, kWarpPathThreads, inv_h, eps, s, pdl); break;
+      case 2: launch_vec<T, 2>(o, x, w, rows, packs, group, kWarpPathThreads, inv_h, eps, s, pdl); break;
+      default: launch_vec<T, 4>(o, x, w, rows, packs, group, kWarpPathThreads, inv_h, eps, s, pdl); break;
     }
     return;
   }
   // One block per row.
   if (packs <= 2 * kMaxThreads) {
     const int threads = ((packs + 1) / 2 + 31) / 32 * 32;
-    launch_vec<T, 2>(o, x, w, rows, packs, threads, threads, inv_h, eps, s);
+    launch_vec<T, 2>(o, x, w, rows, packs, threads, threads, inv_h, eps, s, pdl);
   } else {
     const int threads = ((packs + 3) / 4 + 31) / 32 * 32;
-    launch_vec<T, 4>(o, x, w, rows, packs, threads, threads, inv_h, eps, s);
+    launch_vec<T, 4>(o, x, w, rows, packs, threads, threads, inv_h, eps, s, pdl);
   }
+}
+
+// Every rms_norm launch, with or without the PDL attribute (pdl.cuh).
+int launch_with(DType dtype, void* out, const void* in, const void* weight, int64_t rows, int64_t hidden, float eps,
+                cudaStream_t s, bool pdl) {
+  if (rows <= 0 || hidden <= 0) return 0;
+  switch (dtype) {
+    case DType::kFloat32: launch_typed<float>(out, in, weight, rows, hidden, eps, s, pdl); break;
+    case DType::kFloat16: launch_typed<__half>(out, in, weight, rows, hidden, eps, s, pdl); break;
+    case DType::kBFloat16: launch_typed<__nv_bfloat16>(out, in, weight, rows, hidden, eps, s, pdl); break;
+  }
+  return static_cast<int>(cudaGetLastError());
 }
 
 }  // namespace
 
 int launch_rms_norm(DType dtype, void* out, const void* in, const void* weight, int64_t rows, int64_t hidden,
                     float eps, void* stream) {
-  if (rows <= 0 || hidden <= 0) return 0;
-  const auto s = static_cast<cudaStream_t>(stream);
-  switch (dtype) {
-    case DType::kFloat32: launch_typed<float>(out, in, weight, rows, hidden, eps, s); break;
-    case DType::kFloat16: launch_typed<__half>(out, in, weight, rows, hidden, eps, s); break;
-    case DType::kBFloat16: launch_typed<__nv_bfloat16>(out, in, weight, rows, hidden, eps, s); break;
-  }
-  return static_cast<int>(cudaGetLastError());
+  return launch_with(dtype, out, in, weight, rows, hidden, eps, static_cast<cudaStream_t>(stream),
+                     farm_pdl::enabled());
 }
 
 }  // namespace rms_norm

@@ -1,0 +1,71 @@
+// Programmatic dependent launch (PDL), on devices of compute capability 9.0 and later.
+//
+// A kernel launched with the programmatic-stream-serialization attribute may be scheduled while
+// the kernel before it on the stream is still finishing: its blocks take the SMs the earlier grid's
+// blocks leave, and each waits (wait_for_previous_grid) until that grid has completed and its
+// writes are visible before it touches global memory. Our kernels in turn let the next such launch
+// be scheduled once every block has issued its loads (allow_next_grid). What this saves is the gap
+// between back-to-back kernels: launch latency and the ramp of the first wave. A kernel launched
+// without the attribute after ours starts when ours has completed, as usual; on older devices the
+// instructions compile to nothing and the launch is an ordinary one. KERNEL_FARM_PDL=0 in the
+// environment turns the attribute off (read once per process).
+//
+// This header is the same in every kernel of the farm (each kernel's sources are self-contained).
+#ifndef KERNEL_FARM_PDL_CUH_
+#define KERNEL_FARM_PDL_CUH_
+
+#include <cuda_runtime.h>
+
+#include <cstdlib>
+#include <cstring>
+
+namespace farm_pdl {
+
+__device__ __forceinline__ void wait_for_previous_grid() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+
+__device__ __forceinline__ void allow_next_grid() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+
+// Whether launches on the current device take the attribute: compute capability 9.0 or later,
+// unless KERNEL_FARM_PDL is "0". Looked up once per device.
+inline bool enabled() {
+  static const bool off = [] {
+    const char* v = std::getenv("KERNEL_FARM_PDL");
+    return v != nullptr && std::strcmp(v, "0") == 0;
+  }();
+  static signed char cache[64] = {};  // 0: not looked up yet; 1: yes; -1: no
+  int dev = 0;
+  if (off || cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64) return false;
+  if (cache[dev] == 0) {
+    int major = 0;
+    cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev);
+    cache[dev] = major >= 9 ? 1 : -1;
+  }
+  return cache[dev] > 0;
+}
+
+// kernel<<<grid, block, 0, stream>>>(args...), with the PDL attribute when `pdl`.
+template <typename... Params, typename... Args>
+void launch(void (*kernel)(Params...), unsigned grid, unsigned block, cudaStream_t stream, bool pdl, Args... args) {
+  cudaLaunchConfig_t config = {};
+  config.gridDim = dim3(grid);
+  config.blockDim = dim3(block);
+  config.stream = stream;
+  cudaLaunchAttribute attribute[1];
+  attribute[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attribute[0].val.programmaticStreamSerializationAllowed = pdl ? 1 : 0;
+  config.attrs = attribute;
+  config.numAttrs = 1;
+  cudaLaunchKernelEx(&config, kernel, args...);  // an error is left for cudaGetLastError()
+}
+
+}  // namespace farm_pdl
+
+#endif  // KERNEL_FARM_PDL_CUH_
