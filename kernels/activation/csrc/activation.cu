@@ -3,16 +3,15 @@
 //
 // Fast path (d * sizeof(T) a multiple of 16, both pointers 16-byte aligned): the output is treated
 // as one flat array of 16-byte packs, one per thread: two 16-byte loads (gate and up halves,
-// plain; evict-last on huge inputs) and one 16-byte streaming store;
-// a warp's accesses are contiguous runs of 512 bytes. 256-thread blocks; inputs small enough for
-// one resident wave take 8-byte streaming packs in 128-thread blocks, the exact gelu, whose erf
-// costs about as much as the memory traffic, two 16-byte packs per thread on large inputs, and
-// devices with less memory bandwidth per SM (an H100) run every activation in 8-byte packs
-// (launch_packs16 says when and what each choice measured). Packs
-// are kept as raw registers (uint4 / uint2) and read as elements only to compute. The row of pack
-// c is c / (d / VEC), a multiply-high and a shift with a divisor prepared on the host; no
-// per-element integer division. Otherwise the same kernel runs with one element per pack (any d,
-// any alignment).
+// plain; evict-last on huge inputs) and one 16-byte streaming store; a warp's accesses are
+// contiguous runs of 512 bytes. 256-thread blocks; inputs small enough for one resident wave take
+// 8-byte packs, the exact gelu, whose erf costs about as much as the memory traffic, two 16-byte
+// packs per thread on large inputs, and devices with less memory bandwidth per SM (an H100) run
+// every activation in 8-byte packs (launch_packs16 says when and what each choice measured). On
+// sm_90 and later the launches use PDL (pdl.cuh). Packs are kept as raw registers (uint4 / uint2)
+// and read as elements only to compute. The row of pack c is c / (d / VEC), a multiply-high and a
+// shift with a divisor prepared on the host; no per-element integer division. Otherwise the same
+// kernel runs with one element per pack (any d, any alignment).
 // Arithmetic is fp32: exp is __expf, the logistic division __fdividef (x / inf = 0 as needed for
 // large negative inputs). erf is the branch-free Abramowitz & Stegun 7.1.26 formula (|error| <
 // 1.5e-7, about one fp32 ulp of 1): erff branches on |x|, which diverges within warps on real
@@ -115,16 +114,16 @@ template <int BYTES>
 using Raw = typename RawT<BYTES>::type;
 
 // How packs are loaded. kPlain: the default policy (a const __restrict__ pointer: `ld.global.nc`).
-// kStream: streaming (`.cs`, evict-first), used only while the launch is one resident wave: an H200
-// at 128x4096 bf16 measured 2.48 us after torch eager and 2.49 us after torch.compile with it, 2.66
-// us with plain 8-byte loads (order-after3-nvidia-h200.json). On larger inputs streaming and
-// no-L1-allocate loads made the time depend on what ran before the kernel (where its output
-// landed): silu fp16 8192x14336 on an H100 took 237.2 us after eager and 232.3 us after compile
-// with `.cs` 8-byte loads, 232.7 and 232.6 us with plain ones (order-after-nvidia-h100.json); on
-// an H200, silu bf16 4096x8192 with 16-byte loads, 53.0 and 50.7 us streaming, 50.8 and 50.7 us
-// plain (order-after2-nvidia-h200.json). kEvictLast: an L2 evict-last policy, used on inputs far
-// larger than L2 (0.5-1% faster there; the same after eager as after compile,
-// order-after-evict-nvidia-h200.json).
+// kStream: streaming (`.cs`, evict-first), used only while the launch is one resident wave and
+// without PDL: an H200 at 128x4096 bf16 measured 2.48 us after torch eager and 2.49 us after
+// torch.compile with it, 2.66 us with plain 8-byte loads (order-after3-nvidia-h200.json). On larger
+// inputs streaming and no-L1-allocate loads made the time depend on what ran before the kernel
+// (where its output landed): silu fp16 8192x14336 on an H100 took 237.2 us after eager and 232.3 us
+// after compile with `.cs` 8-byte loads, 232.7 and 232.6 us with plain ones
+// (order-after-nvidia-h100.json); on an H200, silu bf16 4096x8192 with 16-byte loads, 53.0 and 50.7
+// us streaming, 50.8 and 50.7 us plain (order-after2-nvidia-h200.json). kEvictLast: an L2
+// evict-last policy, used on inputs far larger than L2 (0.5-1% faster there; the same after eager
+// as after compile, order-after-evict-nvidia-h200.json).
 enum class Load { kPlain, kStream, kEvictLast };
 
 template <typename R, Load L>
@@ -162,7 +161,8 @@ __device__ __forceinline__ void store_stream(void* p, const R& v) {
 // loads the gate and up halves of kUnroll packs (a block apart) before it computes any of them.
 template <typename T, Act A, int BYTES, int kThreads, int kUnroll, Load L, typename Index, typename Div>
 __global__ void __launch_bounds__(kThreads) act_and_mul_kernel(T* __restrict__ out, const T* __restrict__ in,
-                                                               Index n_packs, Div packs_per_row, int64_t d) {
+                                                               Index n_packs, Div packs_per_row, int64_t d,
+                                                               bool trigger) {
   using R = Raw<BYTES>;
   constexpr int VEC = BYTES / sizeof(T);
   const Index first = static_cast<Index>(blockIdx.x) * (kThreads * kUnroll) + threadIdx.x;
@@ -179,7 +179,7 @@ __global__ void __launch_bounds__(kThreads) act_and_mul_kernel(T* __restrict__ o
       up[u] = load_pack<R, L>(g + d);
     }
   }
-  farm_pdl::allow_next_grid();
+  farm_pdl::allow_next_grid(trigger);
 #pragma unroll
   for (int u = 0; u < kUnroll; ++u) {
     const Index c = first + static_cast<Index>(u) * kThreads;
@@ -201,14 +201,15 @@ void launch_unrolled(T* out, const T* in, int64_t rows, int64_t d, cudaStream_t 
   const int64_t per_row = d / VEC;
   const int64_t n_packs = rows * per_row;
   const int64_t blocks = (n_packs + kThreads * kUnroll - 1) / (kThreads * kUnroll);
+  const bool trigger = pdl && farm_pdl::trigger_pays(int64_t{3} * BYTES * kThreads * kUnroll);
   if (n_packs < (int64_t{1} << 31)) {
     farm_pdl::launch(act_and_mul_kernel<T, A, BYTES, kThreads, kUnroll, L, uint32_t, FastDiv32>,
                      static_cast<unsigned>(blocks), kThreads, stream, pdl, out, in, static_cast<uint32_t>(n_packs),
-                     FastDiv32(static_cast<uint32_t>(per_row)), d);
+                     FastDiv32(static_cast<uint32_t>(per_row)), d, trigger);
   } else {
     farm_pdl::launch(act_and_mul_kernel<T, A, BYTES, kThreads, kUnroll, L, uint64_t, Div64>,
                      static_cast<unsigned>(blocks), kThreads, stream, pdl, out, in, static_cast<uint64_t>(n_packs),
-                     Div64(static_cast<uint64_t>(per_row)), d);
+                     Div64(static_cast<uint64_t>(per_row)), d, trigger);
   }
 }
 
@@ -256,11 +257,15 @@ constexpr double kNarrowMemoryGbpsPerSm = 30.0;
 
 // 16-byte packs (d * sizeof(T) a multiple of 16, aligned pointers): one pack per thread in
 // 256-thread blocks. While the 8-byte packs all fit in one resident wave, every activation takes
-// them, streaming, in 128-thread blocks: twice the threads for one round trip to memory, and half
-// the exact gelu's arithmetic on each thread's critical path. On an H200 at 128x4096 that
-// measured 1.075x (bf16), 1.057x (fp16) and 1.032x (fp32) torch.compile for silu, where the
-// 16-byte packs gave 0.98-1.00x; 8-byte packs with plain loads gave 0.98-1.00x too
-// (duel-nvidia-h200-small.json).
+// them instead: twice the threads for one round trip to memory, and half the exact gelu's
+// arithmetic on each thread's critical path. With PDL (pdl.cuh) they load plainly in 256-thread
+// blocks, whose 6 KB let the blocks trigger the next launch: at 128x4096 on an H200 1.34x (bf16),
+// 1.35x (fp16) and 1.22x (fp32) torch.compile for silu and 1.34x for the exact gelu, where the
+// 16-byte packs gave 1.33x, 1.33x, 1.22x and 1.22x (duel-nvidia-h200-pdl.json); on an H100 1.29x,
+// 1.30x, 1.18x and 1.43x, against 1.25x, 1.26x, 1.16x and 1.37x in 128-thread blocks
+// (duel-nvidia-h100-pdl.json). Without PDL they stream in 128-thread blocks: on an H200 1.075x
+// (bf16), 1.057x (fp16) and 1.032x (fp32) torch.compile for silu, where the 16-byte packs gave
+// 0.98-1.00x; 8-byte packs with plain loads gave 0.98-1.00x too (duel-nvidia-h200-small.json).
 // From 1024x4096 on they are no faster than 16-byte packs, and 2.5-4% slower from 4096x8192. The
 // exact gelu takes two packs per thread from 2^21 packs on (1.11x at 8192x14336 bf16). Inputs of
 // 4x L2 or more are loaded with the evict-last policy (1.005-1.01x at 470-940 MB; at 134 MB it
@@ -268,8 +273,8 @@ constexpr double kNarrowMemoryGbpsPerSm = 30.0;
 // which has 0.70x its memory bandwidth on as many SMs, 8-byte packs in 128-thread blocks were the
 // fastest launch at every size and activation timed: 1.002-1.026x torch.compile at 201-1409 MB,
 // where the H200's choices gave 0.98-1.01x (on the H200 they give 0.96-0.98x the 16-byte packs
-// there); past one wave they load plainly (see Load). All measured against the neighbouring
-// shapes with benchmarks/explore/duel.py.
+// there); past one wave they load plainly (see Load), and their 3 KB blocks do not trigger the
+// next launch. All measured against the neighbouring shapes with benchmarks/explore/duel.py.
 template <typename T, Act A>
 void launch_packs16(T* out, const T* in, int64_t rows, int64_t d, cudaStream_t stream, bool pdl) {
   const int64_t n_packs = rows * (d / (16 / sizeof(T)));
@@ -277,7 +282,8 @@ void launch_packs16(T* out, const T* in, int64_t rows, int64_t d, cudaStream_t s
   const bool huge = 2 * rows * d * static_cast<int64_t>(sizeof(T)) >= 4 * dev.l2_bytes;
   const bool narrow = dev.peak_gbps_per_sm > 0.0 && dev.peak_gbps_per_sm < kNarrowMemoryGbpsPerSm;
   if (2 * n_packs <= dev.resident_threads) {
-    launch_unrolled<T, A, 8, 128, 1, Load::kStream>(out, in, rows, d, stream, pdl);
+    if (pdl) launch_unrolled<T, A, 8, 256, 1>(out, in, rows, d, stream, pdl);
+    else launch_unrolled<T, A, 8, 128, 1, Load::kStream>(out, in, rows, d, stream, pdl);
   } else if (narrow) {
     launch_unrolled<T, A, 8, 128, 1>(out, in, rows, d, stream, pdl);
   } else if (A == Act::kGelu && n_packs >= kTwoPacksFrom) {

@@ -4,8 +4,9 @@
 // the kernel before it on the stream is still finishing: its blocks take the SMs the earlier grid's
 // blocks leave, and each waits (wait_for_previous_grid) until that grid has completed and its
 // writes are visible before it touches global memory. Our kernels in turn let the next such launch
-// be scheduled once every block has issued its loads (allow_next_grid). What this saves is the gap
-// between back-to-back kernels: launch latency and the ramp of the first wave. A kernel launched
+// be scheduled once every block has issued its loads (allow_next_grid), where that pays (see
+// trigger_pays). What this saves is the gap between back-to-back kernels: launch latency and the
+// ramp of the first wave. A kernel launched
 // without the attribute after ours starts when ours has completed, as usual; on older devices the
 // instructions compile to nothing and the launch is an ordinary one. KERNEL_FARM_PDL=0 in the
 // environment turns the attribute off (read once per process).
@@ -27,11 +28,24 @@ __device__ __forceinline__ void wait_for_previous_grid() {
 #endif
 }
 
-__device__ __forceinline__ void allow_next_grid() {
+// `trigger` is the same for every thread of the grid (a kernel argument).
+__device__ __forceinline__ void allow_next_grid(bool trigger) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+  if (trigger) asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
 #endif
 }
+
+// Whether a grid whose blocks move `bytes_per_block` each should trigger its dependents. On an
+// H200 the trigger is processed at about one block per 1.2 ns for the whole device, with or
+// without the attribute: rms_norm bf16 65536x1024 (65536 blocks of 4 KB) took 82.2 us with it,
+// where the kernel without it had measured 65.8-68.0 us in earlier duels, and activation blocks of
+// 3 KB (8-byte packs, 128 threads) ran silu at 0.58-0.61x torch.compile from 201 MB up, and at
+// 0.97-0.99x when they triggered only by exiting (benchmarks/results/duel-nvidia-h200-pdl.json).
+// Blocks of 6 KB and more showed no such cost (1.2 ns per 6 KB is 5 TB/s, more than the H200's
+// memory delivers), so smaller blocks leave the trigger out: their dependents are scheduled as
+// their blocks exit.
+constexpr int64_t kTriggerMinBytesPerBlock = 6 << 10;
+inline bool trigger_pays(int64_t bytes_per_block) { return bytes_per_block >= kTriggerMinBytesPerBlock; }
 
 // Whether launches on the current device take the attribute: compute capability 9.0 or later,
 // unless KERNEL_FARM_PDL is "0". Looked up once per device.

@@ -55,7 +55,7 @@ __device__ __forceinline__ uint32_t pack4(const uint32_t (&w)[12]) {
 // Thread i < n_groups converts group i; thread n_groups + j (j < tail) converts pixel 16 n_groups + j.
 __global__ void __launch_bounds__(kThreads) img2gray_vec16_kernel(const uint8_t* __restrict__ rgb,
                                                                   uint8_t* __restrict__ gray,
-                                                                  int64_t n_groups, int tail) {
+                                                                  int64_t n_groups, int tail, bool trigger) {
   const int64_t i = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x;
   farm_pdl::wait_for_previous_grid();
   uint4 a, b, c;
@@ -65,7 +65,7 @@ __global__ void __launch_bounds__(kThreads) img2gray_vec16_kernel(const uint8_t*
     b = src[1];
     c = src[2];
   }
-  farm_pdl::allow_next_grid();
+  farm_pdl::allow_next_grid(trigger);
   if (i < n_groups) {
     const uint32_t w[12] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w, c.x, c.y, c.z, c.w};
     uint4 out;
@@ -82,10 +82,10 @@ __global__ void __launch_bounds__(kThreads) img2gray_vec16_kernel(const uint8_t*
 
 // Any alignment: one pixel per thread, grid-stride.
 __global__ void img2gray_scalar_kernel(const uint8_t* __restrict__ rgb, uint8_t* __restrict__ gray,
-                                       int64_t n_pixels) {
+                                       int64_t n_pixels, bool trigger) {
   const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
   farm_pdl::wait_for_previous_grid();
-  farm_pdl::allow_next_grid();
+  farm_pdl::allow_next_grid(trigger);
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n_pixels;
        i += stride) {
     const uint8_t* p = rgb + 3 * i;
@@ -102,11 +102,15 @@ int launch_with(const uint8_t* rgb, uint8_t* gray, int64_t n_pixels, cudaStream_
     const int64_t n_groups = n_pixels / kGroup;
     const int tail = static_cast<int>(n_pixels % kGroup);
     const int64_t blocks = (n_groups + tail + kThreads - 1) / kThreads;
-    farm_pdl::launch(img2gray_vec16_kernel, static_cast<unsigned>(blocks), kThreads, s, pdl, rgb, gray, n_groups, tail);
+    const bool trigger = pdl && farm_pdl::trigger_pays(int64_t{kThreads} * kGroup * 4);
+    farm_pdl::launch(img2gray_vec16_kernel, static_cast<unsigned>(blocks), kThreads, s, pdl, rgb, gray, n_groups, tail,
+                     trigger);
   } else {
     int64_t blocks = (n_pixels + kThreads - 1) / kThreads;
     if (blocks > 65535 * 32) blocks = 65535 * 32;
-    farm_pdl::launch(img2gray_scalar_kernel, static_cast<unsigned>(blocks), kThreads, s, pdl, rgb, gray, n_pixels);
+    const bool trigger = pdl && farm_pdl::trigger_pays(4 * n_pixels / blocks);
+    farm_pdl::launch(img2gray_scalar_kernel, static_cast<unsigned>(blocks), kThreads, s, pdl, rgb, gray, n_pixels,
+                     trigger);
   }
   return static_cast<int>(cudaGetLastError());
 }

@@ -107,7 +107,7 @@ template <typename T, int CPT, bool kEvictLast>
 __global__ void __launch_bounds__(kMaxThreads) rms_norm_vec_kernel(T* __restrict__ out, const T* __restrict__ in,
                                                                    const T* __restrict__ weight, int64_t rows,
                                                                    int packs, int group, float inv_hidden,
-                                                                   float eps) {
+                                                                   float eps, bool trigger) {
   using P = Pack<T>;
   __shared__ float scratch[33];
   int64_t row;
@@ -134,7 +134,7 @@ __global__ void __launch_bounds__(kMaxThreads) rms_norm_vec_kernel(T* __restrict
       v[c] = make_uint4(0u, 0u, 0u, 0u);  // +0.0 in every dtype
     }
   }
-  farm_pdl::allow_next_grid();
+  farm_pdl::allow_next_grid(trigger);
   float ss = 0.0f;
 #pragma unroll
   for (int c = 0; c < CPT; ++c) {
@@ -177,7 +177,8 @@ __global__ void __launch_bounds__(kMaxThreads) rms_norm_vec_kernel(T* __restrict
 template <typename T, bool kEvictLast>
 __global__ void __launch_bounds__(kTileThreads) rms_norm_tile_kernel(T* __restrict__ out, const T* __restrict__ in,
                                                                      const T* __restrict__ weight, int64_t rows,
-                                                                     int packs, float inv_hidden, float eps) {
+                                                                     int packs, float inv_hidden, float eps,
+                                                                     bool trigger) {
   using P = Pack<T>;
   const int lane = threadIdx.x & 31;
   const int64_t warp = static_cast<int64_t>(blockIdx.x) * (kTileThreads / 32) + threadIdx.x / 32;
@@ -193,7 +194,7 @@ __global__ void __launch_bounds__(kTileThreads) rms_norm_tile_kernel(T* __restri
     const int64_t f = base + c * 32;
     v[c] = f < total ? load_x<kEvictLast>(x + f) : make_uint4(0u, 0u, 0u, 0u);
   }
-  farm_pdl::allow_next_grid();
+  farm_pdl::allow_next_grid(trigger);
 #pragma unroll
   for (int c = 0; c < kTileLoads; ++c) {
     const P& pv = *reinterpret_cast<const P*>(&v[c]);
@@ -229,12 +230,12 @@ __global__ void __launch_bounds__(kTileThreads) rms_norm_tile_kernel(T* __restri
 template <typename T>
 __global__ void __launch_bounds__(256) rms_norm_generic_kernel(T* __restrict__ out, const T* __restrict__ in,
                                                                const T* __restrict__ weight, int64_t hidden,
-                                                               float inv_hidden, float eps) {
+                                                               float inv_hidden, float eps, bool trigger) {
   __shared__ float scratch[33];
   const T* x = in + static_cast<int64_t>(blockIdx.x) * hidden;
   T* y = out + static_cast<int64_t>(blockIdx.x) * hidden;
   farm_pdl::wait_for_previous_grid();
-  farm_pdl::allow_next_grid();
+  farm_pdl::allow_next_grid(trigger);
   float ss = 0.0f;
   for (int64_t i = threadIdx.x; i < hidden; i += blockDim.x) {
     const float f = to_float(x[i]);
@@ -290,8 +291,9 @@ void launch_vec(T* out, const T* in, const T* weight, int64_t rows, int packs, i
   const int64_t rows_per_block = group <= 32 ? threads / group : 1;
   const auto blocks = static_cast<unsigned>((rows + rows_per_block - 1) / rows_per_block);
   const bool evict_last = rows * packs * 16 >= evict_last_from();
+  const bool trigger = pdl && farm_pdl::trigger_pays(rows_per_block * packs * 32);  // x and y
   farm_pdl::launch(evict_last ? rms_norm_vec_kernel<T, CPT, true> : rms_norm_vec_kernel<T, CPT, false>, blocks,
-                   threads, s, pdl, out, in, weight, rows, packs, group, inv_h, eps);
+                   threads, s, pdl, out, in, weight, rows, packs, group, inv_h, eps, trigger);
 }
 
 template <typename T>
@@ -305,7 +307,9 @@ void launch_typed(void* out, const void* in, const void* weight, int64_t rows, i
   const bool aligned = (reinterpret_cast<uintptr_t>(out) | reinterpret_cast<uintptr_t>(in) |
                         reinterpret_cast<uintptr_t>(weight)) % 16 == 0;
   if (!aligned || hidden % kVec != 0 || hidden / kVec > kMaxPacks) {
-    farm_pdl::launch(rms_norm_generic_kernel<T>, static_cast<unsigned>(rows), 256, s, pdl, o, x, w, hidden, inv_h, eps);
+    const bool trigger = pdl && farm_pdl::trigger_pays(2 * hidden * static_cast<int64_t>(sizeof(T)));
+    farm_pdl::launch(rms_norm_generic_kernel<T>, static_cast<unsigned>(rows), 256, s, pdl, o, x, w, hidden, inv_h, eps,
+                     trigger);
     return;
   }
   const int packs = static_cast<int>(hidden / kVec);
@@ -313,8 +317,9 @@ void launch_typed(void* out, const void* in, const void* weight, int64_t rows, i
     const int64_t per_block = int64_t{kTileThreads} * kTileLoads;  // packs per block
     const auto blocks = static_cast<unsigned>((rows * packs + per_block - 1) / per_block);
     const bool evict_last = rows * packs * 16 >= evict_last_from();
+    const bool trigger = pdl && farm_pdl::trigger_pays(per_block * 32);
     farm_pdl::launch(evict_last ? rms_norm_tile_kernel<T, true> : rms_norm_tile_kernel<T, false>, blocks,
-                     kTileThreads, s, pdl, o, x, w, rows, packs, inv_h, eps);
+                     kTileThreads, s, pdl, o, x, w, rows, packs, inv_h, eps, trigger);
     return;
   }
   if (packs <= kWarpPathMaxPacks) {

@@ -137,6 +137,60 @@ def test_x_of_twice_l2_or_more(kernel, hidden, dtype):
     torch.testing.assert_close(kernel.rms_norm(x, w), reference(x, w, 1e-6), **TOL[dtype])
 
 
+def run_chain(chain, graph: bool, reps: int):
+    """Yield chain()'s outputs ``reps`` times: called on the stream, or captured once in a CUDA
+    graph (whose capture keeps programmatic edges) and replayed."""
+    if not graph:
+        for _ in range(reps):
+            yield chain()
+        return
+    torch.cuda.synchronize()
+    cuda_graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(cuda_graph):
+        outs = chain()
+    for _ in range(reps):
+        cuda_graph.replay()
+        yield outs
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+@pytest.mark.parametrize("graph", [False, True], ids=["stream", "graph"])
+@pytest.mark.parametrize("hidden", (128, 1024, 4096))
+def test_cuda_back_to_back_launches(kernel, graph, hidden):
+    """On sm_90 and later every launch uses programmatic dependent launch: a kernel may be scheduled
+    while the one before it on the stream is finishing, and must wait for that one's writes before
+    it reads (read after write) or writes (write after read). Each pair below is a large launch
+    followed by a small one that starts at once on the large one's last rows, the rows its last
+    blocks write (or read): a small call normalises the last rows of a large call's output, and a
+    small call overwrites the last rows of a large call's input. Every output is checked against
+    the reference of the input it should have seen (warp tiles, a block per row without and with
+    the trigger); on a stream and in a CUDA graph, five times."""
+    dtype = torch.bfloat16
+    rows = (64 << 20) // (2 * hidden)  # 64 MB of x: many waves
+    k = max(1, (256 << 10) // (2 * hidden))  # 256 KB of rows: one wave
+    x = randn((rows, hidden), dtype, "cuda", seed=40)
+    v = randn((rows, hidden), dtype, "cuda", seed=41)
+    z = randn((k, hidden), dtype, "cuda", seed=42, scale=3.0)
+    w = randn((hidden,), dtype, "cuda", seed=43, shift=1.0)
+    v0 = v.clone()
+
+    def chain():
+        y1 = kernel.rms_norm(x, w)
+        y2 = kernel.rms_norm(y1[-k:], w, eps=1e-3)  # reads what the last blocks of y1's launch write
+        y3 = kernel.rms_norm(v, w)
+        kernel.rms_norm(z, w, out=v[-k:])  # overwrites what the last blocks of y3's launch read
+        return y1, y2, y3
+
+    tol = TOL[dtype]
+    for y1, y2, y3 in run_chain(chain, graph, reps=5):
+        torch.testing.assert_close(y1, reference(x, w, 1e-6), **tol)
+        torch.testing.assert_close(y2, reference(y1[-k:], w, 1e-3), **tol)
+        torch.testing.assert_close(y3, reference(v0, w, 1e-6), **tol)
+        torch.testing.assert_close(v[-k:], reference(z, w, 1e-6), **tol)
+        v.copy_(v0)
+
+
 # (call, exception type, exact message fragment)
 ERRORS = [
     (lambda k: k.rms_norm(torch.ones(2, 4, dtype=torch.int32), torch.ones(4, dtype=torch.int32)), TypeError,
