@@ -15,6 +15,7 @@ import subprocess
 import sys
 from pathlib import Path
 from types import ModuleType
+from typing import Any, Callable, Iterator
 
 from .host import kernel_host_variants
 from .manifest import load_manifest
@@ -74,3 +75,35 @@ def load_built_kernel(kernel_dir: Path, backend: str | None = None, build: bool 
     except (ImportError, AttributeError):
         return _import_variant(variant_dir)
     return get_local_kernel(variant_dir)
+
+
+def run_on_stream_or_graph(fn: Callable[[], Any], *, graph: bool, reps: int) -> Iterator[Any]:
+    """Yield ``fn()``'s outputs ``reps`` times: ``fn`` called on the current stream each time, or,
+    with ``graph``, captured once in a CUDA graph (whose capture keeps the programmatic
+    dependent-launch edges between kernels) and the graph replayed each time."""
+    import torch
+
+    if not graph:
+        for _ in range(reps):
+            yield fn()
+        return
+    torch.cuda.synchronize()
+    cuda_graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(cuda_graph):
+        outs = fn()
+    for _ in range(reps):
+        cuda_graph.replay()
+        yield outs
+
+
+def failed_checks(checks: dict[str, tuple[Any, Any]], atol: float = 0.0, rtol: float = 0.0) -> list[str]:
+    """``name: N of M wrong`` for each ``name: (got, expected)`` tensor pair that is not close
+    (``torch.isclose`` in float32; exact by default), so one assertion can report every check."""
+    import torch
+
+    bad = []
+    for name, (got, want) in checks.items():
+        close = torch.isclose(got.float(), want.float(), atol=atol, rtol=rtol)
+        if not bool(close.all()):
+            bad.append(f"{name}: {int((~close).sum())} of {close.numel()} wrong")
+    return bad

@@ -57,3 +57,13 @@ def test_cu_compiles_for_sm90(kernel: str, src: str, tmp_path: Path) -> None:
         listing = subprocess.run([str(cuobjdump), "--list-elf", str(tmp_path / "out.o")], capture_output=True,
                                  text=True, check=False)
         assert "sm_90" in listing.stdout, listing.stdout + listing.stderr
+
+
+def test_pdl_header_copies_are_identical() -> None:
+    """Each kernel carries its own copy of csrc/pdl.cuh (a kernel's sources are self-contained):
+    the copies must not drift apart."""
+    copies = sorted((REPO / "kernels").glob("*/csrc/pdl.cuh"))
+    assert len(copies) >= 2, copies
+    first = copies[0].read_bytes()
+    differ = [str(p.relative_to(REPO)) for p in copies[1:] if p.read_bytes() != first]
+    assert not differ, f"differ from {copies[0].relative_to(REPO)}: {differ}"

@@ -2,16 +2,17 @@
 // Memory-bound (3 elements moved per output element), so the kernel is about wide accesses:
 //
 // Fast path (d * sizeof(T) a multiple of 16, both pointers 16-byte aligned): the output is treated
-// as one flat array of 16-byte packs, one per thread: two 16-byte loads (gate and up halves,
-// plain; evict-last on huge inputs) and one 16-byte streaming store; a warp's accesses are
-// contiguous runs of 512 bytes. 256-thread blocks; inputs small enough for one resident wave take
-// 8-byte packs, the exact gelu, whose erf costs about as much as the memory traffic, two 16-byte
-// packs per thread on large inputs, and devices with less memory bandwidth per SM (an H100) run
-// every activation in 8-byte packs (launch_packs16 says when and what each choice measured). On
-// sm_90 and later the launches use PDL (pdl.cuh). Packs are kept as raw registers (uint4 / uint2)
-// and read as elements only to compute. The row of pack c is c / (d / VEC), a multiply-high and a
-// shift with a divisor prepared on the host; no per-element integer division. Otherwise the same
-// kernel runs with one element per pack (any d, any alignment).
+// as one flat array of 16-byte packs, one per thread: two 16-byte loads (gate and up halves, plain;
+// evict-last on huge inputs) and one 16-byte streaming store; a warp's accesses are contiguous runs
+// of 512 bytes. 256-thread blocks; inputs small enough for one resident wave take 8-byte packs (in
+// 256-thread blocks with PDL, streaming in 128-thread blocks without), the exact gelu, whose erf
+// costs about as much as the memory traffic, two 16-byte packs per thread on large inputs, and
+// devices with less memory bandwidth per SM (an H100) run every activation in 8-byte packs
+// (launch_packs16 says when and what each choice measured). On sm_90 and later the launches use PDL
+// (pdl.cuh). Packs are kept as raw registers (uint4 / uint2) and read as elements only to compute.
+// The row of pack c is c / (d / VEC), a multiply-high and a shift with a divisor prepared on the
+// host; no per-element integer division. Otherwise the same kernel runs with one element per pack
+// (any d, any alignment).
 // Arithmetic is fp32: exp is __expf, the logistic division __fdividef (x / inf = 0 as needed for
 // large negative inputs). erf is the branch-free Abramowitz & Stegun 7.1.26 formula (|error| <
 // 1.5e-7, about one fp32 ulp of 1): erff branches on |x|, which diverges within warps on real
@@ -252,7 +253,7 @@ DeviceShape device_shape() {
 }
 
 // Devices whose memory delivers less than this per SM (an H100 SXM: 25.4 GB/s; an H200: 36.5 GB/s)
-// run every activation with 8-byte packs in 128-thread blocks.
+// run every activation with 8-byte packs in 128-thread blocks past one resident wave.
 constexpr double kNarrowMemoryGbpsPerSm = 30.0;
 
 // 16-byte packs (d * sizeof(T) a multiple of 16, aligned pointers): one pack per thread in

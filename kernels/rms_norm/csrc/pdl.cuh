@@ -1,17 +1,18 @@
 // Programmatic dependent launch (PDL), on devices of compute capability 9.0 and later.
 //
-// A kernel launched with the programmatic-stream-serialization attribute may be scheduled while
-// the kernel before it on the stream is still finishing: its blocks take the SMs the earlier grid's
+// A kernel launched with the programmatic-stream-serialization attribute may be scheduled while the
+// kernel before it on the stream is still finishing: its blocks take the SMs the earlier grid's
 // blocks leave, and each waits (wait_for_previous_grid) until that grid has completed and its
 // writes are visible before it touches global memory. Our kernels in turn let the next such launch
-// be scheduled once every block has issued its loads (allow_next_grid), where that pays (see
-// trigger_pays). What this saves is the gap between back-to-back kernels: launch latency and the
-// ramp of the first wave. A kernel launched
-// without the attribute after ours starts when ours has completed, as usual; on older devices the
-// instructions compile to nothing and the launch is an ordinary one. KERNEL_FARM_PDL=0 in the
-// environment turns the attribute off (read once per process).
+// be scheduled once every block has issued its loads, or right after the wait in kernels whose
+// blocks loop over their data (allow_next_grid), where that pays (see trigger_pays). What this
+// saves is the gap between back-to-back kernels: launch latency and the ramp of the first wave. A
+// kernel launched without the attribute after ours starts when ours has completed, as usual; on
+// older devices the instructions compile to nothing and the launch is an ordinary one.
+// KERNEL_FARM_PDL=0 in the environment turns the attribute off (read once per process).
 //
-// This header is the same in every kernel of the farm (each kernel's sources are self-contained).
+// The farm's CUDA kernels carry identical copies of this header (each kernel's sources are
+// self-contained); tests/integration/test_cuda_compile.py checks that they stay identical.
 #ifndef KERNEL_FARM_PDL_CUH_
 #define KERNEL_FARM_PDL_CUH_
 
@@ -74,9 +75,9 @@ void launch(void (*kernel)(Params...), unsigned grid, unsigned block, cudaStream
   config.stream = stream;
   cudaLaunchAttribute attribute[1];
   attribute[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attribute[0].val.programmaticStreamSerializationAllowed = pdl ? 1 : 0;
+  attribute[0].val.programmaticStreamSerializationAllowed = 1;
   config.attrs = attribute;
-  config.numAttrs = 1;
+  config.numAttrs = pdl ? 1 : 0;
   cudaLaunchKernelEx(&config, kernel, args...);  // an error is left for cudaGetLastError()
 }
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from pybuild.testing import load_built_kernel
+from pybuild.testing import failed_checks, load_built_kernel, run_on_stream_or_graph
 
 KERNEL_DIR = Path(__file__).resolve().parent.parent
 
@@ -137,22 +137,6 @@ def test_x_of_twice_l2_or_more(kernel, hidden, dtype):
     torch.testing.assert_close(kernel.rms_norm(x, w), reference(x, w, 1e-6), **TOL[dtype])
 
 
-def run_chain(chain, graph: bool, reps: int):
-    """Yield chain()'s outputs ``reps`` times: called on the stream, or captured once in a CUDA
-    graph (whose capture keeps programmatic edges) and replayed."""
-    if not graph:
-        for _ in range(reps):
-            yield chain()
-        return
-    torch.cuda.synchronize()
-    cuda_graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(cuda_graph):
-        outs = chain()
-    for _ in range(reps):
-        cuda_graph.replay()
-        yield outs
-
-
 @pytest.mark.gpu
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 @pytest.mark.parametrize("graph", [False, True], ids=["stream", "graph"])
@@ -165,7 +149,8 @@ def test_cuda_back_to_back_launches(kernel, graph, hidden):
     blocks write (or read): a small call normalises the last rows of a large call's output, and a
     small call overwrites the last rows of a large call's input. Every output is checked against
     the reference of the input it should have seen (warp tiles, a block per row without and with
-    the trigger); on a stream and in a CUDA graph, five times."""
+    the trigger); on a stream and in a CUDA graph, five times, with the inputs changed between
+    times (so a stale read of the previous time's output shows)."""
     dtype = torch.bfloat16
     rows = (64 << 20) // (2 * hidden)  # 64 MB of x: many waves
     k = max(1, (256 << 10) // (2 * hidden))  # 256 KB of rows: one wave
@@ -183,11 +168,17 @@ def test_cuda_back_to_back_launches(kernel, graph, hidden):
         return y1, y2, y3
 
     tol = TOL[dtype]
-    for y1, y2, y3 in run_chain(chain, graph, reps=5):
-        torch.testing.assert_close(y1, reference(x, w, 1e-6), **tol)
-        torch.testing.assert_close(y2, reference(y1[-k:], w, 1e-3), **tol)
-        torch.testing.assert_close(y3, reference(v0, w, 1e-6), **tol)
-        torch.testing.assert_close(v[-k:], reference(z, w, 1e-6), **tol)
+    for rep, (y1, y2, y3) in enumerate(run_on_stream_or_graph(chain, graph=graph, reps=5)):
+        bad = failed_checks({
+            "y1": (y1, reference(x, w, 1e-6)),
+            "y2 (read after write)": (y2, reference(y1[-k:], w, 1e-3)),
+            "y3": (y3, reference(v0, w, 1e-6)),
+            "v (write after read)": (v[-k:], reference(z, w, 1e-6)),
+        }, **tol)
+        assert not bad, f"time {rep + 1}: " + "; ".join(bad)
+        x.neg_()
+        z.neg_()
+        v0.neg_()
         v.copy_(v0)
 
 
