@@ -417,6 +417,21 @@ def time_copy(device: str, copy_sets: Sequence[tuple[Any, ...]], reps: int) -> t
     return (graph, "cuda-graph") if graph <= launch else (launch, "launch")
 
 
+def warm_up_cuda(seconds: float, sets: Sequence[tuple[Any, Any]] | None = None) -> None:
+    """Copy ``(src, dst)`` pairs (by default one pair of 1 GiB) for ``seconds``: an idle GPU runs
+    at low clocks for its first milliseconds."""
+    import torch
+
+    if sets is None:
+        src = torch.empty(LARGE_COPY_BYTES, dtype=torch.uint8, device="cuda")
+        sets = [(src, torch.empty_like(src))]
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < seconds:
+        for src, dst in sets:
+            dst.copy_(src)
+        torch.cuda.synchronize()
+
+
 def measure_large_copy(device: str, reps: int, warm_up_s: float = 0.0) -> Timing:
     """One large copy (``dst.copy_(src)``, 1 GiB on CUDA); ``warm_up_s`` of copies first."""
     import torch
@@ -424,12 +439,8 @@ def measure_large_copy(device: str, reps: int, warm_up_s: float = 0.0) -> Timing
     n = LARGE_COPY_BYTES if device == "cuda" else LARGE_COPY_BYTES // 8
     sets = [(torch.empty(n, dtype=torch.uint8, device=device).random_(), torch.empty(n, dtype=torch.uint8, device=device))
             for _ in range(2)]
-    if device == "cuda" and warm_up_s > 0:  # an idle GPU runs at low clocks for its first milliseconds
-        t0 = time.monotonic()
-        while time.monotonic() - t0 < warm_up_s:
-            for src, dst in sets:
-                dst.copy_(src)
-            torch.cuda.synchronize()
+    if device == "cuda" and warm_up_s > 0:
+        warm_up_cuda(warm_up_s, sets)
     ms, method = time_copy(device, sets, reps)
     moved = 2 * n
     del sets

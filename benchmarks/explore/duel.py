@@ -28,7 +28,7 @@ import torch.nn.functional as F
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from pybuild.bench import n_sets, round_order, time_cuda_graph  # noqa: E402
+from pybuild.bench import n_sets, round_order, time_cuda_graph, warm_up_cuda  # noqa: E402
 
 DTYPES = {torch.float32: 0, torch.float16: 1, torch.bfloat16: 2}
 ACTS = {"silu": 0, "gelu": 1}
@@ -235,14 +235,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         lib = build(Path(tmp))
         results = []
-        # warm the clocks
-        a = torch.empty(1 << 30, dtype=torch.uint8, device="cuda")
-        b = torch.empty_like(a)
-        t0 = time.monotonic()
-        while time.monotonic() - t0 < 2:
-            b.copy_(a)
-        torch.cuda.synchronize()
-        del a, b
+        warm_up_cuda(2.0)
         for label, nbytes, dtype, make, ref, variant_names, launch in cases(lib, args.only):
             if not any(m in label for m in args.match.split(",")):
                 continue

@@ -32,7 +32,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from pybuild.bench import _compile, load_cases_module, n_sets, round_order, time_cuda_graph  # noqa: E402
+from pybuild.bench import _compile, load_cases_module, n_sets, round_order, time_cuda_graph, warm_up_cuda  # noqa: E402
 from pybuild.testing import load_built_kernel  # noqa: E402
 from duel import write_results  # noqa: E402
 
@@ -112,12 +112,7 @@ def main() -> int:
         tmp = tempfile.TemporaryDirectory()
         lib = build(Path(tmp.name))
     l2 = torch.cuda.get_device_properties(0).L2_cache_size
-    a = torch.empty(1 << 30, dtype=torch.uint8, device="cuda")
-    b = torch.empty_like(a)
-    for _ in range(400):  # warm the clocks
-        b.copy_(a)
-    torch.cuda.synchronize()
-    del a, b
+    warm_up_cuda(2.0)
     torch.cuda.empty_cache()
     results = []
     for name, python_name in KERNELS.items():

@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from duel import ACTS, DTYPES, EPS, act_ref, build, names, rms_ref, write_results  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-from pybuild.bench import n_sets, time_cuda_graph  # noqa: E402
+from pybuild.bench import n_sets, time_cuda_graph, warm_up_cuda  # noqa: E402
 
 MiB = 1 << 20
 OFFSETS = (0, 2 * MiB, 6 * MiB, 10 * MiB, 18 * MiB, 34 * MiB, 66 * MiB, 64 * 1024, 1 * MiB + 4096)
@@ -57,12 +57,7 @@ def main() -> int:
     results = []
     with tempfile.TemporaryDirectory() as tmp:
         lib = build(Path(tmp))
-        a = torch.empty(1 << 30, dtype=torch.uint8, device="cuda")
-        b = torch.empty_like(a)
-        for _ in range(400):  # warm the clocks
-            b.copy_(a)
-        torch.cuda.synchronize()
-        del a, b
+        warm_up_cuda(2.0)
         torch.cuda.empty_cache()
         for family, op, dtype, rows, cols in CASES:
             label = f"{'silu_and_mul' if family == 'act' else op} {str(dtype)[6:]} {rows}x{cols}"

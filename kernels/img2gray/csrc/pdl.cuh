@@ -9,7 +9,8 @@
 // saves is the gap between back-to-back kernels: launch latency and the ramp of the first wave. A
 // kernel launched without the attribute after ours starts when ours has completed, as usual; on
 // older devices the instructions compile to nothing and the launch is an ordinary one.
-// KERNEL_FARM_PDL=0 in the environment turns the attribute off (read once per process).
+// KERNEL_FARM_PDL=0 (or false, off, no) in the environment turns the attribute off (read once per
+// process).
 //
 // The farm's CUDA kernels carry identical copies of this header (each kernel's sources are
 // self-contained); tests/integration/test_cuda_compile.py checks that they stay identical.
@@ -19,7 +20,8 @@
 #include <cuda_runtime.h>
 
 #include <cstdlib>
-#include <cstring>
+#include <initializer_list>
+#include <strings.h>
 
 namespace farm_pdl {
 
@@ -49,11 +51,15 @@ constexpr int64_t kTriggerMinBytesPerBlock = 6 << 10;
 inline bool trigger_pays(int64_t bytes_per_block) { return bytes_per_block >= kTriggerMinBytesPerBlock; }
 
 // Whether launches on the current device take the attribute: compute capability 9.0 or later,
-// unless KERNEL_FARM_PDL is "0". Looked up once per device.
+// unless KERNEL_FARM_PDL is 0, false, off or no (any case). Looked up once per device.
 inline bool enabled() {
   static const bool off = [] {
     const char* v = std::getenv("KERNEL_FARM_PDL");
-    return v != nullptr && std::strcmp(v, "0") == 0;
+    if (v == nullptr) return false;
+    for (const char* no : {"0", "false", "off", "no"}) {
+      if (strcasecmp(v, no) == 0) return true;
+    }
+    return false;
   }();
   static signed char cache[64] = {};  // 0: not looked up yet; 1: yes; -1: no
   int dev = 0;
