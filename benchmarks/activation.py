@@ -56,3 +56,23 @@ def cases(kernel, device: str, quick: bool) -> list[Case]:
                             bytes=nbytes, make=make, ours=getattr(kernel, op), eager=_eager(op), targets=targets,
                             atol=atol, rtol=rtol))
     return out
+
+
+def sweep_ops(kernel, device: str) -> list:
+    """The ops for `python -m pybuild bench activation --sweep N`: x [rows, 2 d], every dtype."""
+    from pybuild.sweep import SweepOp
+
+    def make(shape, seed: int):
+        g = torch.Generator(device=device).manual_seed(seed)
+        return (torch.randn(*shape.dims, device=device, dtype=getattr(torch, shape.dtype), generator=g),)
+
+    def nbytes(rows: int, last: int, dtype: str) -> int:  # 2 d read, d written per row
+        return 3 * rows * (last // 2) * torch.empty((), dtype=getattr(torch, dtype)).element_size()
+
+    def ours(op: str):
+        return lambda x: getattr(kernel, op)(x)
+
+    tol = {str(k).removeprefix("torch."): v for k, v in TOL.items()}
+    return [SweepOp(kernel="activation", op=op, kind="rows", dtypes=("bfloat16", "float16", "float32"), make=make,
+                    ours=ours(op), eager=_eager(op), bytes_of=nbytes, step=2, tol=tol)
+            for op in ("silu_and_mul", "gelu_and_mul", "gelu_tanh_and_mul")]

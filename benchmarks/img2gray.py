@@ -73,3 +73,16 @@ def cases(kernel, device: str, quick: bool) -> list[Case]:
                         bytes=4 * pixels, make=make, ours=kernel.img2gray, eager=eager, targets=targets,
                         extra={"guide": guide}, extra_timed={"dynamic-compile": dynamic}, exact=True))
     return out
+
+
+def sweep_ops(kernel, device: str) -> list:
+    """The op for `python -m pybuild bench img2gray --sweep N`: one image [H, W, 3] or a batch
+    [N, H, W, 3], odd sizes included; the integer rounding rule in plain torch is the reference."""
+    from pybuild.sweep import SweepOp
+
+    def make(shape, seed: int):
+        g = torch.Generator(device=device).manual_seed(seed)
+        return (torch.randint(0, 256, (*shape.dims, 3), dtype=torch.uint8, device=device, generator=g),)
+
+    return [SweepOp(kernel="img2gray", op="img2gray", kind="image", dtypes=("uint8",), make=make,
+                    ours=lambda image: kernel.img2gray(image), eager=eager, bytes_per_pixel=4, exact=True)]

@@ -53,3 +53,23 @@ def cases(kernel, device: str, quick: bool) -> list[Case]:
                             ours=lambda x, w: kernel.rms_norm(x, w, EPS), eager=eager, targets=targets,
                             atol=atol, rtol=rtol, panel=panel))
     return out
+
+
+def sweep_ops(kernel, device: str) -> list:
+    """The op for `python -m pybuild bench rms_norm --sweep N`: x [rows, hidden], every dtype."""
+    from pybuild.sweep import SweepOp
+
+    def make(shape, seed: int):
+        rows, hidden = shape.dims
+        dtype = getattr(torch, shape.dtype)
+        g = torch.Generator(device=device).manual_seed(seed)
+        x = torch.randn(rows, hidden, device=device, dtype=dtype, generator=g)
+        w = torch.rand(hidden, device=device, dtype=dtype, generator=g) + 0.5
+        return x, w
+
+    def nbytes(rows: int, hidden: int, dtype: str) -> int:
+        return (2 * rows * hidden + hidden) * torch.empty((), dtype=getattr(torch, dtype)).element_size()
+
+    return [SweepOp(kernel="rms_norm", op="rms_norm", kind="rows", dtypes=("bfloat16", "float16", "float32"),
+                    make=make, ours=lambda x, w: kernel.rms_norm(x, w, EPS), eager=eager, bytes_of=nbytes,
+                    tol={str(k).removeprefix("torch."): v for k, v in TOL.items()})]

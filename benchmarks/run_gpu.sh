@@ -22,12 +22,17 @@
 #   bash benchmarks/run_gpu.sh --explore    # also time the kernels' alternative designs
 #   bash benchmarks/run_gpu.sh --no-bench   # build and test only (writes no results)
 #   bash benchmarks/run_gpu.sh --wheels wheelhouse/   # with the packages in wheelhouse/*.whl
+#   bash benchmarks/run_gpu.sh --sweep 200 --seed 0   # then N seeded random shapes per op (pybuild bench --sweep)
+#   bash benchmarks/run_gpu.sh --no-bench --sweep 200 # build, test and sweep, without the fixed cases
 set -uo pipefail
 quick=()
 explore=0
 bench=1
 wheels=
-usage="usage: $0 [--quick] [--explore] [--no-bench] [--wheels DIR]"
+sweep=
+seed=0
+kernels_swept=(img2gray activation rms_norm)
+usage="usage: $0 [--quick] [--explore] [--no-bench] [--wheels DIR] [--sweep N [--seed S] [--sweep-kernels 'K ...']]"
 recorded="bash benchmarks/run_gpu.sh"  # the command as given, for the JSON
 [ $# -gt 0 ] && recorded+=$(printf ' %q' "$@")
 while [ $# -gt 0 ]; do
@@ -39,6 +44,14 @@ while [ $# -gt 0 ]; do
       [ $# -ge 2 ] || { echo "$0: --wheels needs a folder of .whl files; $usage" >&2; exit 2; }
       wheels=$2; shift
       [ -n "$wheels" ] || { echo "$0: --wheels needs a folder of .whl files; $usage" >&2; exit 2; } ;;
+    --sweep|--seed|--sweep-kernels)
+      [ $# -ge 2 ] && [ -n "$2" ] || { echo "$0: $1 needs a value; $usage" >&2; exit 2; }
+      case "$1" in
+        --sweep) sweep=$2 ;;
+        --seed) seed=$2 ;;
+        --sweep-kernels) read -r -a kernels_swept <<< "$2" ;;
+      esac
+      shift ;;
     --wheels=*)
       wheels=${1#--wheels=}
       [ -n "$wheels" ] || { echo "$0: --wheels needs a folder of .whl files; $usage" >&2; exit 2; } ;;
@@ -54,6 +67,10 @@ if [ -n "$wheels" ]; then  # relative to where the script was started, before th
   wheels=$(cd "$wheels" && pwd)
 fi
 cd "$(dirname "$0")/.."
+if [ -n "$sweep" ] && ! [[ "$sweep" =~ ^[1-9][0-9]*$ && "$seed" =~ ^[0-9]+$ ]]; then
+  echo "$0: --sweep takes a positive number of shapes per op and --seed a number >= 0; $usage" >&2
+  exit 2
+fi
 if [ $bench = 0 ] && { [ $explore = 1 ] || [ ${#quick[@]} -gt 0 ]; }; then
   echo "$0: --no-bench builds and tests only; drop --quick/--explore" >&2
   exit 2
@@ -142,6 +159,11 @@ if [ $build_ok = 1 ]; then
   if [ $bench = 1 ]; then
     step "bench"
     python3 -m pybuild bench img2gray activation rms_norm "${quick[@]}" --out "$dest" \
+      --record-command "$recorded" || status=1
+  fi
+  if [ -n "$sweep" ]; then
+    step "sweep: $sweep shapes per op, seed $seed (${kernels_swept[*]})"
+    python3 -m pybuild bench "${kernels_swept[@]}" --sweep "$sweep" --seed "$seed" --out "$dest" \
       --record-command "$recorded" || status=1
   fi
 fi

@@ -535,6 +535,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
         loaded.append((manifest.name, kernel, module))
     compile_ = args.compile if args.compile is not None else device == "cuda"
     command = args.record_command or " ".join(["python", "-m", "pybuild", *sys.argv[1:]])
+    if args.sweep is not None:
+        return _bench_sweep(args, loaded, [m.python_name for m, _, _ in cases], device, compile_, command, rep)
     def save(partial: dict) -> None:  # after every case: a run cut short still leaves its numbers
         if args.out:
             bench.write_outputs(partial, Path(args.out), args.name or bench.device_slug(partial), with_plot=False)
@@ -559,6 +561,36 @@ def cmd_bench(args: argparse.Namespace) -> int:
     if n_targets:
         rep.info(f"targets: {n_targets - len(missed)} of {n_targets} met")
     return 1 if missed and args.strict else 0
+
+
+def _bench_sweep(args: argparse.Namespace, loaded: list, names: list[str], device: str, compile_: bool,
+                 command: str, rep: Reporter) -> int:
+    """``bench --sweep N``: N seeded shapes per op; exit 1 on a wrong result (and with --strict on a
+    ratio under its threshold)."""
+    from . import sweep, sweep_report
+    from .sweep_shapes import Distribution
+
+    dist = Distribution(seed=args.seed, n=args.sweep, max_bytes=args.max_mib << 20)
+    workers = args.workers if args.workers is not None else sweep.default_workers()
+
+    def save(partial: dict) -> None:
+        if args.out:
+            sweep_report.write(partial, Path(args.out), args.name or sweep.out_name(names, partial), with_plot=False)
+
+    doc = sweep.run(loaded, device, dist, compile_, workers, command, rep.info, on_shape=save)
+    if args.out:
+        for path in sweep_report.write(doc, Path(args.out), args.name or sweep.out_name(names, doc)):
+            rep.info(f"wrote {path}")
+    if args.json:
+        print(json.dumps(doc, indent=1))
+    else:
+        Reporter(quiet=args.quiet).table(f"sweep: seed {args.seed}, {args.sweep} shapes per op, "
+                                         f"{doc['seconds']:.0f} s", sweep_report.COLUMNS, sweep_report.rows(doc))
+    wrong = sum(s["shapes"] - s["correct"] for s in doc["summary"].values())
+    if wrong:
+        rep.info(f"{wrong} shape(s) gave wrong results: see 'correct': false in the JSON")
+        return 1
+    return 1 if args.strict and not sweep_report.passed(doc) else 0
 
 
 # --------------------------------------------------------------------------------------------
@@ -727,7 +759,17 @@ def make_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", metavar="DIR", help="write the JSON results and the PNG plot there")
     p.add_argument("--name", metavar="NAME", help="file name stem under --out (default: from the device, e.g. gpu-nvidia-h200)")
     p.add_argument("--record-command", metavar="TEXT", help="command to record in the JSON (default: this one)")
-    p.add_argument("--strict", action="store_true", help="exit 1 when a performance target is missed")
+    p.add_argument("--strict", action="store_true", help="exit 1 when a performance target is missed (with "
+                   "--sweep: when a shape is under 0.95x the best peer in graphs or 1.0x eager in plain calls)")
+    p.add_argument("--sweep", type=_int_at_least(1), metavar="N",
+                   help="instead of the fixed cases, N seeded random shapes per op (the kernel's "
+                        "benchmarks/<name>.py sweep_ops): checked, then timed against eager and torch.compile; "
+                        "writes sweep-<kernels>-<device>.json and .svg with --out")
+    p.add_argument("--seed", type=_int_at_least(0), default=0, help="the sweep's seed (default 0)")
+    p.add_argument("--max-mib", type=_int_at_least(1), default=128, metavar="MIB",
+                   help="the sweep's cap on bytes one call moves, in MiB (default 128)")
+    p.add_argument("--workers", type=_int_at_least(0), metavar="K",
+                   help="processes compiling the sweep's shapes before timing (default: CPUs - 2, at most 12)")
     _add_output_flags(p)
     p.set_defaults(func=cmd_bench)
 

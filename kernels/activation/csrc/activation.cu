@@ -11,8 +11,8 @@
 // (launch_packs16 says when and what each choice measured). On sm_90 and later the launches use PDL
 // (pdl.cuh). Packs are kept as raw registers (uint4 / uint2) and read as elements only to compute.
 // The row of pack c is c / (d / VEC), a multiply-high and a shift with a divisor prepared on the
-// host; no per-element integer division. Otherwise the same kernel runs with one element per pack
-// (any d, any alignment).
+// host; no per-element integer division. Otherwise the same kernel runs with the widest pack the
+// half-row width and the pointers allow: 8 or 4 bytes, else one element (any d, any alignment).
 // Arithmetic is fp32: exp is __expf, the logistic division __fdividef (x / inf = 0 as needed for
 // large negative inputs). erf is the branch-free Abramowitz & Stegun 7.1.26 formula (|error| <
 // 1.5e-7, about one fp32 ulp of 1): erff branches on |x|, which diverges within warps on real
@@ -302,9 +302,16 @@ void launch_typed(void* out, const void* in, int64_t rows, int64_t d, cudaStream
   constexpr int kVec = 16 / sizeof(T);
   auto* o = static_cast<T*>(out);
   const auto* i = static_cast<const T*>(in);
-  const bool aligned = (reinterpret_cast<uintptr_t>(out) % 16 == 0) && (reinterpret_cast<uintptr_t>(in) % 16 == 0);
-  if (aligned && d % kVec == 0) {
+  const uintptr_t addresses = reinterpret_cast<uintptr_t>(out) | reinterpret_cast<uintptr_t>(in);
+  const int64_t half_bytes = d * static_cast<int64_t>(sizeof(T));
+  // The widest pack that the half-row width and both pointers allow: 16 bytes, else 8 or 4 (rows
+  // of, say, 4098 bf16 elements), else one element.
+  if (addresses % 16 == 0 && d % kVec == 0) {
     launch_packs16<T, A>(o, i, rows, d, stream, pdl);
+  } else if (addresses % 8 == 0 && half_bytes % 8 == 0) {
+    launch_unrolled<T, A, 8, 256, 1>(o, i, rows, d, stream, pdl);
+  } else if (sizeof(T) < 4 && addresses % 4 == 0 && half_bytes % 4 == 0) {
+    launch_unrolled<T, A, 4, 256, 1>(o, i, rows, d, stream, pdl);
   } else {
     launch_unrolled<T, A, sizeof(T), 256, 1>(o, i, rows, d, stream, pdl);
   }

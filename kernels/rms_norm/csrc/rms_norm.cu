@@ -25,6 +25,7 @@
 // row, whose second read of the row is served by L1/L2.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
+#include <cooperative_groups.h>
 #include <cuda_runtime.h>
 
 #include <cstdint>
@@ -226,25 +227,133 @@ __global__ void __launch_bounds__(kTileThreads) rms_norm_tile_kernel(T* __restri
   }
 }
 
-// Any shape and alignment: one block per row, sum of squares, then a second pass that writes.
-template <typename T>
-__global__ void __launch_bounds__(256) rms_norm_generic_kernel(T* __restrict__ out, const T* __restrict__ in,
-                                                               const T* __restrict__ weight, int64_t hidden,
-                                                               float inv_hidden, float eps, bool trigger) {
+// BYTES of consecutive elements as one register-sized value, loaded and stored as one access.
+template <int BYTES>
+struct RawT;
+template <>
+struct RawT<16> {
+  using type = uint4;
+};
+template <>
+struct RawT<8> {
+  using type = uint2;
+};
+template <>
+struct RawT<4> {
+  using type = uint32_t;
+};
+template <>
+struct RawT<2> {
+  using type = uint16_t;
+};
+
+template <typename T, int BYTES>
+struct Unit {
+  using R = typename RawT<BYTES>::type;
+  static constexpr int kVec = BYTES / static_cast<int>(sizeof(T));
+  __device__ __forceinline__ static R zero() { return R{}; }
+  __device__ __forceinline__ static float sumsq(const R& r) {
+    const T* e = reinterpret_cast<const T*>(&r);
+    float s = 0.0f;
+#pragma unroll
+    for (int k = 0; k < kVec; ++k) {
+      const float f = to_float(e[k]);
+      s += f * f;
+    }
+    return s;
+  }
+  __device__ __forceinline__ static R scale(const R& x, const R& w, float rstd) {
+    const T* xe = reinterpret_cast<const T*>(&x);
+    const T* we = reinterpret_cast<const T*>(&w);
+    R o;
+    T* oe = reinterpret_cast<T*>(&o);
+#pragma unroll
+    for (int k = 0; k < kVec; ++k) oe[k] = from_float<T>(to_float(xe[k]) * rstd * to_float(we[k]));
+    return o;
+  }
+};
+
+// Rows of any width and alignment, in units of BYTES (16, 8, 4 bytes or one element; the widest
+// that the row width and the pointers allow). Two layouts:
+//   - group < blockDim.x: a row per `group` (<= 32) threads of a warp, blockDim.x / group rows per
+//     block, reduced with shuffles (short rows);
+//   - group == blockDim.x: a row, or a 1/split part of one, per block. With split > 1 (sm_90 and
+//     later) the split blocks of a row form a thread-block cluster: each reduces its part, the
+//     parts' sums meet through distributed shared memory, and every block writes its own part.
+//     This is the path for rows too few to fill the device (3 rows of 151936 bf16 took 462 us as
+//     one block per row; a cluster of 8 blocks per row spreads them over 24 SMs).
+// The first CPT units of a thread stay in registers from the load to the store; units past those
+// (rows longer than the block holds) are read again for the store, from L2.
+template <typename T, int BYTES, int CPT>
+__global__ void __launch_bounds__(kMaxThreads) rms_norm_rows_kernel(T* __restrict__ out, const T* __restrict__ in,
+                                                                    const T* __restrict__ weight, int64_t rows,
+                                                                    int64_t hidden, int64_t units, int group,
+                                                                    int split, int64_t chunk, float inv_hidden,
+                                                                    float eps, bool trigger) {
+  using U = Unit<T, BYTES>;
+  using R = typename U::R;
   __shared__ float scratch[33];
-  const T* x = in + static_cast<int64_t>(blockIdx.x) * hidden;
-  T* y = out + static_cast<int64_t>(blockIdx.x) * hidden;
+  __shared__ float cluster_sums[2];
+  int64_t row;
+  int lane, part = 0;
+  const bool grouped = group < static_cast<int>(blockDim.x);
+  if (grouped) {
+    row = static_cast<int64_t>(blockIdx.x) * (blockDim.x / group) + threadIdx.x / group;
+    lane = threadIdx.x & (group - 1);
+  } else {
+    row = blockIdx.x / split;
+    part = static_cast<int>(blockIdx.x % split);
+    lane = threadIdx.x;
+  }
+  const bool row_ok = row < rows;
+  const int64_t lo = part * chunk;
+  const int64_t hi = lo + chunk < units ? lo + chunk : units;
+  const R* x = reinterpret_cast<const R*>(in + row * hidden);
+  const R* w = reinterpret_cast<const R*>(weight);
+  R v[CPT];
   farm_pdl::wait_for_previous_grid();
+#pragma unroll
+  for (int c = 0; c < CPT; ++c) {
+    const int64_t i = lo + lane + static_cast<int64_t>(c) * group;
+    v[c] = row_ok && i < hi ? x[i] : U::zero();
+  }
   farm_pdl::allow_next_grid(trigger);
   float ss = 0.0f;
-  for (int64_t i = threadIdx.x; i < hidden; i += blockDim.x) {
-    const float f = to_float(x[i]);
-    ss += f * f;
+#pragma unroll
+  for (int c = 0; c < CPT; ++c) ss += U::sumsq(v[c]);
+  const int64_t rest = lo + lane + static_cast<int64_t>(CPT) * group;  // units past the registers
+  if (row_ok) {
+    for (int64_t i = rest; i < hi; i += group) ss += U::sumsq(x[i]);
   }
-  const float rstd = rsqrtf(block_sum(ss, scratch) * inv_hidden + eps);
-  for (int64_t i = threadIdx.x; i < hidden; i += blockDim.x) {
-    y[i] = from_float<T>(to_float(x[i]) * rstd * to_float(weight[i]));
+  if (grouped) {
+    for (int o = group / 2; o > 0; o >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, o);
+  } else {
+    ss = block_sum(ss, scratch);
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    if (split > 1) {
+      namespace cg = cooperative_groups;
+      cg::cluster_group cluster = cg::this_cluster();
+      if (threadIdx.x == 0) cluster_sums[0] = ss;
+      cluster.sync();
+      if (threadIdx.x == 0) {
+        float total = 0.0f;
+        for (int r = 0; r < split; ++r) total += *cluster.map_shared_rank(&cluster_sums[0], r);
+        cluster_sums[1] = total;
+      }
+      cluster.sync();  // no block leaves while another reads its sum; the total is visible
+      ss = cluster_sums[1];
+    }
+#endif
   }
+  if (!row_ok) return;
+  const float rstd = rsqrtf(ss * inv_hidden + eps);
+  R* y = reinterpret_cast<R*>(out + row * hidden);
+#pragma unroll
+  for (int c = 0; c < CPT; ++c) {
+    const int64_t i = lo + lane + static_cast<int64_t>(c) * group;
+    if (i < hi) y[i] = U::scale(v[c], w[i], rstd);
+  }
+  for (int64_t i = rest; i < hi; i += group) y[i] = U::scale(x[i], w[i], rstd);
 }
 
 int next_pow2(int n) {
@@ -296,22 +405,11 @@ void launch_vec(T* out, const T* in, const T* weight, int64_t rows, int packs, i
                    threads, s, pdl, out, in, weight, rows, packs, group, inv_h, eps, trigger);
 }
 
+// Rows of 16-byte packs of up to kMaxPacks, all in registers (the paths described at the top).
 template <typename T>
-void launch_typed(void* out, const void* in, const void* weight, int64_t rows, int64_t hidden, float eps,
-                  cudaStream_t s, bool pdl) {
+void launch_packs(T* o, const T* x, const T* w, int64_t rows, int64_t hidden, float inv_h, float eps, cudaStream_t s,
+                  bool pdl) {
   constexpr int kVec = 16 / sizeof(T);
-  auto* o = static_cast<T*>(out);
-  const auto* x = static_cast<const T*>(in);
-  const auto* w = static_cast<const T*>(weight);
-  const float inv_h = 1.0f / static_cast<float>(hidden);
-  const bool aligned = (reinterpret_cast<uintptr_t>(out) | reinterpret_cast<uintptr_t>(in) |
-                        reinterpret_cast<uintptr_t>(weight)) % 16 == 0;
-  if (!aligned || hidden % kVec != 0 || hidden / kVec > kMaxPacks) {
-    const bool trigger = pdl && farm_pdl::trigger_pays(2 * hidden * static_cast<int64_t>(sizeof(T)));
-    farm_pdl::launch(rms_norm_generic_kernel<T>, static_cast<unsigned>(rows), 256, s, pdl, o, x, w, hidden, inv_h, eps,
-                     trigger);
-    return;
-  }
   const int packs = static_cast<int>(hidden / kVec);
   if (packs <= 32 && (packs & (packs - 1)) == 0) {
     const int64_t per_block = int64_t{kTileThreads} * kTileLoads;  // packs per block
@@ -339,6 +437,125 @@ void launch_typed(void* out, const void* in, const void* weight, int64_t rows, i
   } else {
     const int threads = ((packs + 3) / 4 + 31) / 32 * 32;
     launch_vec<T, 4>(o, x, w, rows, packs, threads, threads, inv_h, eps, s, pdl);
+  }
+}
+
+// The SM count and compute capability of the current device, looked up once per device.
+struct DeviceInfo {
+  int sms = 132;
+  int major = 9;
+};
+
+DeviceInfo device_info() {
+  static DeviceInfo cache[64];
+  static bool known[64] = {};
+  int dev = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64) return DeviceInfo{};
+  if (!known[dev]) {
+    cudaDeviceGetAttribute(&cache[dev].sms, cudaDevAttrMultiProcessorCount, dev);
+    cudaDeviceGetAttribute(&cache[dev].major, cudaDevAttrComputeCapabilityMajor, dev);
+    known[dev] = true;
+  }
+  return cache[dev];
+}
+
+constexpr int kMaxSplit = 8;                  // blocks per row: a portable cluster size
+constexpr int64_t kMinSplitBytes = 4 << 10;   // of x per block of a split row
+
+// How many blocks (a cluster) share one row: enough to give every SM about two blocks when the
+// rows are fewer than the SMs, at least 4 KB of x each, at most kMaxSplit; 1 before sm_90.
+int split_of(int64_t rows, int64_t row_bytes) {
+  const DeviceInfo dev = device_info();
+  if (dev.major < 9 || rows >= dev.sms) return 1;
+  int64_t split = (2 * dev.sms + rows - 1) / rows;
+  if (split > row_bytes / kMinSplitBytes) split = row_bytes / kMinSplitBytes;
+  if (split > kMaxSplit) split = kMaxSplit;
+  return split < 1 ? 1 : static_cast<int>(split);
+}
+
+// rms_norm_rows_kernel<T, BYTES, CPT> with `split` blocks per row (a cluster when > 1). False if
+// the launch failed (a cluster the device cannot place): the error is cleared for the caller.
+template <typename T, int BYTES, int CPT>
+bool launch_rows_split(T* out, const T* in, const T* weight, int64_t rows, int64_t hidden, int split, float inv_h,
+                       float eps, cudaStream_t s, bool pdl) {
+  const int64_t units = hidden / Unit<T, BYTES>::kVec;
+  int group, threads;
+  int64_t chunk = units, blocks;
+  if (split == 1 && units <= int64_t{32} * CPT) {  // short rows: a group of <= 32 threads per row
+    group = next_pow2(static_cast<int>((units + CPT - 1) / CPT));
+    threads = kWarpPathThreads;
+    blocks = (rows + threads / group - 1) / (threads / group);
+  } else {
+    chunk = (units + split - 1) / split;
+    const int64_t want = ((chunk + CPT - 1) / CPT + 31) / 32 * 32;
+    threads = static_cast<int>(want < kMaxThreads ? want : kMaxThreads);
+    group = threads;
+    blocks = rows * split;
+  }
+  const int64_t block_units = group < threads ? (threads / group) * units : chunk;
+  const bool trigger = pdl && farm_pdl::trigger_pays(2 * block_units * BYTES);
+  cudaLaunchConfig_t config = {};
+  config.gridDim = dim3(static_cast<unsigned>(blocks));
+  config.blockDim = dim3(threads);
+  config.stream = s;
+  cudaLaunchAttribute attribute[2];
+  int n = 0;
+  if (split > 1) {
+    attribute[n].id = cudaLaunchAttributeClusterDimension;
+    attribute[n].val.clusterDim.x = split;
+    attribute[n].val.clusterDim.y = 1;
+    attribute[n].val.clusterDim.z = 1;
+    ++n;
+  }
+  if (pdl) {
+    attribute[n].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attribute[n].val.programmaticStreamSerializationAllowed = 1;
+    ++n;
+  }
+  config.attrs = attribute;
+  config.numAttrs = n;
+  const cudaError_t err = cudaLaunchKernelEx(&config, rms_norm_rows_kernel<T, BYTES, CPT>, out, in, weight, rows,
+                                             hidden, units, group, split, chunk, inv_h, eps, trigger);
+  if (err != cudaSuccess && split > 1) {
+    cudaGetLastError();
+    return false;
+  }
+  return true;
+}
+
+template <typename T, int BYTES, int CPT>
+void launch_rows(T* out, const T* in, const T* weight, int64_t rows, int64_t hidden, int split, float inv_h, float eps,
+                 cudaStream_t s, bool pdl) {
+  if (!launch_rows_split<T, BYTES, CPT>(out, in, weight, rows, hidden, split, inv_h, eps, s, pdl)) {
+    launch_rows_split<T, BYTES, CPT>(out, in, weight, rows, hidden, 1, inv_h, eps, s, pdl);
+  }
+}
+
+template <typename T>
+void launch_typed(void* out, const void* in, const void* weight, int64_t rows, int64_t hidden, float eps,
+                  cudaStream_t s, bool pdl) {
+  constexpr int kVec = 16 / sizeof(T);
+  auto* o = static_cast<T*>(out);
+  const auto* x = static_cast<const T*>(in);
+  const auto* w = static_cast<const T*>(weight);
+  const float inv_h = 1.0f / static_cast<float>(hidden);
+  const uintptr_t addresses = reinterpret_cast<uintptr_t>(out) | reinterpret_cast<uintptr_t>(in) |
+                              reinterpret_cast<uintptr_t>(weight);
+  const int64_t row_bytes = hidden * static_cast<int64_t>(sizeof(T));
+  const auto fits = [&](int64_t bytes) { return row_bytes % bytes == 0 && addresses % bytes == 0; };
+  const int split = split_of(rows, row_bytes);
+  // Rows of 16-byte packs that the paths below hold in registers, unless a few of them are wide
+  // enough to be split over several blocks (16 KB and more).
+  if (fits(16) && hidden / kVec <= kMaxPacks && (split == 1 || row_bytes < (16 << 10))) {
+    launch_packs<T>(o, x, w, rows, hidden, inv_h, eps, s, pdl);
+  } else if (fits(16)) {
+    launch_rows<T, 16, 4>(o, x, w, rows, hidden, split, inv_h, eps, s, pdl);
+  } else if (fits(8)) {
+    launch_rows<T, 8, 8>(o, x, w, rows, hidden, split, inv_h, eps, s, pdl);
+  } else if (fits(4)) {
+    launch_rows<T, 4, 16>(o, x, w, rows, hidden, split, inv_h, eps, s, pdl);
+  } else if constexpr (sizeof(T) == 2) {
+    launch_rows<T, 2, 16>(o, x, w, rows, hidden, split, inv_h, eps, s, pdl);
   }
 }
 

@@ -1,0 +1,323 @@
+"""``python -m pybuild bench KERNEL --sweep N --seed S``: N seeded random shapes per op.
+
+A kernel's ``benchmarks/<python_name>.py`` opts in with ``sweep_ops(kernel, device) ->
+list[SweepOp]`` (``kernel`` may be None in the compile workers: only ``eager`` and ``make`` run
+there). Each shape (pybuild/sweep_shapes.py draws them) is checked against the plain-torch
+reference, then ours, torch eager, ``torch.compile`` as a user gets it by default (one compiled
+function for every shape of the op, so it turns dynamic once sizes vary) and ``torch.compile(...,
+dynamic=False)`` (a fresh code object per shape, so each shape is compiled for itself) are timed
+in interleaved rounds, each round as CUDA-graph replays (pybuild.bench.time_cuda_graph) and as
+plain calls from Python (time_cuda_launch); every figure is the median of the rounds.
+
+The static compiles are the slow part (one Inductor compile per shape), so on CUDA worker
+processes compile every shape first, filling Inductor's on-disk caches; the timing process then
+finds them there. The workers do not keep autotuning results (``autotune_local_cache`` off): the
+timing process tunes each kernel on a quiet device, as a user's first call would.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import time
+import types
+from collections.abc import Callable, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from . import bench
+from .errors import UsageError
+from .sweep_shapes import Distribution, Shape, draw_images, draw_rows
+
+MAX_SETS = 32  # input sets per shape (fewer than the bench's: hundreds of shapes)
+LARGE = 16 << 20  # from here on fewer rounds and replays
+THRESHOLDS = {"graph": 0.95, "plain": 1.0}  # ours / best peer in graphs; ours / eager in plain calls
+
+
+@dataclass
+class SweepOp:
+    """One op of a kernel for the sweep. ``make(shape, seed)`` returns fresh arguments on the device."""
+
+    kernel: str
+    op: str
+    kind: str  # "rows": [rows, last]; "image": [H, W] or [N, H, W] uint8 RGB
+    dtypes: tuple[str, ...]
+    make: Callable[[Shape, int], tuple[Any, ...]]
+    ours: Callable[..., Any]
+    eager: Callable[..., Any]
+    bytes_of: Callable[[int, int, str], int] | None = None  # rows ops: bytes one call moves
+    bytes_per_pixel: int = 4  # image ops
+    step: int = 1  # rows ops: the last dimension is a multiple of this
+    tol: dict[str, tuple[float, float]] = field(default_factory=dict)  # dtype -> (atol, rtol)
+    exact: bool = False
+
+
+def shapes_of(op: SweepOp, dist: Distribution) -> list[Shape]:
+    if op.kind == "image":
+        return draw_images(f"{op.kernel}.{op.op}", dist, op.bytes_per_pixel)
+    if op.kind == "rows" and op.bytes_of is not None:
+        return draw_rows(f"{op.kernel}.{op.op}", dist, op.dtypes, op.bytes_of, op.step)
+    raise UsageError(f"{op.kernel} {op.op}: sweep kind {op.kind!r} needs bytes_of (rows) or is unknown; "
+                     "use kind 'rows' with bytes_of, or 'image'")
+
+
+def sweep_ops_of(module: Any, kernel: Any, device: str) -> list[SweepOp]:
+    path = getattr(module, "__file__", None) or getattr(module, "__name__", "the benchmark file")
+    if not callable(getattr(module, "sweep_ops", None)):
+        raise UsageError(f"{path}: defines no sweep_ops(kernel, device) function; add one to sweep this kernel")
+    try:
+        ops = list(module.sweep_ops(kernel, device))
+    except Exception as e:
+        raise UsageError(f"{path}: sweep_ops() failed ({type(e).__name__}: {e}); fix the benchmark file") from e
+    if not ops or not all(isinstance(o, SweepOp) for o in ops):
+        raise UsageError(f"{path}: sweep_ops() must return a non-empty list of pybuild.sweep.SweepOp")
+    return ops
+
+
+def fresh(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``fn`` under a code object of its own: Dynamo keeps its compiled graphs per code object, so a
+    static compile of it holds one shape and its guards stay one entry long."""
+    code = fn.__code__.replace()
+    return types.FunctionType(code, fn.__globals__, fn.__name__, fn.__defaults__, fn.__closure__)
+
+
+def compile_static(fn: Callable[..., Any]) -> Callable[..., Any]:
+    import torch
+
+    return torch.compile(fresh(fn), dynamic=False)
+
+
+def check(op: SweepOp, shape: Shape, ours: Any, ref: Any) -> tuple[bool, str]:
+    import torch
+
+    if ours.shape != ref.shape or ours.dtype != ref.dtype:
+        return False, f"shape/dtype {tuple(ours.shape)} {ours.dtype} != {tuple(ref.shape)} {ref.dtype}"
+    if op.exact:
+        ok = torch.equal(ours, ref)
+        return ok, "exact" if ok else "MISMATCH"
+    atol, rtol = op.tol.get(shape.dtype, (1e-2, 1.6e-2))
+    diff = (ours.float() - ref.float()).abs()
+    ok = bool((diff <= atol + rtol * ref.float().abs()).all()) and bool(torch.isfinite(ours).all() == torch.isfinite(ref).all())
+    return ok, f"max |diff| {diff.max().item():.3g}" + ("" if ok else " MISMATCH")
+
+
+def n_sets(nbytes: int, l2_bytes: int) -> int:
+    return max(2, min(MAX_SETS, math.ceil(bench.L2_MULTIPLE * l2_bytes / max(1, nbytes))))
+
+
+def _time_rounds(impls: dict[str, Callable[..., Any]], arg_sets: list, device: str, rounds: int,
+                 reps: int) -> tuple[dict[str, list[float]], dict[str, list[float]], dict[str, str]]:
+    """Per implementation: graph ms and plain-call ms of every round, and how the graph was timed."""
+    import torch
+
+    graph: dict[str, list[float]] = {k: [] for k in impls}
+    plain: dict[str, list[float]] = {k: [] for k in impls}
+    method = {k: "cuda-graph" if device == "cuda" else "wall-clock" for k in impls}
+    for round_ in range(rounds):
+        for name, fn in bench.round_order(list(impls.items()), round_):
+            if device != "cuda":
+                ms = bench.time_wall(fn, arg_sets, reps)
+                graph[name].append(ms)
+                plain[name].append(ms)
+                continue
+            if method[name] == "cuda-graph":
+                try:
+                    graph[name].append(bench.time_cuda_graph(fn, arg_sets, reps))
+                except Exception:  # noqa: BLE001 - not capturable: timed by launches, and said so
+                    torch.cuda.synchronize()
+                    method[name] = "launch"
+            plain[name].append(bench.time_cuda_launch(fn, arg_sets, max(3, reps // 2)))
+            if method[name] == "launch":
+                graph[name].append(plain[name][-1])
+    return graph, plain, method
+
+
+def run_shape(op: SweepOp, shape: Shape, impls: dict[str, Callable[..., Any]], device: str,
+              l2_bytes: int) -> dict[str, Any]:
+    """Check one shape, then time every implementation; the result entry of the JSON."""
+    t0 = time.monotonic()
+    sets = n_sets(shape.bytes, l2_bytes) if device == "cuda" else 2
+    arg_sets = [op.make(shape, seed) for seed in range(sets)]
+    ok, note = check(op, shape, op.ours(*arg_sets[0]), op.eager(*arg_sets[0]))
+    large = shape.bytes >= LARGE
+    rounds = (3 if large else 5) if device == "cuda" else 1
+    reps = (10 if large else 20) if device == "cuda" else 3
+    graph, plain, method = _time_rounds(impls, arg_sets, device, rounds, reps)
+    del arg_sets
+    if device == "cuda":
+        import torch
+
+        torch.cuda.empty_cache()
+    g = {k: bench._median_ms(v) * 1e3 for k, v in graph.items()}
+    p = {k: bench._median_ms(v) * 1e3 for k, v in plain.items()}
+    peers = [k for k in g if k != "ours"]
+    best = min(peers, key=lambda k: g[k])
+    return {
+        "kernel": op.kernel, "op": op.op, "shape": list(shape.dims), "label": shape.label, "dtype": shape.dtype,
+        "form": shape.form, "bytes": shape.bytes, "correct": ok, "check": note, "sets": sets, "rounds": rounds,
+        "graph_us": g, "plain_us": p, "graph_method": method,
+        "graph_rounds_us": {k: [x * 1e3 for x in v] for k, v in graph.items()},
+        "plain_rounds_us": {k: [x * 1e3 for x in v] for k, v in plain.items()},
+        "best_peer": best, "graph_ratio": g[best] / g["ours"], "plain_ratio": p["eager"] / p["ours"],
+        "plain_ratio_best": min(p[k] for k in peers) / p["ours"],
+        "seconds": round(time.monotonic() - t0, 3),
+    }
+
+
+# --------------------------------------------------------------------------------------------
+# Compile workers
+
+
+_WORKER_OPS: dict[tuple[str, str], SweepOp] = {}
+
+
+def _worker_init(modules: dict[str, str]) -> None:
+    import importlib.util
+
+    import torch
+
+    torch._inductor.config.autotune_local_cache = False  # the timing process tunes on a quiet device
+    for name, path in modules.items():
+        spec = importlib.util.spec_from_file_location(f"_pybuild_sweep_{name}", path)
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        for op in module.sweep_ops(None, "cuda"):
+            _WORKER_OPS[(op.kernel, op.op)] = op
+
+
+def _worker_compile(key: tuple[str, str], shape: Shape) -> float:
+    import torch
+
+    t0 = time.monotonic()
+    op = _WORKER_OPS[key]
+    args = op.make(shape, 0)
+    compile_static(op.eager)(*args)
+    torch.cuda.synchronize()
+    return time.monotonic() - t0
+
+
+def warm_compiles(jobs: Sequence[tuple[SweepOp, Shape]], modules: dict[str, str], workers: int,
+                  log: Callable[[str], None]) -> dict[str, Any]:
+    """Compile every (op, shape) statically in ``workers`` processes, filling the on-disk caches."""
+    t0 = time.monotonic()
+    if workers <= 0 or not jobs:
+        return {"workers": 0, "compiles": 0, "seconds": 0.0}
+    import multiprocessing
+
+    saved = os.environ.get("TORCHINDUCTOR_COMPILE_THREADS")
+    os.environ["TORCHINDUCTOR_COMPILE_THREADS"] = "1"  # the workers are the parallelism
+    failed = 0
+    try:
+        with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"), initializer=_worker_init,
+                                 initargs=(modules,)) as pool:
+            futures = [pool.submit(_worker_compile, (op.kernel, op.op), shape) for op, shape in jobs]
+            for i, f in enumerate(futures, 1):
+                try:
+                    f.result()
+                except Exception as e:  # noqa: BLE001 - the timing process compiles it again and reports
+                    failed += 1
+                    log(f"  compile worker: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}")
+                if i % 100 == 0 or i == len(futures):
+                    log(f"compiled {i} of {len(futures)} shapes in {time.monotonic() - t0:.0f} s ({workers} workers)")
+    finally:
+        if saved is None:
+            os.environ.pop("TORCHINDUCTOR_COMPILE_THREADS", None)
+        else:
+            os.environ["TORCHINDUCTOR_COMPILE_THREADS"] = saved
+    return {"workers": workers, "compiles": len(jobs), "failed": failed, "seconds": round(time.monotonic() - t0, 1)}
+
+
+# --------------------------------------------------------------------------------------------
+# The run
+
+
+def _configure_dynamo() -> None:
+    """One compiled function serves every shape of an op (the default compile), and must never
+    fall back to eager for having recompiled too often."""
+    import torch
+
+    for knob in ("cache_size_limit", "recompile_limit", "accumulated_cache_size_limit",
+                 "accumulated_recompile_limit"):
+        if hasattr(torch._dynamo.config, knob):
+            setattr(torch._dynamo.config, knob, 1 << 16)
+
+
+def run(kernels: Sequence[tuple[str, Any, Any]], device: str, dist: Distribution, compile_: bool, workers: int,
+        command: str, log: Callable[[str], None],
+        on_shape: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
+    """Sweep ``(name, loaded kernel package, cases module)`` triples; returns the JSON document."""
+    import torch
+
+    from .sweep_report import summarize
+
+    t_start = time.monotonic()
+    plan = [(op, shapes_of(op, dist)) for _, kernel, module in kernels for op in sweep_ops_of(module, kernel, device)]
+    env = bench.environment(device)
+    l2 = (env["device"].get("l2-bytes") or bench.DEFAULT_L2_BYTES) if device == "cuda" else 0
+    doc: dict[str, Any] = {
+        "schema": 1, "kind": "sweep", "command": command,
+        "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "environment": env,
+        "distribution": dist.describe(),
+        "method": {
+            "device": device,
+            "implementations": {
+                "ours": "the kernel as a user calls it",
+                "eager": "the plain-torch reference in eager mode (also the correctness reference)",
+                "compile": "torch.compile(eager): one compiled function for every shape of the op, as a user "
+                           "gets by default (it turns dynamic once sizes vary)" if compile_ else None,
+                "compile-static": "torch.compile(eager, dynamic=False), compiled for each shape" if compile_ else None,
+            },
+            "graph": f"CUDA graph of one call per input set ({MAX_SETS} sets at most, past {bench.L2_MULTIPLE}x L2 "
+                     f"where that fits), median of replays / calls; {20} replays per round, {10} from "
+                     f"{LARGE >> 20} MiB" if device == "cuda" else "median wall-clock per call",
+            "plain": "calls from Python on the current stream, device events, median" if device == "cuda" else None,
+            "rounds": "5 interleaved rounds (3 from 16 MiB), odd rounds in reverse order; every figure is the "
+                      "median round" if device == "cuda" else "1",
+            "bytes": "inputs read once + outputs written once, per call",
+            "graph_ratio": "best peer's graph time / ours (peers: eager, compile, compile-static)",
+            "plain_ratio": "eager's plain-call time / ours",
+            "thresholds": THRESHOLDS,
+        },
+        "results": [],
+    }
+    if device == "cuda":
+        _configure_dynamo()
+        if compile_:
+            modules = {name: str(module.__file__) for name, _, module in kernels}
+            jobs = [(op, s) for op, shapes in plan for s in shapes]
+            doc["compile_warm_up"] = warm_compiles(jobs, modules, workers, log)
+        log(f"device {env['device']['name']}; warming up")
+        bench.warm_up_cuda(2.0)
+    total = sum(len(s) for _, s in plan)
+    done = 0
+    for op, shapes in plan:
+        impls: dict[str, Callable[..., Any]] = {"ours": op.ours, "eager": op.eager}
+        default = torch.compile(op.eager) if compile_ else None
+        for shape in shapes:
+            done += 1
+            if compile_:
+                impls = {"ours": op.ours, "eager": op.eager, "compile": default,
+                         "compile-static": compile_static(op.eager)}
+            r = run_shape(op, shape, impls, device, l2)
+            doc["results"].append(r)
+            log(f"[{done}/{total}] {op.op} {shape.dtype} {shape.label} ({shape.form}, {shape.bytes / 1e6:.3g} MB): "
+                f"{'ok' if r['correct'] else 'WRONG'}; graph {r['graph_ratio']:.3f}x {r['best_peer']} "
+                f"(ours {r['graph_us']['ours']:.2f} us), plain {r['plain_ratio']:.3f}x eager; {r['seconds']:.1f} s")
+            if on_shape is not None and (done % 25 == 0 or done == total):
+                doc["summary"] = summarize(doc)
+                on_shape(doc)
+    doc["summary"] = summarize(doc)
+    doc["seconds"] = round(time.monotonic() - t_start, 1)
+    return doc
+
+
+def default_workers() -> int:
+    return max(1, min(12, (os.cpu_count() or 2) - 2))
+
+
+def out_name(kernels: Sequence[str], doc: dict[str, Any]) -> str:
+    return "sweep-" + "-".join(kernels) + "-" + bench.device_slug(doc).removeprefix("gpu-")
+

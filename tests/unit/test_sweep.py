@@ -1,0 +1,146 @@
+"""`pybuild bench --sweep`: the seeded shape distribution, a CPU sweep end to end, its JSON and plot."""
+
+from __future__ import annotations
+
+import json
+import math
+import xml.etree.ElementTree as ET
+
+import pytest
+import torch
+
+from pybuild import sweep, sweep_report
+from pybuild.sweep_shapes import LAST_FORMS, LAST_MAX, Distribution, draw_images, draw_rows, is_prime, shape_last
+
+
+def rows_bytes(esize: dict[str, int]):
+    return lambda rows, last, dtype: 2 * rows * last * esize[dtype]
+
+
+ESIZE = {"bfloat16": 2, "float16": 2, "float32": 4}
+
+
+def draw(n: int = 200, seed: int = 0, max_bytes: int = 128 << 20, step: int = 1, op: str = "k.op"):
+    return draw_rows(op, Distribution(seed=seed, n=n, max_bytes=max_bytes), tuple(ESIZE), rows_bytes(ESIZE), step)
+
+
+def test_the_same_seed_draws_the_same_shapes_and_another_seed_others():
+    assert draw(seed=3) == draw(seed=3)
+    assert draw(seed=3) != draw(seed=4)
+    assert draw(op="a.x") != draw(op="a.y")  # each op has its own stream
+
+
+def test_rows_and_last_dims_cover_their_ranges_and_every_form_and_dtype():
+    shapes = draw()
+    rows = [s.dims[0] for s in shapes]
+    last = [s.dims[1] for s in shapes]
+    assert min(rows) == 1 and max(rows) == 1_000_000
+    assert min(last) == 2 and max(last) >= 1 << 18 and max(last) <= LAST_MAX
+    assert {s.form for s in shapes} >= set(LAST_FORMS) | {"corner"}
+    assert (3, 151936) in [s.dims for s in shapes]
+    assert any(is_prime(x) and x > 1000 for x in last) and any(x % 2 for x in last)
+    assert any(x % 2 == 0 and x % 4 for x in last)  # even, but of no vector width
+    counts = {d: sum(s.dtype == d for s in shapes) for d in ESIZE}
+    assert min(counts.values()) >= 60, counts
+    # Latin hypercube: every decade of the last dimension has shapes
+    for decade in range(1, 5):
+        assert any(10 ** decade <= x < 10 ** (decade + 1) for x in last), decade
+
+
+@pytest.mark.parametrize("max_bytes", [1 << 20, 128 << 20])
+def test_no_shape_moves_more_than_the_cap(max_bytes):
+    shapes = draw(max_bytes=max_bytes)
+    assert all(s.bytes <= max_bytes or s.dims[0] == 1 for s in shapes)
+    assert all(s.bytes == rows_bytes(ESIZE)(*s.dims, s.dtype) for s in shapes)
+    assert max(s.bytes for s in shapes) > max_bytes // 2  # the cap is reached, not undershot everywhere
+
+
+def test_a_step_makes_every_last_dim_a_multiple():
+    shapes = draw(step=2)
+    assert all(s.dims[1] % 2 == 0 for s in shapes)
+    assert any((s.dims[1] // 2) % 2 for s in shapes)  # d odd
+
+
+@pytest.mark.parametrize("form", LAST_FORMS)
+def test_last_dim_forms(form):
+    for v in (3, 100, 1000, 4097, 150000):
+        x = shape_last(v, form, 2, LAST_MAX)
+        assert 2 <= x <= LAST_MAX
+        ok = {"pow2": x & (x - 1) == 0, "vec64": x % 64 == 0 and x & (x - 1) != 0, "odd": x % 2 == 1,
+              "prime": is_prime(x), "even-unaligned": x % 4 == 2}[form]
+        assert ok, (form, v, x)
+
+
+def test_images_single_and_batched_with_odd_sides_under_the_cap():
+    shapes = draw_images("img.op", Distribution(seed=1, n=200, max_bytes=32 << 20), 4)
+    assert all(s.dtype == "uint8" and s.bytes == 4 * math.prod(s.dims) <= 32 << 20 for s in shapes)
+    assert any(len(s.dims) == 2 for s in shapes) and any(len(s.dims) == 3 and s.dims[0] > 1 for s in shapes)
+    assert any(s.dims[-1] % 2 and s.dims[-2] % 2 for s in shapes)
+    assert (1, 1) in [s.dims for s in shapes]
+
+
+def _op(wrong: bool = False) -> sweep.SweepOp:
+    def make(shape, seed):
+        g = torch.Generator().manual_seed(seed)
+        return (torch.randn(*shape.dims, generator=g, dtype=getattr(torch, shape.dtype)),)
+
+    def eager(x):
+        return x * 2
+
+    return sweep.SweepOp(kernel="k", op="double", kind="rows", dtypes=("float32",), make=make,
+                         ours=(lambda x: x * 2 + 1) if wrong else (lambda x: x + x), eager=eager,
+                         bytes_of=lambda r, c, d: 2 * r * c * 4, tol={"float32": (1e-6, 1e-6)})
+
+
+class _Module:
+    def __init__(self, op):
+        self.__file__ = "benchmarks/k.py"
+        self._op = op
+
+    def sweep_ops(self, kernel, device):
+        return [self._op]
+
+
+@pytest.mark.parametrize("wrong", [False, True])
+def test_a_cpu_sweep_checks_times_and_summarizes(tmp_path, wrong):
+    dist = Distribution(seed=5, n=4, max_bytes=1 << 16)
+    doc = sweep.run([("k", None, _Module(_op(wrong)))], "cpu", dist, compile_=False, workers=0, command="test",
+                    log=lambda _: None)
+    assert doc["distribution"]["seed"] == 5 and doc["distribution"]["n_per_op"] == 4
+    assert len(doc["results"]) == 4
+    r = doc["results"][0]
+    assert set(r["graph_us"]) == {"ours", "eager"} and r["graph_ratio"] > 0 and r["plain_ratio"] > 0
+    s = doc["summary"]["k double"]
+    assert s["shapes"] == 4 and s["correct"] == (0 if wrong else 4)
+    assert s["min_graph_ratio"] == min(x["graph_ratio"] for x in doc["results"])
+    assert not (wrong and sweep_report.passed(doc))
+    written = sweep_report.write(doc, tmp_path, "sweep-k-cpu")
+    assert [p.name for p in written] == ["sweep-k-cpu.json", "sweep-k-cpu.svg"]
+    back = json.loads(written[0].read_text())
+    assert back["summary"] == json.loads(json.dumps(doc["summary"]))
+    svg = ET.fromstring(written[1].read_text())  # well-formed
+    marks = [e for e in svg.iter() if e.tag.endswith(("circle", "path"))]
+    assert len(marks) >= 2 * 4  # every shape in both panels (plus the legend)
+    if wrong:
+        assert any(e.tag.endswith("path") for e in marks)
+
+
+def test_summary_finds_the_minimum_and_counts_below_thresholds():
+    def res(ratio, plain, ok=True, label="1x2"):
+        return {"kernel": "k", "op": "o", "label": label, "dtype": "bfloat16", "correct": ok, "graph_ratio": ratio,
+                "plain_ratio": plain, "best_peer": "eager", "bytes": 10}
+
+    doc = {"method": {"thresholds": sweep.THRESHOLDS},
+           "results": [res(1.2, 1.1), res(0.9, 1.3, label="3x151936"), res(1.0, 0.99, ok=False, label="5x7")]}
+    s = sweep_report.summarize(doc)["k o"]
+    assert (s["min_graph_ratio"], s["min_graph_at"]) == (0.9, "bfloat16 3x151936")
+    assert (s["min_plain_ratio"], s["min_plain_at"]) == (0.99, "bfloat16 5x7")
+    assert s["graph_below"] == 1 and s["plain_below"] == 1 and s["wrong"] == ["bfloat16 5x7"]
+
+
+def test_the_static_compile_gets_a_code_object_of_its_own():
+    def f(x):
+        return x + 1
+
+    g = sweep.fresh(f)
+    assert g.__code__ is not f.__code__ and g(1) == 2
