@@ -31,7 +31,8 @@ from . import bench
 from .errors import UsageError
 from .sweep_shapes import Distribution, Shape, draw_images, draw_rows
 
-MAX_SETS = 32  # input sets per shape (fewer than the bench's: hundreds of shapes)
+MAX_SETS = 16  # input sets per shape (fewer than the bench's: hundreds of shapes)
+ROUND_BUDGET_MS = 8.0  # device time one implementation's graph may take per round (slow peers get fewer sets)
 LARGE = 16 << 20  # from here on fewer rounds and replays
 THRESHOLDS = {"graph": 0.95, "plain": 1.0}  # ours / best peer in graphs; ours / eager in plain calls
 
@@ -109,7 +110,9 @@ def n_sets(nbytes: int, l2_bytes: int) -> int:
 
 def _time_rounds(impls: dict[str, Callable[..., Any]], arg_sets: list, device: str, rounds: int,
                  reps: int) -> tuple[dict[str, list[float]], dict[str, list[float]], dict[str, str]]:
-    """Per implementation: graph ms and plain-call ms of every round, and how the graph was timed."""
+    """Per implementation: graph ms and plain-call ms of its rounds, and how the graph was timed.
+    Plain calls of ours and eager (the plain-call ratio) are timed every round, the compiled ones
+    (information only; Dynamo's guards make them slow on the host) in the first round."""
     import torch
 
     graph: dict[str, list[float]] = {k: [] for k in impls}
@@ -128,22 +131,47 @@ def _time_rounds(impls: dict[str, Callable[..., Any]], arg_sets: list, device: s
                 except Exception:  # noqa: BLE001 - not capturable: timed by launches, and said so
                     torch.cuda.synchronize()
                     method[name] = "launch"
-            plain[name].append(bench.time_cuda_launch(fn, arg_sets, max(3, reps // 2)))
+            if name in ("ours", "eager") or round_ == 0 or method[name] == "launch":
+                plain[name].append(bench.time_cuda_launch(fn, arg_sets, max(3, reps // 4)))
             if method[name] == "launch":
                 graph[name].append(plain[name][-1])
     return graph, plain, method
+
+
+def _slowest_call_ms(impls: dict[str, Callable[..., Any]], args: tuple[Any, ...]) -> float:
+    """One call of each implementation (compiling it where it compiles), timed with device events;
+    the slowest of the second calls."""
+    import torch
+
+    worst = 0.0
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    for fn in impls.values():
+        fn(*args)
+        start.record()
+        fn(*args)
+        end.record()
+        end.synchronize()
+        worst = max(worst, start.elapsed_time(end))
+    return worst
 
 
 def run_shape(op: SweepOp, shape: Shape, impls: dict[str, Callable[..., Any]], device: str,
               l2_bytes: int) -> dict[str, Any]:
     """Check one shape, then time every implementation; the result entry of the JSON."""
     t0 = time.monotonic()
-    sets = n_sets(shape.bytes, l2_bytes) if device == "cuda" else 2
-    arg_sets = [op.make(shape, seed) for seed in range(sets)]
-    ok, note = check(op, shape, op.ours(*arg_sets[0]), op.eager(*arg_sets[0]))
+    first = op.make(shape, 0)
+    ok, note = check(op, shape, op.ours(*first), op.eager(*first))
     large = shape.bytes >= LARGE
     rounds = (3 if large else 5) if device == "cuda" else 1
     reps = (10 if large else 20) if device == "cuda" else 3
+    sets = 2
+    if device == "cuda":  # fewer sets and replays where a peer is slow (torch eager on some shapes: ms per call)
+        slowest = _slowest_call_ms(impls, first)
+        sets = max(2, min(n_sets(shape.bytes, l2_bytes), int(ROUND_BUDGET_MS / max(slowest, 1e-6) / reps)))
+        if sets * slowest * reps > ROUND_BUDGET_MS:
+            reps = max(3, int(ROUND_BUDGET_MS / (sets * slowest)))
+    arg_sets = [first] + [op.make(shape, seed) for seed in range(1, sets)]
+    del first
     graph, plain, method = _time_rounds(impls, arg_sets, device, rounds, reps)
     del arg_sets
     if device == "cuda":
@@ -160,7 +188,7 @@ def run_shape(op: SweepOp, shape: Shape, impls: dict[str, Callable[..., Any]], d
         "graph_us": g, "plain_us": p, "graph_method": method,
         "graph_rounds_us": {k: [x * 1e3 for x in v] for k, v in graph.items()},
         "plain_rounds_us": {k: [x * 1e3 for x in v] for k, v in plain.items()},
-        "best_peer": best, "graph_ratio": g[best] / g["ours"], "plain_ratio": p["eager"] / p["ours"],
+        "reps": reps, "best_peer": best, "graph_ratio": g[best] / g["ours"], "plain_ratio": p["eager"] / p["ours"],
         "plain_ratio_best": min(p[k] for k in peers) / p["ours"],
         "seconds": round(time.monotonic() - t0, 3),
     }
@@ -271,9 +299,12 @@ def run(kernels: Sequence[tuple[str, Any, Any]], device: str, dist: Distribution
                 "compile-static": "torch.compile(eager, dynamic=False), compiled for each shape" if compile_ else None,
             },
             "graph": f"CUDA graph of one call per input set ({MAX_SETS} sets at most, past {bench.L2_MULTIPLE}x L2 "
-                     f"where that fits), median of replays / calls; {20} replays per round, {10} from "
-                     f"{LARGE >> 20} MiB" if device == "cuda" else "median wall-clock per call",
-            "plain": "calls from Python on the current stream, device events, median" if device == "cuda" else None,
+                     f"where that fits), median of replays / calls; 20 replays per round, 10 from "
+                     f"{LARGE >> 20} MiB; fewer sets and replays (3 at least) where the slowest implementation "
+                     f"would take more than {ROUND_BUDGET_MS:g} ms a round" if device == "cuda"
+                     else "median wall-clock per call",
+            "plain": "calls from Python on the current stream, device events, median; ours and eager every round, "
+                     "the compiled ones in the first" if device == "cuda" else None,
             "rounds": "5 interleaved rounds (3 from 16 MiB), odd rounds in reverse order; every figure is the "
                       "median round" if device == "cuda" else "1",
             "bytes": "inputs read once + outputs written once, per call",
@@ -303,7 +334,7 @@ def run(kernels: Sequence[tuple[str, Any, Any]], device: str, dist: Distribution
                          "compile-static": compile_static(op.eager)}
             r = run_shape(op, shape, impls, device, l2)
             doc["results"].append(r)
-            log(f"[{done}/{total}] {op.op} {shape.dtype} {shape.label} ({shape.form}, {shape.bytes / 1e6:.3g} MB): "
+            log(f"[{done}/{total} {time.monotonic() - t_start:.0f} s] {op.op} {shape.dtype} {shape.label} ({shape.form}, {shape.bytes / 1e6:.3g} MB): "
                 f"{'ok' if r['correct'] else 'WRONG'}; graph {r['graph_ratio']:.3f}x {r['best_peer']} "
                 f"(ours {r['graph_us']['ours']:.2f} us), plain {r['plain_ratio']:.3f}x eager; {r['seconds']:.1f} s")
             if on_shape is not None and (done % 25 == 0 or done == total):

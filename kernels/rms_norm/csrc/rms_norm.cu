@@ -43,6 +43,7 @@ constexpr int kWarpPathMaxPacks = 64;  // 16 threads x 4 packs
 constexpr int kMaxPacks = 4 * kMaxThreads;
 constexpr int kTileThreads = 128;      // block size of the warp-tile path
 constexpr int kTileLoads = 2;          // 16-byte loads of x per thread there
+constexpr int kRowsThreads = 512;      // most threads per block of rms_norm_rows_kernel
 
 template <typename T>
 __device__ __forceinline__ float to_float(T x);
@@ -285,7 +286,7 @@ struct Unit {
 // The first CPT units of a thread stay in registers from the load to the store; units past those
 // (rows longer than the block holds) are read again for the store, from L2.
 template <typename T, int BYTES, int CPT>
-__global__ void __launch_bounds__(kMaxThreads) rms_norm_rows_kernel(T* __restrict__ out, const T* __restrict__ in,
+__global__ void __launch_bounds__(kRowsThreads) rms_norm_rows_kernel(T* __restrict__ out, const T* __restrict__ in,
                                                                     const T* __restrict__ weight, int64_t rows,
                                                                     int64_t hidden, int64_t units, int group,
                                                                     int split, int64_t chunk, float inv_hidden,
@@ -293,7 +294,7 @@ __global__ void __launch_bounds__(kMaxThreads) rms_norm_rows_kernel(T* __restric
   using U = Unit<T, BYTES>;
   using R = typename U::R;
   __shared__ float scratch[33];
-  __shared__ float cluster_sums[2];
+  [[maybe_unused]] __shared__ float cluster_sums[2];
   int64_t row;
   int lane, part = 0;
   const bool grouped = group < static_cast<int>(blockDim.x);
@@ -310,12 +311,14 @@ __global__ void __launch_bounds__(kMaxThreads) rms_norm_rows_kernel(T* __restric
   const int64_t hi = lo + chunk < units ? lo + chunk : units;
   const R* x = reinterpret_cast<const R*>(in + row * hidden);
   const R* w = reinterpret_cast<const R*>(weight);
-  R v[CPT];
+  R v[CPT], wv[CPT];  // the weight too: loaded with x, it adds no round trip after the reduction
   farm_pdl::wait_for_previous_grid();
 #pragma unroll
   for (int c = 0; c < CPT; ++c) {
     const int64_t i = lo + lane + static_cast<int64_t>(c) * group;
-    v[c] = row_ok && i < hi ? x[i] : U::zero();
+    const bool in_row = row_ok && i < hi;
+    v[c] = in_row ? x[i] : U::zero();
+    wv[c] = in_row ? w[i] : U::zero();
   }
   farm_pdl::allow_next_grid(trigger);
   float ss = 0.0f;
@@ -323,6 +326,7 @@ __global__ void __launch_bounds__(kMaxThreads) rms_norm_rows_kernel(T* __restric
   for (int c = 0; c < CPT; ++c) ss += U::sumsq(v[c]);
   const int64_t rest = lo + lane + static_cast<int64_t>(CPT) * group;  // units past the registers
   if (row_ok) {
+#pragma unroll 4
     for (int64_t i = rest; i < hi; i += group) ss += U::sumsq(x[i]);
   }
   if (grouped) {
@@ -351,9 +355,124 @@ __global__ void __launch_bounds__(kMaxThreads) rms_norm_rows_kernel(T* __restric
 #pragma unroll
   for (int c = 0; c < CPT; ++c) {
     const int64_t i = lo + lane + static_cast<int64_t>(c) * group;
-    if (i < hi) y[i] = U::scale(v[c], w[i], rstd);
+    if (i < hi) y[i] = U::scale(v[c], wv[c], rstd);
   }
   for (int64_t i = rest; i < hi; i += group) y[i] = U::scale(x[i], w[i], rstd);
+}
+
+// Rows of 2, 4 or 8 bytes (ROW elements), several to a 16-byte pack: the tensor as flat packs,
+// PPT per thread, all loaded before any is reduced; the last n % kVec elements (whole rows), if
+// any, are the first thread past the packs'. Needs 16-byte aligned x and out.
+template <typename T, int ROW, int PPT>
+__global__ void __launch_bounds__(256) rms_norm_tiny_kernel(T* __restrict__ out, const T* __restrict__ in,
+                                                            const T* __restrict__ weight, int64_t n_packs,
+                                                            int64_t n_elems, float inv_hidden, float eps,
+                                                            bool trigger) {
+  using P = Pack<T>;
+  constexpr int kVec = P::kVec;
+  const int64_t first = static_cast<int64_t>(blockIdx.x) * (256 * PPT) + threadIdx.x;
+  farm_pdl::wait_for_previous_grid();
+  float wf[ROW];
+#pragma unroll
+  for (int k = 0; k < ROW; ++k) wf[k] = to_float(weight[k]);
+  uint4 v[PPT];
+#pragma unroll
+  for (int u = 0; u < PPT; ++u) {
+    const int64_t p = first + u * 256;
+    v[u] = p < n_packs ? __ldcs(reinterpret_cast<const uint4*>(in) + p) : make_uint4(0u, 0u, 0u, 0u);
+  }
+  farm_pdl::allow_next_grid(trigger);
+#pragma unroll
+  for (int u = 0; u < PPT; ++u) {
+    const int64_t p = first + u * 256;
+    if (p < n_packs) {
+      const P& pv = *reinterpret_cast<const P*>(&v[u]);
+      P o;
+#pragma unroll
+      for (int r = 0; r < kVec / ROW; ++r) {
+        float ss = 0.0f;
+#pragma unroll
+        for (int k = 0; k < ROW; ++k) ss += to_float(pv.v[r * ROW + k]) * to_float(pv.v[r * ROW + k]);
+        const float rstd = rsqrtf(ss * inv_hidden + eps);
+#pragma unroll
+        for (int k = 0; k < ROW; ++k) o.v[r * ROW + k] = from_float<T>(to_float(pv.v[r * ROW + k]) * rstd * wf[k]);
+      }
+      __stcs(reinterpret_cast<uint4*>(out) + p, *reinterpret_cast<const uint4*>(&o));
+    } else if (p == n_packs && u == 0) {  // the tail: fewer than kVec elements, whole rows
+      for (int64_t e = n_packs * kVec; e < n_elems; e += ROW) {
+        float ss = 0.0f;
+        for (int k = 0; k < ROW; ++k) ss += to_float(in[e + k]) * to_float(in[e + k]);
+        const float rstd = rsqrtf(ss * inv_hidden + eps);
+        for (int k = 0; k < ROW; ++k) out[e + k] = from_float<T>(to_float(in[e + k]) * rstd * wf[k]);
+      }
+    }
+  }
+}
+
+// Very wide rows, too few to fill the device even with a cluster of blocks per row: two kernels.
+// The first sums the squares of 1/parts of a row per block into partial[row * parts + part]; the
+// second (a dependent launch) adds a row's partial sums and writes its part of the row, reading x
+// again (from L2: such rows are few). Each thread keeps 4 loads in flight.
+template <typename T, int BYTES>
+__global__ void __launch_bounds__(256) rms_norm_partial_kernel(float* __restrict__ partial, const T* __restrict__ in,
+                                                               int64_t hidden, int64_t units, int parts,
+                                                               int64_t chunk, bool trigger) {
+  using U = Unit<T, BYTES>;
+  using R = typename U::R;
+  __shared__ float scratch[33];
+  const int64_t row = blockIdx.x / parts;
+  const int part = static_cast<int>(blockIdx.x % parts);
+  const int64_t lo = part * chunk;
+  const int64_t hi = lo + chunk < units ? lo + chunk : units;
+  const R* x = reinterpret_cast<const R*>(in + row * hidden);
+  farm_pdl::wait_for_previous_grid();
+  farm_pdl::allow_next_grid(trigger);
+  float ss = 0.0f;
+  for (int64_t i = lo + threadIdx.x; i < hi; i += 4 * 256) {
+    R v[4];
+#pragma unroll
+    for (int c = 0; c < 4; ++c) v[c] = i + c * 256 < hi ? x[i + c * 256] : U::zero();
+#pragma unroll
+    for (int c = 0; c < 4; ++c) ss += U::sumsq(v[c]);
+  }
+  ss = block_sum(ss, scratch);
+  if (threadIdx.x == 0) partial[blockIdx.x] = ss;
+}
+
+template <typename T, int BYTES>
+__global__ void __launch_bounds__(256) rms_norm_apply_kernel(T* __restrict__ out, const T* __restrict__ in,
+                                                             const T* __restrict__ weight,
+                                                             const float* __restrict__ partial, int64_t hidden,
+                                                             int64_t units, int parts, int64_t chunk,
+                                                             float inv_hidden, float eps, bool trigger) {
+  using U = Unit<T, BYTES>;
+  using R = typename U::R;
+  __shared__ float scratch[33];
+  const int64_t row = blockIdx.x / parts;
+  const int part = static_cast<int>(blockIdx.x % parts);
+  const int64_t lo = part * chunk;
+  const int64_t hi = lo + chunk < units ? lo + chunk : units;
+  const R* x = reinterpret_cast<const R*>(in + row * hidden);
+  const R* w = reinterpret_cast<const R*>(weight);
+  R* y = reinterpret_cast<R*>(out + row * hidden);
+  farm_pdl::wait_for_previous_grid();
+  farm_pdl::allow_next_grid(trigger);
+  float s = 0.0f;
+  for (int r = threadIdx.x; r < parts; r += 256) s += partial[row * parts + r];
+  const float rstd = rsqrtf(block_sum(s, scratch) * inv_hidden + eps);
+  for (int64_t i = lo + threadIdx.x; i < hi; i += 4 * 256) {
+    R v[4], wv[4];
+#pragma unroll
+    for (int c = 0; c < 4; ++c) {
+      const bool ok = i + c * 256 < hi;
+      v[c] = ok ? x[i + c * 256] : U::zero();
+      wv[c] = ok ? w[i + c * 256] : U::zero();
+    }
+#pragma unroll
+    for (int c = 0; c < 4; ++c) {
+      if (i + c * 256 < hi) y[i + c * 256] = U::scale(v[c], wv[c], rstd);
+    }
+  }
 }
 
 int next_pow2(int n) {
@@ -459,18 +578,45 @@ DeviceInfo device_info() {
   return cache[dev];
 }
 
-constexpr int kMaxSplit = 8;                  // blocks per row: a portable cluster size
-constexpr int64_t kMinSplitBytes = 4 << 10;   // of x per block of a split row
+constexpr int kMaxSplit = 8;                    // blocks of a cluster per row: the portable size
+constexpr int64_t kMinSplitBytes = 4 << 10;     // of x per block of a cluster
+constexpr int64_t kMinPartBytes = 8 << 10;      // of x per block of the two-kernel path
 
-// How many blocks (a cluster) share one row: enough to give every SM about two blocks when the
-// rows are fewer than the SMs, at least 4 KB of x each, at most kMaxSplit; 1 before sm_90.
-int split_of(int64_t rows, int64_t row_bytes) {
+// How a row is shared when rows are fewer than the SMs (sm_90 and later): enough blocks per row to
+// give every SM about two. Up to kMaxSplit, a cluster (split > 1); more, two kernels (parts > 0).
+struct Sharing {
+  int split = 1;
+  int parts = 0;
+};
+
+Sharing sharing_of(int64_t rows, int64_t row_bytes) {
   const DeviceInfo dev = device_info();
-  if (dev.major < 9 || rows >= dev.sms) return 1;
-  int64_t split = (2 * dev.sms + rows - 1) / rows;
-  if (split > row_bytes / kMinSplitBytes) split = row_bytes / kMinSplitBytes;
+  Sharing r;
+  if (dev.major < 9 || rows >= dev.sms) return r;
+  const int64_t want = (2 * dev.sms + rows - 1) / rows;
+  const int64_t parts = want < row_bytes / kMinPartBytes ? want : row_bytes / kMinPartBytes;
+  if (parts > kMaxSplit) {
+    r.parts = static_cast<int>(parts);
+    return r;
+  }
+  int64_t split = want < row_bytes / kMinSplitBytes ? want : row_bytes / kMinSplitBytes;
   if (split > kMaxSplit) split = kMaxSplit;
-  return split < 1 ? 1 : static_cast<int>(split);
+  r.split = split < 1 ? 1 : static_cast<int>(split);
+  return r;
+}
+
+template <typename T, int BYTES>
+void launch_partials(T* out, const T* in, const T* weight, float* partial, int64_t rows, int64_t hidden, int parts,
+                     float inv_h, float eps, cudaStream_t s, bool pdl) {
+  const int64_t units = hidden / Unit<T, BYTES>::kVec;
+  const int64_t chunk = (units + parts - 1) / parts;
+  const auto blocks = static_cast<unsigned>(rows * parts);
+  const bool trigger = pdl && farm_pdl::trigger_pays(chunk * BYTES);
+  farm_pdl::launch(rms_norm_partial_kernel<T, BYTES>, blocks, 256, s, pdl, partial, in, hidden, units, parts, chunk,
+                   trigger);
+  farm_pdl::launch(rms_norm_apply_kernel<T, BYTES>, blocks, 256, s, pdl, out, in, weight,
+                   static_cast<const float*>(partial), hidden, units, parts, chunk, inv_h, eps,
+                   pdl && farm_pdl::trigger_pays(2 * chunk * BYTES));
 }
 
 // rms_norm_rows_kernel<T, BYTES, CPT> with `split` blocks per row (a cluster when > 1). False if
@@ -488,7 +634,7 @@ bool launch_rows_split(T* out, const T* in, const T* weight, int64_t rows, int64
   } else {
     chunk = (units + split - 1) / split;
     const int64_t want = ((chunk + CPT - 1) / CPT + 31) / 32 * 32;
-    threads = static_cast<int>(want < kMaxThreads ? want : kMaxThreads);
+    threads = static_cast<int>(want < kRowsThreads ? want : kRowsThreads);
     group = threads;
     blocks = rows * split;
   }
@@ -531,9 +677,19 @@ void launch_rows(T* out, const T* in, const T* weight, int64_t rows, int64_t hid
   }
 }
 
+template <typename T, int BYTES, int CPT>
+void launch_shared(T* o, const T* x, const T* w, float* partial, int64_t rows, int64_t hidden, const Sharing& sh,
+                   float inv_h, float eps, cudaStream_t s, bool pdl) {
+  if (sh.parts > 0 && partial != nullptr) {
+    launch_partials<T, BYTES>(o, x, w, partial, rows, hidden, sh.parts, inv_h, eps, s, pdl);
+  } else {
+    launch_rows<T, BYTES, CPT>(o, x, w, rows, hidden, sh.parts > 0 ? kMaxSplit : sh.split, inv_h, eps, s, pdl);
+  }
+}
+
 template <typename T>
-void launch_typed(void* out, const void* in, const void* weight, int64_t rows, int64_t hidden, float eps,
-                  cudaStream_t s, bool pdl) {
+void launch_typed(void* out, const void* in, const void* weight, float* partial, int64_t rows, int64_t hidden,
+                  float eps, cudaStream_t s, bool pdl) {
   constexpr int kVec = 16 / sizeof(T);
   auto* o = static_cast<T*>(out);
   const auto* x = static_cast<const T*>(in);
@@ -543,39 +699,65 @@ void launch_typed(void* out, const void* in, const void* weight, int64_t rows, i
                               reinterpret_cast<uintptr_t>(weight);
   const int64_t row_bytes = hidden * static_cast<int64_t>(sizeof(T));
   const auto fits = [&](int64_t bytes) { return row_bytes % bytes == 0 && addresses % bytes == 0; };
-  const int split = split_of(rows, row_bytes);
-  // Rows of 16-byte packs that the paths below hold in registers, unless a few of them are wide
-  // enough to be split over several blocks (16 KB and more).
-  if (fits(16) && hidden / kVec <= kMaxPacks && (split == 1 || row_bytes < (16 << 10))) {
+  const Sharing sh = sharing_of(rows, row_bytes);
+  const bool shared = sh.split > 1 || sh.parts > 0;
+  const bool xy16 = ((reinterpret_cast<uintptr_t>(out) | reinterpret_cast<uintptr_t>(in)) & 15u) == 0;
+  if (row_bytes < 16 && 16 % row_bytes == 0 && xy16) {  // rows of 2, 4 or 8 bytes, several per pack
+    const int64_t n = rows * hidden;
+    const int64_t n_packs = n / kVec;
+    constexpr int kPpt = 2;
+    const auto blocks = static_cast<unsigned>((n_packs + 1 + 256 * kPpt - 1) / (256 * kPpt));
+    const bool trigger = pdl && farm_pdl::trigger_pays(int64_t{256} * kPpt * 32);
+    switch (hidden) {
+      case 1: farm_pdl::launch(rms_norm_tiny_kernel<T, 1, kPpt>, blocks, 256, s, pdl, o, x, w, n_packs, n, inv_h, eps, trigger); break;
+      case 2: farm_pdl::launch(rms_norm_tiny_kernel<T, 2, kPpt>, blocks, 256, s, pdl, o, x, w, n_packs, n, inv_h, eps, trigger); break;
+      default:
+        if constexpr (sizeof(T) == 2) {
+          farm_pdl::launch(rms_norm_tiny_kernel<T, 4, kPpt>, blocks, 256, s, pdl, o, x, w, n_packs, n, inv_h, eps,
+                           trigger);
+        }
+        break;
+    }
+  } else if (fits(16) && hidden / kVec <= kMaxPacks && (!shared || row_bytes < (16 << 10))) {
+    // Rows of 16-byte packs that the paths above hold in registers, unless a few of them are wide
+    // enough (16 KB and more) to be shared by several blocks.
     launch_packs<T>(o, x, w, rows, hidden, inv_h, eps, s, pdl);
   } else if (fits(16)) {
-    launch_rows<T, 16, 4>(o, x, w, rows, hidden, split, inv_h, eps, s, pdl);
+    launch_shared<T, 16, 4>(o, x, w, partial, rows, hidden, sh, inv_h, eps, s, pdl);
   } else if (fits(8)) {
-    launch_rows<T, 8, 8>(o, x, w, rows, hidden, split, inv_h, eps, s, pdl);
+    launch_shared<T, 8, 8>(o, x, w, partial, rows, hidden, sh, inv_h, eps, s, pdl);
   } else if (fits(4)) {
-    launch_rows<T, 4, 16>(o, x, w, rows, hidden, split, inv_h, eps, s, pdl);
+    launch_shared<T, 4, 16>(o, x, w, partial, rows, hidden, sh, inv_h, eps, s, pdl);
   } else if constexpr (sizeof(T) == 2) {
-    launch_rows<T, 2, 16>(o, x, w, rows, hidden, split, inv_h, eps, s, pdl);
+    launch_shared<T, 2, 8>(o, x, w, partial, rows, hidden, sh, inv_h, eps, s, pdl);
   }
 }
 
 // Every rms_norm launch, with or without the PDL attribute (pdl.cuh).
-int launch_with(DType dtype, void* out, const void* in, const void* weight, int64_t rows, int64_t hidden, float eps,
-                cudaStream_t s, bool pdl) {
+int launch_with(DType dtype, void* out, const void* in, const void* weight, float* partial, int64_t rows,
+                int64_t hidden, float eps, cudaStream_t s, bool pdl) {
   if (rows <= 0 || hidden <= 0) return 0;
   switch (dtype) {
-    case DType::kFloat32: launch_typed<float>(out, in, weight, rows, hidden, eps, s, pdl); break;
-    case DType::kFloat16: launch_typed<__half>(out, in, weight, rows, hidden, eps, s, pdl); break;
-    case DType::kBFloat16: launch_typed<__nv_bfloat16>(out, in, weight, rows, hidden, eps, s, pdl); break;
+    case DType::kFloat32: launch_typed<float>(out, in, weight, partial, rows, hidden, eps, s, pdl); break;
+    case DType::kFloat16: launch_typed<__half>(out, in, weight, partial, rows, hidden, eps, s, pdl); break;
+    case DType::kBFloat16: launch_typed<__nv_bfloat16>(out, in, weight, partial, rows, hidden, eps, s, pdl); break;
   }
   return static_cast<int>(cudaGetLastError());
 }
 
+int element_size(DType dtype) { return dtype == DType::kFloat32 ? 4 : 2; }
+
 }  // namespace
 
+int64_t rms_norm_workspace_floats(DType dtype, int64_t rows, int64_t hidden) {
+  if (rows <= 0 || hidden <= 0) return 0;
+  const Sharing sh = sharing_of(rows, hidden * element_size(dtype));
+  return sh.parts > 0 ? rows * sh.parts : 0;
+}
+
 int launch_rms_norm(DType dtype, void* out, const void* in, const void* weight, int64_t rows, int64_t hidden,
-                    float eps, void* stream) {
-  return launch_with(dtype, out, in, weight, rows, hidden, eps, static_cast<cudaStream_t>(stream),
+                    float eps, void* stream, float* workspace) {
+  return launch_with(dtype, out, in, weight, workspace, rows, hidden, eps, static_cast<cudaStream_t>(stream),
                      farm_pdl::enabled());
 }
 

@@ -27,8 +27,16 @@ void rms_norm_cuda(const at::Tensor& input, const at::Tensor& weight, double eps
   if (out.numel() == 0) return;
   const int64_t hidden = input.size(-1);
   const c10::cuda::CUDAGuard guard(input.device());
-  const int err = rms_norm::launch_rms_norm(dtype_of(input), out.mutable_data_ptr(), input.const_data_ptr(),
-                                            weight.const_data_ptr(), input.numel() / hidden, hidden,
-                                            static_cast<float>(eps), c10::cuda::getCurrentCUDAStream().stream());
+  const auto dtype = dtype_of(input);
+  const int64_t rows = input.numel() / hidden;
+  // Very wide rows, too few to fill the device, take two kernels that meet in this workspace
+  // (from the caching allocator: stream-ordered, and inside a CUDA graph its memory pool).
+  const int64_t floats = rms_norm::rms_norm_workspace_floats(dtype, rows, hidden);
+  at::Tensor workspace;
+  if (floats > 0) workspace = at::empty({floats}, input.options().dtype(at::kFloat));
+  const int err = rms_norm::launch_rms_norm(dtype, out.mutable_data_ptr(), input.const_data_ptr(),
+                                            weight.const_data_ptr(), rows, hidden, static_cast<float>(eps),
+                                            c10::cuda::getCurrentCUDAStream().stream(),
+                                            floats > 0 ? workspace.mutable_data_ptr<float>() : nullptr);
   TORCH_CHECK(err == 0, "rms_norm: CUDA kernel launch failed with cudaError ", err);
 }

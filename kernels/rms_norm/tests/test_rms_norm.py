@@ -28,7 +28,7 @@ TOL = {
     torch.float16: dict(atol=2e-3, rtol=2e-3),
     torch.bfloat16: dict(atol=2e-2, rtol=1.6e-2),
 }
-# Hidden sizes across every CUDA path: warp tiles (a power of two of up to 32 packs of 16 bytes:
+# Hidden sizes across the CUDA paths (WIDE below has more): warp tiles (a power of two of up to 32 packs of 16 bytes:
 # 8..256 in 16-bit dtypes, 4..128 in fp32), warp groups of 1..32 threads (other rows of <= 64
 # packs: 96, fp32 256), one block per row with 2 packs per thread (<= 2048 packs) or 4 (<= 4096:
 # 16392 in bf16), the two-pass path (odd sizes, unaligned views; fp32 rows over 16384).
@@ -175,6 +175,68 @@ def test_cuda_back_to_back_launches(kernel, graph, hidden):
             "y3": (y3, reference(v0, w, 1e-6)),
             "v (write after read)": (v[-k:], reference(z, w, 1e-6)),
         }, **tol)
+        assert not bad, f"time {rep + 1}: " + "; ".join(bad)
+        x.neg_()
+        z.neg_()
+        v0.neg_()
+        v.copy_(v0)
+
+
+# Shapes of the paths for rows of any width (CUDA): rows of 2, 4 or 8 bytes several to a 16-byte
+# pack (1000x2, 999x4 in 16-bit dtypes, 5x1), rows in units of 8, 4 or 2 bytes where 16 do not
+# divide them (odd, prime and even-unaligned widths), rows too few to fill the device shared by a
+# cluster of blocks (8x16384, 2x6717, 1x9358) or, wider still, by two kernels meeting in a
+# workspace (1x327680, 3x151936, 7x65544), and long rows read twice (300x40000).
+WIDE = [(1000, 2), (999, 4), (5, 1), (64, 3), (809, 5), (1159, 42), (1420, 137), (100, 2286), (8, 16384), (2, 6717),
+        (1, 9358), (1, 327680), (3, 151936), (7, 65544), (33, 100003), (300, 40000), (6000, 3)]
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("rows, hidden", WIDE, ids=str)
+def test_cuda_rows_of_any_width(kernel, rows, hidden, dtype):
+    seed = zlib.crc32(repr(("wide", rows, hidden, str(dtype))).encode())
+    x = randn((rows, hidden), dtype, "cuda", seed, scale=2.0)
+    w = randn((hidden,), dtype, "cuda", seed + 1, scale=0.5, shift=1.0)
+    out = torch.full_like(x, float("nan"))
+    kernel.rms_norm(x, w, eps=1e-6, out=out)
+    assert not torch.isnan(out).any(), "some outputs were not written"
+    tol = dict(TOL[dtype])
+    if dtype == torch.float32 and hidden > 16384:  # fp32 sums of up to 327680 squares, in another order
+        tol = dict(atol=1e-4, rtol=1e-4)
+    torch.testing.assert_close(out, reference(x, w, 1e-6), **tol)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+@pytest.mark.parametrize("graph", [False, True], ids=["stream", "graph"])
+@pytest.mark.parametrize("rows, hidden", [(3, 151936), (8, 16384), (4000, 2), (37, 1001), (1, 327680)], ids=str)
+def test_cuda_back_to_back_rows_of_any_width(kernel, graph, rows, hidden):
+    """The paths for rows of any width launch with PDL too: each call below reads what the call
+    before it wrote (read after write) or overwrites what it read (write after read), on a stream
+    and in a CUDA graph, five times with the inputs changed between times."""
+    dtype = torch.bfloat16
+    x = randn((rows, hidden), dtype, "cuda", seed=50)
+    v = randn((rows, hidden), dtype, "cuda", seed=51)
+    z = randn((rows, hidden), dtype, "cuda", seed=52, scale=3.0)
+    w = randn((hidden,), dtype, "cuda", seed=53, shift=1.0)
+    v0 = v.clone()
+
+    def chain():
+        y1 = kernel.rms_norm(x, w)
+        y2 = kernel.rms_norm(y1, w, eps=1e-3)  # reads what the launch before it writes
+        y3 = kernel.rms_norm(v, w)
+        kernel.rms_norm(z, w, out=v)  # overwrites what the launch before it reads
+        return y1, y2, y3
+
+    for rep, (y1, y2, y3) in enumerate(run_on_stream_or_graph(chain, graph=graph, reps=5)):
+        bad = failed_checks({
+            "y1": (y1, reference(x, w, 1e-6)),
+            "y2 (read after write)": (y2, reference(y1, w, 1e-3)),
+            "y3": (y3, reference(v0, w, 1e-6)),
+            "v (write after read)": (v, reference(z, w, 1e-6)),
+        }, **TOL[dtype])
         assert not bad, f"time {rep + 1}: " + "; ".join(bad)
         x.neg_()
         z.neg_()
