@@ -2,6 +2,7 @@
 // Needs a CUDA build of torch (c10/cuda); the kernel itself is in rms_norm.cu.
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
+#include <ATen/ops/empty.h>
 
 #include "rms_norm.h"
 #include "rms_norm_args.h"
