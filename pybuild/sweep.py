@@ -31,7 +31,8 @@ from . import bench
 from .errors import UsageError
 from .sweep_shapes import Distribution, Shape, draw_images, draw_rows
 
-MAX_SETS = 16  # input sets per shape (fewer than the bench's: hundreds of shapes)
+MAX_SETS = 32  # input sets per shape (fewer than the bench's: hundreds of shapes)
+SLOW_MS = 0.2  # a call slower than this on the device is a slow one
 ROUND_BUDGET_MS = 8.0  # device time one implementation's graph may take per round (slow peers get fewer sets)
 LARGE = 16 << 20  # from here on fewer rounds and replays
 THRESHOLDS = {"graph": 0.95, "plain": 1.0}  # ours / best peer in graphs; ours / eager in plain calls
@@ -165,11 +166,14 @@ def run_shape(op: SweepOp, shape: Shape, impls: dict[str, Callable[..., Any]], d
     rounds = (3 if large else 5) if device == "cuda" else 1
     reps = (10 if large else 20) if device == "cuda" else 3
     sets = 2
-    if device == "cuda":  # fewer sets and replays where a peer is slow (torch eager on some shapes: ms per call)
+    if device == "cuda":
+        sets = n_sets(shape.bytes, l2_bytes)
+        # Fewer sets and replays where a peer is slow (torch eager on some shapes: ms per call). A
+        # plain call's time is the host's below SLOW_MS, so only slower ones say anything here.
         slowest = _slowest_call_ms(impls, first)
-        sets = max(2, min(n_sets(shape.bytes, l2_bytes), int(ROUND_BUDGET_MS / max(slowest, 1e-6) / reps)))
-        if sets * slowest * reps > ROUND_BUDGET_MS:
-            reps = max(3, int(ROUND_BUDGET_MS / (sets * slowest)))
+        if slowest > SLOW_MS and sets * slowest * reps > ROUND_BUDGET_MS:
+            sets = max(2, min(sets, int(ROUND_BUDGET_MS / (slowest * reps))))
+            reps = max(3, min(reps, int(ROUND_BUDGET_MS / (sets * slowest))))
     arg_sets = [first] + [op.make(shape, seed) for seed in range(1, sets)]
     del first
     graph, plain, method = _time_rounds(impls, arg_sets, device, rounds, reps)
@@ -300,8 +304,8 @@ def run(kernels: Sequence[tuple[str, Any, Any]], device: str, dist: Distribution
             },
             "graph": f"CUDA graph of one call per input set ({MAX_SETS} sets at most, past {bench.L2_MULTIPLE}x L2 "
                      f"where that fits), median of replays / calls; 20 replays per round, 10 from "
-                     f"{LARGE >> 20} MiB; fewer sets and replays (3 at least) where the slowest implementation "
-                     f"would take more than {ROUND_BUDGET_MS:g} ms a round" if device == "cuda"
+                     f"{LARGE >> 20} MiB; fewer sets and replays (3 at least) where an implementation takes over "
+                     f"{SLOW_MS:g} ms a call and would take more than {ROUND_BUDGET_MS:g} ms a round" if device == "cuda"
                      else "median wall-clock per call",
             "plain": "calls from Python on the current stream, device events, median; ours and eager every round, "
                      "the compiled ones in the first" if device == "cuda" else None,

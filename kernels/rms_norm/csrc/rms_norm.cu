@@ -360,6 +360,62 @@ __global__ void __launch_bounds__(kRowsThreads) rms_norm_rows_kernel(T* __restri
   for (int64_t i = rest; i < hi; i += group) y[i] = U::scale(x[i], w[i], rstd);
 }
 
+// Short rows (up to 128 units of BYTES): `group` (a power of two <= 32) consecutive lanes per
+// row, UPT units each, and RPT rows per group, all loaded before any is reduced. Row k of a group
+// is k * (rows per RPT-slice of the block) away from row 0, so each load of a warp covers
+// 32 / group consecutive rows, one contiguous span.
+template <typename T, int BYTES, int UPT, int RPT>
+__global__ void __launch_bounds__(256) rms_norm_group_kernel(T* __restrict__ out, const T* __restrict__ in,
+                                                             const T* __restrict__ weight, int64_t rows,
+                                                             int64_t hidden, int units, int group, float inv_hidden,
+                                                             float eps, bool trigger) {
+  using U = Unit<T, BYTES>;
+  using R = typename U::R;
+  const int lane = threadIdx.x & (group - 1);
+  const int per_slice = 256 / group;  // rows of the block per k
+  const int64_t row0 = static_cast<int64_t>(blockIdx.x) * RPT * per_slice + threadIdx.x / group;
+  const R* w = reinterpret_cast<const R*>(weight);
+  R v[RPT][UPT], wv[UPT];
+  farm_pdl::wait_for_previous_grid();
+#pragma unroll
+  for (int c = 0; c < UPT; ++c) wv[c] = lane + c * group < units ? w[lane + c * group] : U::zero();
+#pragma unroll
+  for (int k = 0; k < RPT; ++k) {
+    const int64_t row = row0 + static_cast<int64_t>(k) * per_slice;
+    const R* x = reinterpret_cast<const R*>(in + row * hidden);
+#pragma unroll
+    for (int c = 0; c < UPT; ++c) {
+      const int i = lane + c * group;
+      v[k][c] = row < rows && i < units ? x[i] : U::zero();
+    }
+  }
+  farm_pdl::allow_next_grid(trigger);
+  float ss[RPT];
+#pragma unroll
+  for (int k = 0; k < RPT; ++k) {
+    ss[k] = 0.0f;
+#pragma unroll
+    for (int c = 0; c < UPT; ++c) ss[k] += U::sumsq(v[k][c]);
+  }
+  for (int o = group / 2; o > 0; o >>= 1) {
+#pragma unroll
+    for (int k = 0; k < RPT; ++k) ss[k] += __shfl_xor_sync(0xffffffffu, ss[k], o);
+  }
+#pragma unroll
+  for (int k = 0; k < RPT; ++k) {
+    const int64_t row = row0 + static_cast<int64_t>(k) * per_slice;
+    if (row < rows) {
+      const float rstd = rsqrtf(ss[k] * inv_hidden + eps);
+      R* y = reinterpret_cast<R*>(out + row * hidden);
+#pragma unroll
+      for (int c = 0; c < UPT; ++c) {
+        const int i = lane + c * group;
+        if (i < units) y[i] = U::scale(v[k][c], wv[c], rstd);
+      }
+    }
+  }
+}
+
 // Rows of 2, 4 or 8 bytes (ROW elements), several to a 16-byte pack: the tensor as flat packs,
 // PPT per thread, all loaded before any is reduced; the last n % kVec elements (whole rows), if
 // any, are the first thread past the packs'. Needs 16-byte aligned x and out.
@@ -398,7 +454,7 @@ __global__ void __launch_bounds__(256) rms_norm_tiny_kernel(T* __restrict__ out,
         for (int k = 0; k < ROW; ++k) o.v[r * ROW + k] = from_float<T>(to_float(pv.v[r * ROW + k]) * rstd * wf[k]);
       }
       __stcs(reinterpret_cast<uint4*>(out) + p, *reinterpret_cast<const uint4*>(&o));
-    } else if (p == n_packs && u == 0) {  // the tail: fewer than kVec elements, whole rows
+    } else if (p == n_packs) {  // the tail: fewer than kVec elements, whole rows
       for (int64_t e = n_packs * kVec; e < n_elems; e += ROW) {
         float ss = 0.0f;
         for (int k = 0; k < ROW; ++k) ss += to_float(in[e + k]) * to_float(in[e + k]);
@@ -579,30 +635,82 @@ DeviceInfo device_info() {
 }
 
 constexpr int kMaxSplit = 8;                    // blocks of a cluster per row: the portable size
-constexpr int64_t kMinSplitBytes = 4 << 10;     // of x per block of a cluster
+constexpr int64_t kMinSplitBytes = 4 << 10;     // of x per block when rows are too few to fill the device
 constexpr int64_t kMinPartBytes = 8 << 10;      // of x per block of the two-kernel path
+constexpr int kGroupMaxUnits = 128;             // rows of up to this many units take the group kernel
 
-// How a row is shared when rows are fewer than the SMs (sm_90 and later): enough blocks per row to
-// give every SM about two. Up to kMaxSplit, a cluster (split > 1); more, two kernels (parts > 0).
-struct Sharing {
+// Units of BYTES each thread of rms_norm_rows_kernel holds in registers.
+constexpr int rows_cpt(int bytes) { return bytes == 16 ? 4 : bytes == 8 ? 8 : bytes == 4 ? 16 : 8; }
+
+enum class Path { kTiny, kPacks, kGroup, kRows, kPartials };
+
+// What a launch does, from the shape and the pointers alone (the workspace query and the launch
+// agree on it):
+//   - kTiny: rows of 2, 4 or 8 bytes, several to a 16-byte pack;
+//   - kPacks: rows of 16-byte packs held in registers by the tuned paths at the top, unless the
+//     rows are too few to fill the device and 16 KB or wider;
+//   - kGroup: other short rows (up to kGroupMaxUnits units of `bytes`);
+//   - kRows: a block per row, or a cluster of `split` (sm_90 and later) when a row is more than a
+//     block holds in registers or the rows are too few to give every SM about two blocks;
+//   - kPartials: wider still (more than kMaxSplit blocks per row): two kernels, `parts` blocks per
+//     row, meeting in a workspace of rows * parts floats.
+struct Plan {
+  Path path = Path::kPacks;
+  int bytes = 16;
   int split = 1;
   int parts = 0;
 };
 
-Sharing sharing_of(int64_t rows, int64_t row_bytes) {
-  const DeviceInfo dev = device_info();
-  Sharing r;
-  if (dev.major < 9 || rows >= dev.sms) return r;
-  const int64_t want = (2 * dev.sms + rows - 1) / rows;
-  const int64_t parts = want < row_bytes / kMinPartBytes ? want : row_bytes / kMinPartBytes;
-  if (parts > kMaxSplit) {
-    r.parts = static_cast<int>(parts);
-    return r;
+Plan plan_of(int elem, uintptr_t out, uintptr_t in, uintptr_t weight, int64_t rows, int64_t hidden) {
+  Plan p;
+  const int64_t row_bytes = hidden * elem;
+  const uintptr_t addresses = out | in | weight;
+  if (row_bytes < 16 && 16 % row_bytes == 0 && ((out | in) & 15u) == 0) {
+    p.path = Path::kTiny;
+    return p;
   }
-  int64_t split = want < row_bytes / kMinSplitBytes ? want : row_bytes / kMinSplitBytes;
-  if (split > kMaxSplit) split = kMaxSplit;
-  r.split = split < 1 ? 1 : static_cast<int>(split);
-  return r;
+  p.bytes = elem;
+  for (int b : {16, 8, 4}) {
+    if (b > elem && row_bytes % b == 0 && addresses % b == 0) {
+      p.bytes = b;
+      break;
+    }
+  }
+  const int64_t units = row_bytes / p.bytes;
+  const DeviceInfo dev = device_info();
+  const bool few = dev.major >= 9 && rows < dev.sms;
+  int64_t fill = 1;
+  if (few) {
+    fill = (2 * dev.sms + rows - 1) / rows;
+    if (fill > row_bytes / kMinSplitBytes) fill = row_bytes / kMinSplitBytes;
+    if (fill < 1) fill = 1;
+  }
+  if (p.bytes == 16 && units <= kMaxPacks && (fill == 1 || row_bytes < (16 << 10))) {
+    p.path = Path::kPacks;
+    return p;
+  }
+  if (p.bytes < 16 && units <= kGroupMaxUnits && fill == 1) {
+    p.path = Path::kGroup;
+    return p;
+  }
+  const int64_t cap = int64_t{kRowsThreads} * rows_cpt(p.bytes) * p.bytes;  // bytes a block holds
+  const int64_t need = (row_bytes + cap - 1) / cap;
+  int64_t split = need > fill ? need : fill;
+  p.path = Path::kRows;
+  if (dev.major < 9) {
+    split = 1;  // no clusters: a block per row, long rows read twice
+  } else if (split > kMaxSplit) {
+    int64_t parts = split;
+    if (parts > row_bytes / kMinPartBytes) parts = row_bytes / kMinPartBytes;
+    if (parts > kMaxSplit) {
+      p.path = Path::kPartials;
+      p.parts = static_cast<int>(parts);
+      return p;
+    }
+    split = kMaxSplit;
+  }
+  p.split = static_cast<int>(split);
+  return p;
 }
 
 template <typename T, int BYTES>
@@ -619,27 +727,28 @@ void launch_partials(T* out, const T* in, const T* weight, float* partial, int64
                    pdl && farm_pdl::trigger_pays(2 * chunk * BYTES));
 }
 
+template <typename T, int BYTES, int UPT, int RPT>
+void launch_group(T* out, const T* in, const T* weight, int64_t rows, int64_t hidden, int group, float inv_h,
+                  float eps, cudaStream_t s, bool pdl) {
+  const int units = static_cast<int>(hidden / Unit<T, BYTES>::kVec);
+  const int64_t per_block = int64_t{RPT} * (256 / group);
+  const auto blocks = static_cast<unsigned>((rows + per_block - 1) / per_block);
+  const bool trigger = pdl && farm_pdl::trigger_pays(2 * per_block * units * BYTES);
+  farm_pdl::launch(rms_norm_group_kernel<T, BYTES, UPT, RPT>, blocks, 256, s, pdl, out, in, weight, rows, hidden,
+                   units, group, inv_h, eps, trigger);
+}
+
 // rms_norm_rows_kernel<T, BYTES, CPT> with `split` blocks per row (a cluster when > 1). False if
 // the launch failed (a cluster the device cannot place): the error is cleared for the caller.
 template <typename T, int BYTES, int CPT>
 bool launch_rows_split(T* out, const T* in, const T* weight, int64_t rows, int64_t hidden, int split, float inv_h,
                        float eps, cudaStream_t s, bool pdl) {
   const int64_t units = hidden / Unit<T, BYTES>::kVec;
-  int group, threads;
-  int64_t chunk = units, blocks;
-  if (split == 1 && units <= int64_t{32} * CPT) {  // short rows: a group of <= 32 threads per row
-    group = next_pow2(static_cast<int>((units + CPT - 1) / CPT));
-    threads = kWarpPathThreads;
-    blocks = (rows + threads / group - 1) / (threads / group);
-  } else {
-    chunk = (units + split - 1) / split;
-    const int64_t want = ((chunk + CPT - 1) / CPT + 31) / 32 * 32;
-    threads = static_cast<int>(want < kRowsThreads ? want : kRowsThreads);
-    group = threads;
-    blocks = rows * split;
-  }
-  const int64_t block_units = group < threads ? (threads / group) * units : chunk;
-  const bool trigger = pdl && farm_pdl::trigger_pays(2 * block_units * BYTES);
+  const int64_t chunk = (units + split - 1) / split;
+  const int64_t want = ((chunk + CPT - 1) / CPT + 31) / 32 * 32;
+  const int threads = static_cast<int>(want < kRowsThreads ? want : kRowsThreads);
+  const int64_t blocks = rows * split;
+  const bool trigger = pdl && farm_pdl::trigger_pays(2 * chunk * BYTES);
   cudaLaunchConfig_t config = {};
   config.gridDim = dim3(static_cast<unsigned>(blocks));
   config.blockDim = dim3(threads);
@@ -661,7 +770,7 @@ bool launch_rows_split(T* out, const T* in, const T* weight, int64_t rows, int64
   config.attrs = attribute;
   config.numAttrs = n;
   const cudaError_t err = cudaLaunchKernelEx(&config, rms_norm_rows_kernel<T, BYTES, CPT>, out, in, weight, rows,
-                                             hidden, units, group, split, chunk, inv_h, eps, trigger);
+                                             hidden, units, threads, split, chunk, inv_h, eps, trigger);
   if (err != cudaSuccess && split > 1) {
     cudaGetLastError();
     return false;
@@ -669,67 +778,73 @@ bool launch_rows_split(T* out, const T* in, const T* weight, int64_t rows, int64
   return true;
 }
 
-template <typename T, int BYTES, int CPT>
-void launch_rows(T* out, const T* in, const T* weight, int64_t rows, int64_t hidden, int split, float inv_h, float eps,
-                 cudaStream_t s, bool pdl) {
-  if (!launch_rows_split<T, BYTES, CPT>(out, in, weight, rows, hidden, split, inv_h, eps, s, pdl)) {
-    launch_rows_split<T, BYTES, CPT>(out, in, weight, rows, hidden, 1, inv_h, eps, s, pdl);
+template <typename T, int BYTES>
+void launch_units(T* o, const T* x, const T* w, float* partial, int64_t rows, int64_t hidden, const Plan& p,
+                  float inv_h, float eps, cudaStream_t s, bool pdl) {
+  constexpr int kCpt = rows_cpt(BYTES);
+  if (p.path == Path::kGroup) {
+    const int units = static_cast<int>(hidden / Unit<T, BYTES>::kVec);
+    const int group = next_pow2(units < 32 ? units : 32);
+    const int upt = (units + group - 1) / group;
+    if (upt == 1) launch_group<T, BYTES, 1, 4>(o, x, w, rows, hidden, group, inv_h, eps, s, pdl);
+    else if (upt == 2) launch_group<T, BYTES, 2, 2>(o, x, w, rows, hidden, group, inv_h, eps, s, pdl);
+    else launch_group<T, BYTES, 4, 1>(o, x, w, rows, hidden, group, inv_h, eps, s, pdl);
+  } else if (p.path == Path::kPartials && partial != nullptr) {
+    launch_partials<T, BYTES>(o, x, w, partial, rows, hidden, p.parts, inv_h, eps, s, pdl);
+  } else {
+    const int split = p.path == Path::kPartials ? kMaxSplit : p.split;
+    if (!launch_rows_split<T, BYTES, kCpt>(o, x, w, rows, hidden, split, inv_h, eps, s, pdl)) {
+      launch_rows_split<T, BYTES, kCpt>(o, x, w, rows, hidden, 1, inv_h, eps, s, pdl);
+    }
   }
 }
 
-template <typename T, int BYTES, int CPT>
-void launch_shared(T* o, const T* x, const T* w, float* partial, int64_t rows, int64_t hidden, const Sharing& sh,
-                   float inv_h, float eps, cudaStream_t s, bool pdl) {
-  if (sh.parts > 0 && partial != nullptr) {
-    launch_partials<T, BYTES>(o, x, w, partial, rows, hidden, sh.parts, inv_h, eps, s, pdl);
-  } else {
-    launch_rows<T, BYTES, CPT>(o, x, w, rows, hidden, sh.parts > 0 ? kMaxSplit : sh.split, inv_h, eps, s, pdl);
+template <typename T>
+void launch_tiny(T* o, const T* x, const T* w, int64_t rows, int64_t hidden, float inv_h, float eps, cudaStream_t s,
+                 bool pdl) {
+  constexpr int kVec = 16 / sizeof(T);
+  constexpr int kPpt = 2;
+  const int64_t n = rows * hidden;
+  const int64_t n_packs = n / kVec;
+  const auto blocks = static_cast<unsigned>((n_packs + 1 + 256 * kPpt - 1) / (256 * kPpt));
+  const bool trigger = pdl && farm_pdl::trigger_pays(int64_t{256} * kPpt * 32);
+  switch (hidden) {
+    case 1:
+      farm_pdl::launch(rms_norm_tiny_kernel<T, 1, kPpt>, blocks, 256, s, pdl, o, x, w, n_packs, n, inv_h, eps, trigger);
+      break;
+    case 2:
+      farm_pdl::launch(rms_norm_tiny_kernel<T, 2, kPpt>, blocks, 256, s, pdl, o, x, w, n_packs, n, inv_h, eps, trigger);
+      break;
+    default:
+      if constexpr (sizeof(T) == 2) {
+        farm_pdl::launch(rms_norm_tiny_kernel<T, 4, kPpt>, blocks, 256, s, pdl, o, x, w, n_packs, n, inv_h, eps,
+                         trigger);
+      }
+      break;
   }
 }
 
 template <typename T>
 void launch_typed(void* out, const void* in, const void* weight, float* partial, int64_t rows, int64_t hidden,
                   float eps, cudaStream_t s, bool pdl) {
-  constexpr int kVec = 16 / sizeof(T);
   auto* o = static_cast<T*>(out);
   const auto* x = static_cast<const T*>(in);
   const auto* w = static_cast<const T*>(weight);
   const float inv_h = 1.0f / static_cast<float>(hidden);
-  const uintptr_t addresses = reinterpret_cast<uintptr_t>(out) | reinterpret_cast<uintptr_t>(in) |
-                              reinterpret_cast<uintptr_t>(weight);
-  const int64_t row_bytes = hidden * static_cast<int64_t>(sizeof(T));
-  const auto fits = [&](int64_t bytes) { return row_bytes % bytes == 0 && addresses % bytes == 0; };
-  const Sharing sh = sharing_of(rows, row_bytes);
-  const bool shared = sh.split > 1 || sh.parts > 0;
-  const bool xy16 = ((reinterpret_cast<uintptr_t>(out) | reinterpret_cast<uintptr_t>(in)) & 15u) == 0;
-  if (row_bytes < 16 && 16 % row_bytes == 0 && xy16) {  // rows of 2, 4 or 8 bytes, several per pack
-    const int64_t n = rows * hidden;
-    const int64_t n_packs = n / kVec;
-    constexpr int kPpt = 2;
-    const auto blocks = static_cast<unsigned>((n_packs + 1 + 256 * kPpt - 1) / (256 * kPpt));
-    const bool trigger = pdl && farm_pdl::trigger_pays(int64_t{256} * kPpt * 32);
-    switch (hidden) {
-      case 1: farm_pdl::launch(rms_norm_tiny_kernel<T, 1, kPpt>, blocks, 256, s, pdl, o, x, w, n_packs, n, inv_h, eps, trigger); break;
-      case 2: farm_pdl::launch(rms_norm_tiny_kernel<T, 2, kPpt>, blocks, 256, s, pdl, o, x, w, n_packs, n, inv_h, eps, trigger); break;
-      default:
-        if constexpr (sizeof(T) == 2) {
-          farm_pdl::launch(rms_norm_tiny_kernel<T, 4, kPpt>, blocks, 256, s, pdl, o, x, w, n_packs, n, inv_h, eps,
-                           trigger);
-        }
-        break;
-    }
-  } else if (fits(16) && hidden / kVec <= kMaxPacks && (!shared || row_bytes < (16 << 10))) {
-    // Rows of 16-byte packs that the paths above hold in registers, unless a few of them are wide
-    // enough (16 KB and more) to be shared by several blocks.
+  const Plan p = plan_of(sizeof(T), reinterpret_cast<uintptr_t>(out), reinterpret_cast<uintptr_t>(in),
+                         reinterpret_cast<uintptr_t>(weight), rows, hidden);
+  if (p.path == Path::kTiny) {
+    launch_tiny<T>(o, x, w, rows, hidden, inv_h, eps, s, pdl);
+  } else if (p.path == Path::kPacks) {
     launch_packs<T>(o, x, w, rows, hidden, inv_h, eps, s, pdl);
-  } else if (fits(16)) {
-    launch_shared<T, 16, 4>(o, x, w, partial, rows, hidden, sh, inv_h, eps, s, pdl);
-  } else if (fits(8)) {
-    launch_shared<T, 8, 8>(o, x, w, partial, rows, hidden, sh, inv_h, eps, s, pdl);
-  } else if (fits(4)) {
-    launch_shared<T, 4, 16>(o, x, w, partial, rows, hidden, sh, inv_h, eps, s, pdl);
+  } else if (p.bytes == 16) {
+    launch_units<T, 16>(o, x, w, partial, rows, hidden, p, inv_h, eps, s, pdl);
+  } else if (p.bytes == 8) {
+    launch_units<T, 8>(o, x, w, partial, rows, hidden, p, inv_h, eps, s, pdl);
+  } else if (p.bytes == 4) {
+    launch_units<T, 4>(o, x, w, partial, rows, hidden, p, inv_h, eps, s, pdl);
   } else if constexpr (sizeof(T) == 2) {
-    launch_shared<T, 2, 8>(o, x, w, partial, rows, hidden, sh, inv_h, eps, s, pdl);
+    launch_units<T, 2>(o, x, w, partial, rows, hidden, p, inv_h, eps, s, pdl);
   }
 }
 
@@ -749,10 +864,12 @@ int element_size(DType dtype) { return dtype == DType::kFloat32 ? 4 : 2; }
 
 }  // namespace
 
-int64_t rms_norm_workspace_floats(DType dtype, int64_t rows, int64_t hidden) {
+int64_t rms_norm_workspace_floats(DType dtype, const void* out, const void* in, const void* weight, int64_t rows,
+                                  int64_t hidden) {
   if (rows <= 0 || hidden <= 0) return 0;
-  const Sharing sh = sharing_of(rows, hidden * element_size(dtype));
-  return sh.parts > 0 ? rows * sh.parts : 0;
+  const Plan p = plan_of(element_size(dtype), reinterpret_cast<uintptr_t>(out), reinterpret_cast<uintptr_t>(in),
+                         reinterpret_cast<uintptr_t>(weight), rows, hidden);
+  return p.path == Path::kPartials ? rows * p.parts : 0;
 }
 
 int launch_rms_norm(DType dtype, void* out, const void* in, const void* weight, int64_t rows, int64_t hidden,

@@ -13,10 +13,11 @@ enum class DType : int { kFloat32 = 0, kFloat16 = 1, kBFloat16 = 2 };
 #if defined(PYBUILD_BACKEND_CUDA) || defined(__CUDACC__)
 // Launches the kernel on `stream` (a cudaStream_t passed as void* to keep CUDA headers out of C++
 // callers). `in` and `out` hold rows * hidden elements, `weight` hidden, all contiguous device
-// memory of `dtype`; `workspace` holds rms_norm_workspace_floats(dtype, rows, hidden) floats of
+// memory of `dtype`; `workspace` holds rms_norm_workspace_floats(...) floats (same arguments) of
 // device memory (nullptr when that is 0), which the launch may overwrite. Returns the cudaError_t
 // of the launch as an int (0 = success).
-int64_t rms_norm_workspace_floats(DType dtype, int64_t rows, int64_t hidden);
+int64_t rms_norm_workspace_floats(DType dtype, const void* out, const void* in, const void* weight, int64_t rows,
+                                  int64_t hidden);
 int launch_rms_norm(DType dtype, void* out, const void* in, const void* weight, int64_t rows, int64_t hidden,
                     float eps, void* stream, float* workspace);
 #endif

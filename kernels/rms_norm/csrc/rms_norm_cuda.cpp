@@ -32,7 +32,8 @@ void rms_norm_cuda(const at::Tensor& input, const at::Tensor& weight, double eps
   const int64_t rows = input.numel() / hidden;
   // Very wide rows, too few to fill the device, take two kernels that meet in this workspace
   // (from the caching allocator: stream-ordered, and inside a CUDA graph its memory pool).
-  const int64_t floats = rms_norm::rms_norm_workspace_floats(dtype, rows, hidden);
+  const int64_t floats = rms_norm::rms_norm_workspace_floats(dtype, out.const_data_ptr(), input.const_data_ptr(),
+                                                             weight.const_data_ptr(), rows, hidden);
   at::Tensor workspace;
   if (floats > 0) workspace = at::empty({floats}, input.options().dtype(at::kFloat));
   const int err = rms_norm::launch_rms_norm(dtype, out.mutable_data_ptr(), input.const_data_ptr(),
