@@ -115,7 +115,7 @@ def nested_toml(depth: int) -> str:
 TOML = "kernels/tinyk/build.toml"
 VJ = "variants.json"
 META = "@tinyk/../metadata.json"
-CHECK = ["check", "kernels/tinyk", "--no-import"]
+CHECK = ["check", "kernels/tinyk", "--no-import", "--json"]  # JSON: the details unwrapped
 PUBLISH = ["publish", "kernels/tinyk", "--repo-id", "org/tinyk", "--version", "1.0.0", "--dry-run"]
 BUILD_NOARCH = ["build", "kernels/softcap"]
 VARIANTS = ["variants"]

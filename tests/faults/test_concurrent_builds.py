@@ -125,9 +125,9 @@ def test_collect_of_one_variant_during_builds_of_another(tmp_path: Path) -> None
 
 def _hold_staging(kernel: str, variant: str, ready, release) -> None:
     """Own a staging folder of ``variant`` (as a build does) until told to stop."""
-    from pybuild.staging import owned_staging
+    from pybuild.staging import owned_staging, variant_lock
 
-    with owned_staging(Path(kernel), variant) as staging:
+    with variant_lock(Path(kernel), variant), owned_staging(Path(kernel), variant) as staging:
         (staging / "half-written").write_text("x")
         ready.set()
         release.wait(60)

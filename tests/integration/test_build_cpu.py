@@ -178,7 +178,9 @@ def test_killed_build_leaves_build_dir_as_it_was(kernel_copy: Path) -> None:
         done = pybuild("build", str(kernel_copy))
         assert done.returncode == 0, done.stderr
         assert tree_state(kernel_copy / "build") != before
-        assert not list((kernel_copy / ".pybuild").glob("staging-*"))
+        from pybuild.staging import leftovers
+
+        assert leftovers(kernel_copy) == []
     finally:
         cpu.write_text(original)
 
