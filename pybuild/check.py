@@ -267,7 +267,41 @@ def check_digest(v: _Variant) -> CheckResult:
         return CheckResult(v.name, "digest", "fail",
                            f"{shown}: the files differ from what was built; rebuild (or re-collect) this variant",
                            {"problems": problems})
-    return CheckResult(v.name, "digest", "pass", f"{len(digest['files'])} files match their sha256")
+    signature = signature_problem(v.path)
+    if signature:
+        return CheckResult(v.name, "digest", "fail", signature)
+    signed = "; metadata.json.sigstore covers this metadata.json" if (v.path / SIGNATURE).exists() else ""
+    return CheckResult(v.name, "digest", "pass", f"{len(digest['files'])} files match their sha256{signed}")
+
+
+#: The sigstore bundle the release workflow writes beside each variant's metadata.json, where
+#: ``kernels verify-signature`` looks for it.
+SIGNATURE = "metadata.json.sigstore"
+
+
+def signature_problem(variant_dir: Path) -> str | None:
+    """What is wrong with ``metadata.json.sigstore`` as far as can be told offline (None: absent or
+    fine): it must be a sigstore bundle whose signed message digest is this metadata.json's sha256.
+    Whether the signature itself and its signer's identity hold needs the sigstore services (Fulcio's
+    roots, Rekor's log): ``kernels verify-signature`` (or ``kernels.verify.verify_variant``) checks that."""
+    import base64
+    import hashlib
+
+    path = variant_dir / SIGNATURE
+    if not os.path.lexists(path):
+        return None
+    try:
+        bundle = safeload.load_json(path)
+        raw = safeload.read_bytes(variant_dir / METADATA)
+    except (ValueError, OSError, PybuildError) as e:
+        return f"{path}: not a readable sigstore bundle ({e}); sign metadata.json again"
+    signed = (bundle.get("messageSignature") or {}).get("messageDigest") or {} if isinstance(bundle, dict) else {}
+    if signed.get("algorithm") != "SHA2_256" or not isinstance(signed.get("digest"), str):
+        return f"{path}: not a sigstore bundle of a signed file (no messageSignature.messageDigest); sign metadata.json again"
+    if signed["digest"] != base64.b64encode(hashlib.sha256(raw).digest()).decode():
+        return (f"{path}: signs other content than this metadata.json (rebuilt after signing?); the loader would "
+                "reject it: sign metadata.json again, or remove the stale bundle")
+    return None
 
 
 def _loader_digest_problems(path: Path) -> list[str] | None:

@@ -384,6 +384,8 @@ def differences(plan: ReleasePlan, remote: dict[str, RemoteFile]) -> list[str]:
     out = [f"only on the Hub: {p}" for p in sorted(set(theirs) - set(local))]
     out += [f"not on the Hub: {p}" for p in sorted(set(local) - set(theirs))]
     for p in sorted(set(local) & set(theirs)):
+        if p.endswith("/metadata.json.sigstore"):
+            continue  # a signature of the same metadata.json (compared itself), made at another time
         f, r = local[p], theirs[p]
         same = (r.lfs_sha256 == f.sha256) if r.lfs_sha256 else (r.git_oid == f.git_oid)
         if not same:
