@@ -34,7 +34,7 @@ from .generate import ProjectSpec, render_ops_py, template_fingerprint, write_pr
 from .host import cmake_and_ninja, ccache, find_nvcc, nvcc_capabilities, nvcc_version, torch_info
 from .manifest import Manifest, check_cuda_archs, cuda_capabilities_for
 from .metadata import METADATA, git_state, make_metadata, write_metadata
-from .staging import check_writable, owned_staging, variant_lock
+from .staging import check_writable, owned_staging, remove_dead_leftovers, variant_lock
 from .variants import Variant, parse_variant_name
 
 WORK_DIR = ".pybuild"
@@ -215,6 +215,7 @@ def build_variant(
     _check_variant_buildable(variant)
     _check_output_place(root, variant)
 
+    remove_dead_leftovers(root)  # what killed runs left, even when this run has nothing to do
     src_hash = source_hash(manifest)
     ops = make_ops_name(manifest, variant.backend, src_hash)
     archs = _cuda_archs(manifest, variant, options)
@@ -333,6 +334,7 @@ def _assemble_noarch(manifest: Manifest, variant: Variant, options: BuildOptions
     ops = make_ops_name(manifest, variant.backend, src_hash)
     key = _build_key(manifest, variant, src_hash, ())
     _check_output_place(root, variant)
+    remove_dead_leftovers(root)  # what killed runs left, even when this run has nothing to do
     if not options.force and is_up_to_date(final, stamp, key):
         return BuildResult(manifest.name, variant.name, "up to date", time.monotonic() - start, dir_size(final), final)
     with variant_lock(root, variant.name):

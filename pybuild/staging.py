@@ -76,9 +76,9 @@ def _owner_gone(kernel_root: Path, variant: str) -> bool:
     return True
 
 
-def remove_dead_leftovers(kernel_root: Path, held: str) -> list[Path]:
+def remove_dead_leftovers(kernel_root: Path, held: str | None = None) -> list[Path]:
     """Remove the staging folders and swapped-out trees of runs that are gone. ``held`` is the variant
-    whose lock the caller holds (no one else can be staging it)."""
+    whose lock the caller holds (no one else can be staging it), if any."""
     removed = []
     for p in leftovers(kernel_root):
         variant = _owner_variant(p.name)
