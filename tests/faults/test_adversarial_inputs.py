@@ -239,3 +239,31 @@ def test_bad_input_gives_one_clear_line_and_writes_nothing(farm: Path, name: str
 
 def test_the_corpus_is_large_enough() -> None:
     assert len(CASES) >= 40, len(CASES)
+
+
+def test_the_elf_reader_takes_a_name_that_is_not_utf8(tmp_path: Path) -> None:
+    """readelf's messages echo the file name: read as bytes, shown escaped, never a UnicodeDecodeError."""
+    from pybuild.elf import NotELFError, dynamic_entries
+
+    if shutil.which("readelf") is None:
+        pytest.skip("needs readelf (binutils)")
+    path = os.path.join(os.fsencode(tmp_path), NON_UTF8 + b".so")
+    with open(path, "wb") as f:
+        f.write(b"\x7fELF truncated")
+    with pytest.raises(NotELFError, match=r"bad\\xff\\xfename\.so: not a readable shared object"):
+        dynamic_entries(Path(os.fsdecode(path)))
+
+
+def test_a_2000_deep_junk_tree_in_build_is_replaced_by_the_next_build(tmp_path: Path) -> None:
+    """The old tree is only removed (without recursion), never read past the depth limit."""
+    from pybuild.build import build_variant
+    from pybuild.manifest import load_manifest
+    from pybuild.staging import leftovers
+    from pybuild.variants import parse_variant_name
+
+    k = tmp_path / "softcap"
+    shutil.copytree(REPO / "tests" / "fixtures" / "noarch-softcap", k)
+    deep_tree(k / "build" / "torch-cpu" / "junk", DEEP)
+    r = build_variant(load_manifest(k), parse_variant_name("torch-cpu"))
+    assert r.status == "built" and not (k / "build" / "torch-cpu" / "junk").exists()
+    assert leftovers(k) == []
