@@ -65,7 +65,7 @@ def test_layout_and_metadata(kernel_copy: Path) -> None:
     assert meta["provenance"]["kernel-builder"]["version"].startswith("pybuild-")
     assert f"torch.ops.{meta['id']}" in (pkg / "_ops.py").read_text()
     # The loader's own parser and digest agree with what we wrote.
-    from kernels._rust import Digest, DigestAlgorithm, Metadata
+    from kernels_data import Digest, DigestAlgorithm, Metadata
 
     parsed = Metadata.read_from_file(variant / "metadata.json")
     assert parsed.id == meta["id"]
