@@ -22,7 +22,8 @@ if TYPE_CHECKING:
 
 EPILOG = ("Run `python -m pybuild <command> --help` for a command's options. Exit codes: 0 done, 1 other failure "
           "(e.g. a file system error), 2 command-line argument, 3 build.toml, 4 variants.json, 5 toolchain, "
-          "6 compile/link, 7 collect, 8 check, 9 publish.")
+          "6 compile/link, 7 collect, 8 check, 9 publish, 10 an input beyond pybuild's limits (too deep, too "
+          "large, a special file, a file name that is not UTF-8).")
 
 #: What to do about the file-system errors a command may meet, by errno.
 _OS_HINTS = {
@@ -63,7 +64,7 @@ def _kernel_dirs(args_dirs: Sequence[str]) -> list[Path]:
             p = Path(d)
             if (p / "build.toml").is_dir():
                 raise UsageError(f"{p / 'build.toml'}: is a folder; a kernel's build.toml must be a file")
-            if not (p / "build.toml").is_file():
+            if not os.path.lexists(p / "build.toml"):  # a FIFO or a device: load_manifest names it
                 raise UsageError(f"{p}: not a kernel folder (no build.toml); pass e.g. kernels/img2gray")
             dirs.append(p)
         return dirs

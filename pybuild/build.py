@@ -20,20 +20,21 @@ import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import __version__
+from . import __version__, safeload
 from .digest import ops_name as make_ops_name
 from .digest import digest_mismatches, source_hash
 from .elf import NotELFError, bad_rpaths
-from .errors import BuildError, ToolchainError, VariantsError
-from .fsutil import dir_size, locked, new_staging_dir, remove_stale_staging, replace_dir
+from .errors import BuildError, InputLimitError, ToolchainError, VariantsError
+from .fsutil import dir_size, remove_tree, replace_dir
 from .generate import ProjectSpec, render_ops_py, template_fingerprint, write_project
 from .host import cmake_and_ninja, ccache, find_nvcc, nvcc_capabilities, nvcc_version, torch_info
 from .manifest import Manifest, check_cuda_archs, cuda_capabilities_for
 from .metadata import METADATA, git_state, make_metadata, write_metadata
+from .staging import check_writable, owned_staging, remove_dead_leftovers, variant_lock
 from .variants import Variant, parse_variant_name
 
 WORK_DIR = ".pybuild"
@@ -106,18 +107,18 @@ def _build_key(manifest: Manifest, variant: Variant, src_hash: str, archs: tuple
 
 
 def _sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
+    return hashlib.sha256(safeload.read_bytes(path)).hexdigest()  # a FIFO or /dev/zero is refused, not read
 
 
 def is_up_to_date(final: Path, stamp: Path, key: str) -> bool:
     """Same inputs as the last build, and its files are still exactly what metadata.json lists."""
     try:
-        data = json.loads(stamp.read_text())
+        data = safeload.load_json(stamp)
         if data["key"] != key or data["metadata-sha256"] != _sha256(final / METADATA):
             return False
-        files = json.loads((final / METADATA).read_text())["digest"]["files"]
+        files = safeload.load_json(final / METADATA)["digest"]["files"]
         return not digest_mismatches(final, files)
-    except (OSError, ValueError, KeyError, TypeError):
+    except (OSError, ValueError, KeyError, TypeError, InputLimitError):
         return False
 
 
@@ -141,6 +142,30 @@ def _check_output_place(root: Path, variant: Variant) -> None:
     for place in (root / BUILD_DIR, root / BUILD_DIR / variant.name, root / WORK_DIR):
         if (place.exists() or place.is_symlink()) and not place.is_dir():  # a file, or a dangling link
             raise BuildError(f"{place}: a file stands where pybuild needs a folder; move it away")
+    check_writable(root / BUILD_DIR)
+
+
+#: Runs a command as the leader of its own process group that dies with pybuild: when pybuild exits or
+#: is killed (even by SIGKILL), the system sends this wrapper SIGTERM (PR_SET_PDEATHSIG), and it kills
+#: the whole group: CMake, ninja and every compiler they started.
+_GROUP_WRAPPER = """
+import ctypes, os, signal, subprocess, sys
+def stop(*_):
+    os.killpg(0, signal.SIGKILL)
+signal.signal(signal.SIGTERM, stop)
+ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+if os.getppid() != int(sys.argv[1]):  # pybuild died before the line above
+    stop()
+rc = subprocess.call(sys.argv[2:])
+sys.exit(rc if rc >= 0 else 128 - rc)
+"""
+
+
+def _in_own_group(cmd: list[str]) -> list[str]:
+    """``cmd`` wrapped so that a killed pybuild takes it and its children along (Linux; elsewhere as is)."""
+    if not sys.platform.startswith("linux"):
+        return cmd
+    return [sys.executable, "-c", _GROUP_WRAPPER, str(os.getpid()), *cmd]
 
 
 def _run_logged(cmd: list[str], log: Path, cwd: Path | None, on_line: Callable[[str], None] | None = None,
@@ -149,8 +174,8 @@ def _run_logged(cmd: list[str], log: Path, cwd: Path | None, on_line: Callable[[
     with log.open("a") as f:
         f.write(f"$ {' '.join(cmd)}\n")
         f.flush()
-        proc = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                                env=env, errors="replace")
+        proc = subprocess.Popen(_in_own_group(cmd), cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                text=True, env=env, errors="replace", start_new_session=True)
         assert proc.stdout is not None
         tail: list[str] = []
         for line in proc.stdout:
@@ -190,6 +215,7 @@ def build_variant(
     _check_variant_buildable(variant)
     _check_output_place(root, variant)
 
+    remove_dead_leftovers(root)  # what killed runs left, even when this run has nothing to do
     src_hash = source_hash(manifest)
     ops = make_ops_name(manifest, variant.backend, src_hash)
     archs = _cuda_archs(manifest, variant, options)
@@ -198,8 +224,10 @@ def build_variant(
         return BuildResult(manifest.name, variant.name, "up to date", time.monotonic() - start, dir_size(final), final)
     cmake, ninja = cmake_and_ninja()  # the whole toolchain before anything is written
 
-    with locked(root / WORK_DIR / f"{variant.name}.lock"):
-        remove_stale_staging(root / WORK_DIR)
+    with variant_lock(root, variant.name):
+        if not options.force and is_up_to_date(final, stamp, key):  # built by the run this one waited for
+            return BuildResult(manifest.name, variant.name, "up to date", time.monotonic() - start, dir_size(final),
+                               final)
         work.mkdir(parents=True, exist_ok=True)
         log = work / "build.log"
         log.write_text(f"pybuild {__version__} building {manifest.name} for {variant.name}\n")
@@ -306,10 +334,13 @@ def _assemble_noarch(manifest: Manifest, variant: Variant, options: BuildOptions
     ops = make_ops_name(manifest, variant.backend, src_hash)
     key = _build_key(manifest, variant, src_hash, ())
     _check_output_place(root, variant)
+    remove_dead_leftovers(root)  # what killed runs left, even when this run has nothing to do
     if not options.force and is_up_to_date(final, stamp, key):
         return BuildResult(manifest.name, variant.name, "up to date", time.monotonic() - start, dir_size(final), final)
-    with locked(root / WORK_DIR / f"{variant.name}.lock"):
-        remove_stale_staging(root / WORK_DIR)
+    with variant_lock(root, variant.name):
+        if not options.force and is_up_to_date(final, stamp, key):  # built by the run this one waited for
+            return BuildResult(manifest.name, variant.name, "up to date", time.monotonic() - start, dir_size(final),
+                               final)
         work.mkdir(parents=True, exist_ok=True)
         with _staging(root, variant) as staging:
             _add_package(manifest, staging, ops, noarch=True)
@@ -319,15 +350,10 @@ def _assemble_noarch(manifest: Manifest, variant: Variant, options: BuildOptions
     return BuildResult(manifest.name, variant.name, "built", time.monotonic() - start, dir_size(final), final)
 
 
-@contextlib.contextmanager
-def _staging(root: Path, variant: Variant) -> Iterator[Path]:
-    """A fresh staging folder for ``variant``, removed again if anything fails before it is sealed."""
-    staging = new_staging_dir(root / WORK_DIR, variant.name)
-    try:
-        yield staging
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
+def _staging(root: Path, variant: Variant) -> contextlib.AbstractContextManager[Path]:
+    """A fresh staging folder for ``variant`` in ``build/`` (on the destination's file system), removed
+    again if anything fails before it is sealed."""
+    return owned_staging(root, variant.name)
 
 
 def _add_package(manifest: Manifest, staging: Path, ops: str, *, noarch: bool) -> Path:
@@ -367,8 +393,8 @@ def remove_other_kind_variants(manifest: Manifest) -> list[str]:
     """Remove :func:`other_kind_variants` (each under its variant's build lock); their names."""
     removed = []
     for d in other_kind_variants(manifest):
-        with locked(manifest.root / WORK_DIR / f"{d.name}.lock"):
-            shutil.rmtree(d)
+        with variant_lock(manifest.root, d.name):
+            remove_tree(d)
         removed.append(d.name)
     return removed
 

@@ -33,10 +33,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from . import safeload
 from .build import other_kind_variants
 from .digest import digest_mismatches, source_hash
 from .elf import NotELFError, bad_rpaths, dynamic_entries, embedded_cxx_runtime
-from .errors import PybuildError, ToolchainError, UsageError, VariantsError
+from .errors import InputLimitError, PybuildError, ToolchainError, UsageError, VariantsError
 from .manifest import NAME_RE, Manifest, load_manifest, loader_python_depends
 from .metadata import METADATA
 from .variants import Matrix, Variant, parse_variant_name
@@ -124,7 +125,7 @@ def _variant_dirs(build_dir: Path) -> tuple[Path, ...]:
 
 def find_target(path: Path) -> Target:
     """Accept a kernel folder (with build.toml), its ``build/`` folder, or one variant folder."""
-    if (path / "build.toml").is_file():
+    if os.path.lexists(path / "build.toml") and not (path / "build.toml").is_dir():  # load_manifest names a FIFO
         return Target(path / "build", load_manifest(path), _variant_dirs(path / "build"))
     if (path / METADATA).is_file():  # a single variant folder
         kernel_root = path.parent.parent
@@ -158,14 +159,15 @@ class _Variant:
         return self.path.name
 
     def extensions(self) -> list[Path]:
-        return sorted(p for p in self.path.rglob("*") if p.is_file() and p.suffix in (".so", ".dylib", ".pyd")
-                      and "__pycache__" not in p.parts)
+        return [p for p in safeload.files(self.path) if p.suffix in (".so", ".dylib", ".pyd")
+                and "__pycache__" not in p.parts]
 
 
 def _loader_metadata(path: Path) -> tuple[Any | None, str | None]:
-    """Parse metadata.json with the ``kernels`` loader's own parser: (parsed, error) or (None, None)."""
+    """Parse metadata.json with the ``kernels`` loader's own parser (``kernels-data``, the library the
+    loader parses and verifies with): (parsed, error), or (None, None) where it is not installed."""
     try:
-        from kernels._rust import Metadata
+        from kernels_data import Metadata
     except ImportError:
         return None, None
     try:
@@ -176,12 +178,18 @@ def _loader_metadata(path: Path) -> tuple[Any | None, str | None]:
 
 def check_metadata(v: _Variant) -> CheckResult:
     path = v.path / METADATA
-    if not path.is_file():
+    if not os.path.lexists(path):
         return CheckResult(v.name, "metadata", "fail", f"{path} is missing; the loader refuses a variant without it")
     try:
-        data = json.loads(path.read_text())
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        data = safeload.load_json(path)
+    except json.JSONDecodeError as e:
         return CheckResult(v.name, "metadata", "fail", f"{path}: invalid JSON: {e}")
+    except UnicodeDecodeError:
+        return CheckResult(v.name, "metadata", "fail", f"{path}: not UTF-8 text; rebuild this variant")
+    except PybuildError as e:  # too large, too deep, duplicate keys, a FIFO
+        return CheckResult(v.name, "metadata", "fail", str(e))
+    except OSError as e:
+        return CheckResult(v.name, "metadata", "fail", f"{path}: cannot be read ({e.strerror})")
     if not isinstance(data, dict):
         return CheckResult(v.name, "metadata", "fail", f"{path}: must hold a JSON object")
     v.metadata = data
@@ -250,19 +258,57 @@ def check_digest(v: _Variant) -> CheckResult:
     if str(digest.get("algorithm", "")).lower() != "sha256":
         return CheckResult(v.name, "digest", "fail", f"unsupported digest algorithm {digest.get('algorithm')!r}")
     # pybuild's reading (names each file) and, where installed, the loader's own verdict.
-    problems = digest_mismatches(v.path, digest["files"]) or _loader_digest_problems(v.path) or []
+    try:
+        problems = digest_mismatches(v.path, digest["files"]) or _loader_digest_problems(v.path) or []
+    except PybuildError as e:  # a tree too deep, a FIFO, a name that is not UTF-8
+        return CheckResult(v.name, "digest", "fail", str(e))
     if problems:
         shown = "; ".join(problems[:5]) + (f"; … {len(problems) - 5} more" if len(problems) > 5 else "")
         return CheckResult(v.name, "digest", "fail",
                            f"{shown}: the files differ from what was built; rebuild (or re-collect) this variant",
                            {"problems": problems})
-    return CheckResult(v.name, "digest", "pass", f"{len(digest['files'])} files match their sha256")
+    signature = signature_problem(v.path)
+    if signature:
+        return CheckResult(v.name, "digest", "fail", signature)
+    signed = "; metadata.json.sigstore covers this metadata.json" if (v.path / SIGNATURE).exists() else ""
+    return CheckResult(v.name, "digest", "pass", f"{len(digest['files'])} files match their sha256{signed}")
+
+
+#: The sigstore bundle the release workflow writes beside each variant's metadata.json, where
+#: ``kernels verify-signature`` looks for it.
+SIGNATURE = "metadata.json.sigstore"
+
+
+def signature_problem(variant_dir: Path) -> str | None:
+    """What is wrong with ``metadata.json.sigstore`` as far as can be told offline (None: absent or
+    fine): it must be a sigstore bundle whose signed message digest is this metadata.json's sha256.
+    Whether the signature itself and its signer's identity hold needs the sigstore services (Fulcio's
+    roots, Rekor's log): ``kernels verify-signature`` (or ``kernels.verify.verify_variant``) checks that."""
+    import base64
+    import hashlib
+
+    path = variant_dir / SIGNATURE
+    if not os.path.lexists(path):
+        return None
+    try:
+        bundle = safeload.load_json(path)
+        raw = safeload.read_bytes(variant_dir / METADATA)
+    except (ValueError, OSError, PybuildError) as e:
+        return f"{path}: not a readable sigstore bundle ({e}); sign metadata.json again"
+    signed = (bundle.get("messageSignature") or {}).get("messageDigest") or {} if isinstance(bundle, dict) else {}
+    if signed.get("algorithm") != "SHA2_256" or not isinstance(signed.get("digest"), str):
+        return f"{path}: not a sigstore bundle of a signed file (no messageSignature.messageDigest); sign metadata.json again"
+    if signed["digest"] != base64.b64encode(hashlib.sha256(raw).digest()).decode():
+        return (f"{path}: signs other content than this metadata.json (rebuilt after signing?); the loader would "
+                "reject it: sign metadata.json again, or remove the stale bundle")
+    return None
 
 
 def _loader_digest_problems(path: Path) -> list[str] | None:
-    """The ``kernels`` loader's own verdict on the digest (None where it is not installed)."""
+    """The verdict of ``kernels-data`` (what the loader and ``kernels verify-signature`` use) on every
+    file against the digest in metadata.json (None where it is not installed)."""
     try:
-        from kernels._rust import Digest, DigestValidationError, Metadata
+        from kernels_data import Digest, DigestValidationError, Metadata
     except ImportError:
         return None
     try:
@@ -502,7 +548,10 @@ def check_variant(path: Path, *, run_import: bool = True) -> list[CheckResult]:
         if fn is check_import and not run_import:
             results.append(CheckResult(v.name, "import", "skip", "not asked for (--no-import)"))
             continue
-        results.append(fn(v))
+        try:
+            results.append(fn(v))
+        except InputLimitError as e:  # a tree too deep, a FIFO, a file name that is not UTF-8
+            results.append(CheckResult(v.name, fn.__name__.removeprefix("check_"), "fail", str(e)))
     return results
 
 

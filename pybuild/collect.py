@@ -16,13 +16,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from .build import BUILD_DIR, WORK_DIR
+from .build import BUILD_DIR
 from .check import _Variant, check_digest, check_metadata
 from .digest import digest_mismatches
 from .errors import CollectError, ManifestError
-from .fsutil import locked, new_staging_dir, replace_dir
+from .fsutil import remove_tree, replace_dir
 from .manifest import duplicate_name_message, load_manifest
 from .metadata import METADATA
+from .staging import check_writable, owned_staging, variant_lock
 
 Status = Literal["added", "updated", "unchanged"]
 
@@ -160,24 +161,25 @@ def _same(final: Path, staging: Path, digest: dict[str, str]) -> bool:
 
 def collect_one(item: Incoming) -> Collected:
     """Copy one verified variant into its kernel's ``build/`` atomically."""
-    work = item.kernel_dir / WORK_DIR
     final = item.kernel_dir / BUILD_DIR / item.variant
-    with locked(work / f"{item.variant}.lock"):  # the lock `pybuild build` takes for this variant
-        staging = new_staging_dir(work, f"collect-{item.variant}")
+    check_writable(final.parent, CollectError)
+    # the lock `pybuild build` takes for this variant; staging in build/, as a build's
+    with variant_lock(item.kernel_dir, item.variant), \
+            owned_staging(item.kernel_dir, item.variant, CollectError) as staging:
         try:
             _copy_writable(item.source, staging)
-            problems = digest_mismatches(staging, item.digest)
-            if problems:
-                raise CollectError(f"{item.source}: the copy differs from its digest ({problems[0]}); "
-                                   "build/ is unchanged")
-            if final.is_dir() and _same(final, staging, item.digest):
-                shutil.rmtree(staging)
-                return Collected(item.kernel, item.variant, "unchanged", final)
-            status: Status = "updated" if final.exists() else "added"
-            replace_dir(staging, final)
-        except BaseException:
-            shutil.rmtree(staging, ignore_errors=True)
-            raise
+        except shutil.Error as e:
+            first = e.args[0][0] if e.args and isinstance(e.args[0], list) and e.args[0] else e
+            raise CollectError(f"{item.source}: could not be copied ({first}); build/ is unchanged") from None
+        problems = digest_mismatches(staging, item.digest)
+        if problems:
+            raise CollectError(f"{item.source}: the copy differs from its digest ({problems[0]}); "
+                               "build/ is unchanged")
+        if final.is_dir() and _same(final, staging, item.digest):
+            remove_tree(staging)
+            return Collected(item.kernel, item.variant, "unchanged", final)
+        status: Status = "updated" if final.exists() else "added"
+        replace_dir(staging, final)
     return Collected(item.kernel, item.variant, status, final)
 
 

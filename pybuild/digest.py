@@ -6,6 +6,7 @@ import base64
 import hashlib
 from pathlib import Path
 
+from . import safeload
 from .manifest import Manifest
 
 SOURCE_HASH_LEN = 10
@@ -38,9 +39,9 @@ def file_sha256_b64(path: Path) -> str:
 def digest_files(variant_dir: Path) -> dict[str, str]:
     """``{relpath: base64 sha256}`` for every file of a variant, as the ``kernels`` loader hashes it."""
     files: dict[str, str] = {}
-    for p in sorted(variant_dir.rglob("*")):
+    for p in safeload.files(variant_dir):  # no recursion, no special files, UTF-8 names only
         rel = p.relative_to(variant_dir)
-        if "__pycache__" in rel.parts or not p.is_file() or str(rel) in DIGEST_EXCLUDED:
+        if "__pycache__" in rel.parts or str(rel) in DIGEST_EXCLUDED:
             continue
         files[rel.as_posix()] = file_sha256_b64(p)
     return files

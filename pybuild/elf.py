@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
 from pathlib import Path
 
 from .errors import ToolchainError
+from .safeload import shown
 
 
 class NotELFError(ValueError):
@@ -19,9 +21,11 @@ def dynamic_entries(so: Path) -> list[tuple[str, str]]:
     readelf = shutil.which("readelf")
     if readelf is None:
         raise ToolchainError("`readelf` not found; install binutils (apt-get install binutils)")
-    out = subprocess.run([readelf, "-d", "-W", str(so)], capture_output=True, text=True, check=False)
+    # bytes in and out: a file name (echoed in readelf's messages) need not be UTF-8
+    out = subprocess.run([readelf, "-d", "-W", os.fsencode(so)], capture_output=True, text=True, check=False,
+                         errors="replace")
     if out.returncode != 0:
-        raise NotELFError(f"{so.name}: not a readable shared object ({out.stderr.strip() or 'readelf failed'})")
+        raise NotELFError(f"{shown(so.name)}: not a readable shared object ({out.stderr.strip() or 'readelf failed'})")
     entries = []
     for line in out.stdout.splitlines():
         m = re.match(r"\s*0x[0-9a-f]+\s+\((\w+)\)\s+.*?\[(.*)\]\s*$", line)
@@ -50,6 +54,7 @@ def embedded_cxx_runtime(so: Path) -> list[str]:
     nm = shutil.which("nm")
     if nm is None:
         raise ToolchainError("`nm` not found; install binutils (apt-get install binutils)")
-    out = subprocess.run([nm, "-D", "--defined-only", str(so)], capture_output=True, text=True, check=False)
+    out = subprocess.run([nm, "-D", "--defined-only", os.fsencode(so)], capture_output=True, text=True, check=False,
+                         errors="replace")
     defined = {line.split()[-1] for line in out.stdout.splitlines() if line.strip()}
     return [s for s in CXX_RUNTIME_SYMBOLS if s in defined]

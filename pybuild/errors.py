@@ -55,3 +55,10 @@ class PublishError(PybuildError):
     """A release that cannot be published."""
 
     exit_code = 9
+
+
+class InputLimitError(PybuildError):
+    """An input beyond what pybuild reads: a tree nested too deep, a file too large, a special file
+    (FIFO, device) where a regular one belongs, a file name that is not UTF-8."""
+
+    exit_code = 10

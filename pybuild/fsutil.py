@@ -8,6 +8,7 @@ import errno
 import fcntl
 import os
 import shutil
+import stat
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -43,28 +44,48 @@ def replace_dir(staging: Path, final: Path) -> None:
         os.rename(staging, final)
         return
     if _exchange(staging, final):
-        shutil.rmtree(staging)
+        remove_tree(staging)  # now the old tree
         return
     old = final.with_name(f".{final.name}.old-{uuid.uuid4().hex[:8]}")
     os.rename(final, old)
     os.rename(staging, final)
-    shutil.rmtree(old)
+    remove_tree(old)
 
 
-def new_staging_dir(parent: Path, label: str) -> Path:
-    parent.mkdir(parents=True, exist_ok=True)
-    path = parent / f"staging-{label}-{uuid.uuid4().hex[:8]}"
-    path.mkdir()
-    return path
-
-
-def remove_stale_staging(parent: Path) -> None:
-    if parent.is_dir():
-        for p in parent.glob("staging-*"):
-            if p.is_dir() and not p.is_symlink():
-                shutil.rmtree(p, ignore_errors=True)
-            else:  # a file swapped out of build/ by replace_dir
-                p.unlink(missing_ok=True)
+def remove_tree(path: Path) -> None:
+    """Remove ``path`` (a folder tree of any depth, a file or a link; never what a link points to),
+    without recursion. A missing path is fine."""
+    try:
+        os.unlink(path)
+        return
+    except FileNotFoundError:
+        return
+    except (IsADirectoryError, PermissionError):
+        pass  # a folder (Linux says EISDIR, POSIX allows EPERM)
+    flags = os.O_RDONLY | os.O_DIRECTORY | getattr(os, "O_NOFOLLOW", 0)
+    stack = [(os.open(path, flags), "")]  # (open folder, its name in the parent)
+    try:
+        while stack:
+            fd, _ = stack[-1]
+            sub = None
+            for entry in os.scandir(fd):
+                if entry.is_dir(follow_symlinks=False):
+                    sub = entry.name
+                    break
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(entry.name, dir_fd=fd)
+            if sub is not None:
+                stack.append((os.open(sub, flags, dir_fd=fd), sub))
+                continue
+            os.close(fd)
+            _, name = stack.pop()
+            if stack:
+                with contextlib.suppress(FileNotFoundError):
+                    os.rmdir(name, dir_fd=stack[-1][0])
+    finally:
+        for fd, _ in stack:
+            os.close(fd)
+    os.rmdir(path)
 
 
 @contextlib.contextmanager
@@ -80,4 +101,6 @@ def locked(path: Path) -> Iterator[None]:
 
 
 def dir_size(path: Path) -> int:
-    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
+    from .safeload import walk
+
+    return sum(st.st_size for _, st in walk(path, max_depth=1 << 30) if stat.S_ISREG(st.st_mode))

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from . import safeload
 from .errors import ManifestError
 from .variants import BACKENDS, Variant, noarch_variant
 
@@ -159,7 +160,7 @@ class Manifest:
         for inc in (*self.torch_include, *(i for k in self.kernels for i in k.include)):
             base = root / inc
             if base.is_dir():
-                files.update(str(p.relative_to(root)) for p in base.rglob("*") if p.is_file())
+                files.update(str(p.relative_to(root)) for p in safeload.files(base) if p.is_file())
         files.update(f"torch-ext/{self.python_name}/{rel}" for rel in self.package_files())
         return sorted(files)
 
@@ -170,7 +171,7 @@ class Manifest:
         if not pkg.is_dir():
             return []
         found = []
-        for p in pkg.rglob("*"):
+        for p in safeload.files(pkg):
             rel = p.relative_to(pkg)
             if not p.is_file() or "__pycache__" in rel.parts or rel.as_posix() == "_ops.py" \
                     or p.name.endswith(_BUILT_SUFFIXES):
@@ -310,7 +311,7 @@ def duplicate_name_message(name: str, dirs: list[Path]) -> str:
 def parse_manifest(text: str, path: Path) -> Manifest:
     """Parse ``build.toml`` text. ``path`` locates the kernel folder for the file checks."""
     try:
-        data = tomllib.loads(text)
+        data = safeload.loads_toml(text, str(path), ManifestError)
     except tomllib.TOMLDecodeError as e:
         raise ManifestError(f"{path}: TOML syntax error: {e}") from None
     root = path.parent
@@ -479,11 +480,13 @@ def load_manifest(kernel_dir: Path) -> Manifest:
     """Read ``kernel_dir/build.toml``."""
     path = kernel_dir / "build.toml"
     try:
-        text = path.read_text()
+        text = safeload.read_text(path, ManifestError, limit=1 << 20)
     except FileNotFoundError:
         raise ManifestError(f"{path}: not found; a kernel folder needs a build.toml") from None
     except UnicodeDecodeError:
         raise ManifestError(f"{path}: not valid UTF-8 text") from None
+    except OSError as e:  # a folder, a dangling link, a link loop, no permission
+        raise ManifestError(f"{path}: cannot be read ({e.strerror}); a kernel folder needs a build.toml file") from None
     return parse_manifest(text, path)
 
 

@@ -7,7 +7,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from . import __version__
+from . import __version__, safeload
 from .digest import digest_files
 from .errors import PybuildError
 from .manifest import Manifest
@@ -72,11 +72,13 @@ def write_metadata(variant_dir: Path, metadata: dict[str, Any]) -> None:
 def read_metadata(variant_dir: Path) -> dict[str, Any]:
     path = variant_dir / METADATA
     try:
-        data = json.loads(path.read_text())
+        data = safeload.load_json(path)
     except FileNotFoundError:
         raise PybuildError(f"{path}: missing; every built variant needs a metadata.json") from None
     except json.JSONDecodeError as e:
         raise PybuildError(f"{path}:{e.lineno}:{e.colno}: invalid JSON: {e.msg}") from None
+    except UnicodeDecodeError:
+        raise PybuildError(f"{path}: not UTF-8 text; rebuild this variant") from None
     if not isinstance(data, dict):
         raise PybuildError(f"{path}: must hold a JSON object")
     return data

@@ -20,17 +20,21 @@ branch that it created.
 from __future__ import annotations
 
 import hashlib
+import os
 import re
+import stat
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
+from . import safeload
 from .check import CheckReport
 from .errors import PublishError, UsageError
 from .generate import generated_paths
 from .manifest import Manifest
+from .safeload import shown
 
 VERSION_RE = re.compile(r"^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)$", re.ASCII)
 REPO_ID_RE = re.compile(r"^[A-Za-z0-9][-A-Za-z0-9_.]*/[A-Za-z0-9][-A-Za-z0-9_.]*$", re.ASCII)
@@ -128,34 +132,75 @@ def _excluded(rel: Path) -> bool:
             or rel.suffix in EXCLUDED_SUFFIXES)
 
 
+def _refuse_link(path: Path) -> PublishError:
+    try:
+        target = f" (to {os.readlink(path)})"
+    except OSError:
+        target = ""
+    return PublishError(f"{shown(path)}: is a symlink{target}; publish uploads only the kernel's own files and a link "
+                        "may lead out of the kernel folder: replace it with a copy of what it points to, or remove it")
+
+
+def _own_file(root: Path, rel: str) -> Path | None:
+    """``root/rel`` if it is a regular file reached without any symlink on the way (None if absent)."""
+    path = root
+    for part in Path(rel).parts:
+        path = path / part
+        try:
+            mode = path.lstat().st_mode
+        except FileNotFoundError:
+            return None
+        if stat.S_ISLNK(mode):
+            raise _refuse_link(path)
+    if not stat.S_ISREG(mode):
+        if stat.S_ISDIR(mode):
+            return None
+        raise PublishError(f"{shown(path)}: not a regular file; publish uploads files only: remove it")
+    return path
+
+
+def _hidden_in_build(rel: Path) -> bool:
+    """``build/.staging.*`` and other dot entries of build/: a run's work in progress, never a variant."""
+    return rel.parts[0] == "build" and len(rel.parts) > 1 and rel.parts[1].startswith(".")
+
+
 def select_files(manifest: Manifest) -> list[tuple[str, Path]]:
-    """``(path in repo, local file)`` for the kernel's sources and ``build/``; never generated or cached files."""
+    """``(path in repo, local file)`` for the kernel's sources and ``build/``; never generated or cached
+    files, and nothing reached through a symlink (refused by name) or that is not a regular file."""
     root = manifest.root
     generated = set(generated_paths(manifest))
     chosen: dict[str, Path] = {}
     for name in SOURCE_FILES:
-        if (root / name).is_file():
-            chosen[name] = root / name
+        found = _own_file(root, name)
+        if found is not None:
+            chosen[name] = found
     # Everything build.toml names (sources, include folders, the wrapper), wherever it lives:
     # the published repo must rebuild from its own files.
     for rel in manifest.source_files():
         if rel not in generated and not _excluded(Path(rel)):
-            chosen[rel] = root / rel
+            found = _own_file(root, rel)
+            if found is not None:
+                chosen[rel] = found
     for d in (*SOURCE_DIRS, "build"):
         base = root / d
+        if base.is_symlink():
+            raise _refuse_link(base)
         if not base.is_dir():
             continue
-        for p in sorted(base.rglob("*")):
+        for p, st in safeload.walk(base, PublishError):  # never descends into a symlinked folder
             rel = p.relative_to(root)
-            if not p.is_file() or _excluded(rel):
+            if _excluded(rel) or _hidden_in_build(rel):
                 continue
+            if stat.S_ISLNK(st.st_mode):
+                raise _refuse_link(p)
+            if stat.S_ISDIR(st.st_mode):
+                continue
+            if not stat.S_ISREG(st.st_mode):
+                raise PublishError(f"{shown(p)}: not a regular file; publish uploads files only: remove it")
             posix = rel.as_posix()
             if d != "build" and (posix in generated or p.suffix in (".so", ".dylib", ".pyd")):
                 continue
             chosen[posix] = p
-    for name in sorted(chosen):
-        if chosen[name].is_symlink():
-            raise PublishError(f"{chosen[name]}: is a symlink; the Hub stores files only, copy it in")
     return sorted(chosen.items())
 
 
@@ -291,6 +336,8 @@ class Hub:
     def __init__(self, api: Any, plan: ReleasePlan, *, retries: int, info: Callable[[str], None],
                  sleep: Callable[[float], None] = time.sleep):
         self.api, self.plan, self.retries, self.info, self.sleep = api, plan, max(0, retries), info, sleep
+        self.step = "start"  # what the run is doing, for the message if it fails
+        self.wrote = False  # a write of this run was accepted (so the token may write)
 
     def backoff(self, what: str, exc: BaseException, attempt: int) -> None:
         delay = _retry_after(exc)
@@ -337,6 +384,8 @@ def differences(plan: ReleasePlan, remote: dict[str, RemoteFile]) -> list[str]:
     out = [f"only on the Hub: {p}" for p in sorted(set(theirs) - set(local))]
     out += [f"not on the Hub: {p}" for p in sorted(set(local) - set(theirs))]
     for p in sorted(set(local) & set(theirs)):
+        if p.endswith("/metadata.json.sigstore"):
+            continue  # a signature of the same metadata.json (compared itself), made at another time
         f, r = local[p], theirs[p]
         same = (r.lfs_sha256 == f.sha256) if r.lfs_sha256 else (r.git_oid == f.git_oid)
         if not same:
@@ -379,18 +428,35 @@ def _newer_release(plan: ReleasePlan, tags: Iterable[str]) -> str | None:
 def publish_plan(api: Any, plan: ReleasePlan, *, retries: int = DEFAULT_RETRIES, info: Callable[[str], None] = print,
                  progress: Callable[[str, float | None], None] | None = None,
                  sleep: Callable[[float], None] = time.sleep) -> PublishResult:
-    """Write ``plan`` to the Hub (see the module docstring for the guarantees)."""
+    """Write ``plan`` to the Hub (see the module docstring for the guarantees). An exception from the
+    Hub leaves the refs as they were (the branch is rolled back if the tag fails) and carries
+    ``pybuild_step`` (what failed), ``pybuild_token_ok`` and ``pybuild_state`` (what the remote holds
+    now) for :func:`hub_error`."""
     hub = Hub(api, plan, retries=retries, info=info, sleep=sleep)
-    step = progress or (lambda message, fraction: None)
+    try:
+        return _publish(hub, plan, progress or (lambda message, fraction: None))
+    except Exception as e:
+        if not isinstance(e, PublishError):
+            e.pybuild_step = getattr(e, "pybuild_step", hub.step)  # type: ignore[attr-defined]
+            e.pybuild_token_ok = hub.wrote  # type: ignore[attr-defined]
+        raise
+
+
+def _publish(hub: Hub, plan: ReleasePlan, step: Callable[[str, float | None], None]) -> PublishResult:
+    api = hub.api
     url = f"{getattr(api, 'endpoint', '')}/{'kernels/' if plan.repo_type == 'kernel' else ''}{plan.repo_id}"
 
+    hub.step = "create the repo"
     step("creating the repo if missing", None)
     hub.call("create repo", lambda: api.create_repo(plan.repo_id, repo_type=plan.repo_type, exist_ok=True))
+    hub.wrote = True
+    hub.step = "read the refs"
     step("reading refs", None)
     branches, tags = hub.refs()
 
     if plan.tag in tags:
         commit = tags[plan.tag]
+        hub.step = f"list the files of tag {plan.tag}"
         diff = differences(plan, hub.tree(commit))
         if not diff:
             return PublishResult("already published", commit, plan.branch, plan.tag, url)
@@ -406,28 +472,69 @@ def publish_plan(api: Any, plan: ReleasePlan, *, retries: int = DEFAULT_RETRIES,
 
     created_branch = False
     tip = branches.get(plan.branch)
-    if tip is None:
-        step(f"creating branch {plan.branch}", None)
-        hub.call(f"create branch {plan.branch}",
-                 lambda: api.create_branch(plan.repo_id, branch=plan.branch, repo_type=plan.repo_type, exist_ok=True))
-        created_branch = True
-        branches, _ = hub.refs()
-        tip = branches[plan.branch]
     try:
+        if tip is None:
+            hub.step = f"create branch {plan.branch}"
+            step(f"creating branch {plan.branch}", None)
+            hub.call(f"create branch {plan.branch}", lambda: api.create_branch(
+                plan.repo_id, branch=plan.branch, repo_type=plan.repo_type, exist_ok=True))
+            created_branch = True
+            hub.step = f"read the refs after creating branch {plan.branch}"
+            branches, _ = hub.refs()
+            tip = branches[plan.branch]
+        hub.step = f"list the files of branch {plan.branch}"
         remote = hub.tree(tip)
         if differences(plan, remote):
+            hub.step = f"upload the files as one commit on branch {plan.branch}"
             commit = _commit(hub, plan, tip, remote, step)
+            hub.wrote = True
             status = "published"
         else:
+            info = hub.info
             info(f"  branch {plan.branch} already holds this release (commit {tip[:12]}): only tagging it")
             commit, status = tip, "tagged existing commit"
-    except BaseException:
+    except BaseException as e:
         if created_branch:
-            _drop_branch_if_unused(hub, plan, tip)
+            _annotate(e, _drop_branch_if_unused(hub, plan, tip))
         raise
+    hub.step = f"create tag {plan.tag}"
     step(f"tagging {plan.tag}", None)
-    _tag(hub, plan, commit)
+    try:
+        _tag(hub, plan, commit)
+    except BaseException as e:
+        if status == "published":  # this run moved the branch: move it back, so that nothing is half-released
+            _annotate(e, _roll_back(hub, plan, commit, None if created_branch else tip))
+        raise
     return PublishResult(status, commit, plan.branch, plan.tag, url)
+
+
+def _annotate(exc: BaseException, state: str) -> None:
+    if isinstance(exc, PublishError):
+        exc.args = (f"{exc}; {state}",)
+    else:
+        exc.pybuild_state = state  # type: ignore[attr-defined]
+
+
+def _roll_back(hub: Hub, plan: ReleasePlan, ours: str, previous: str | None) -> str:
+    """Put branch ``plan.branch`` back where it was before this run's commit ``ours`` (remove it if
+    this run created it); what the remote holds now, as a phrase."""
+    api, p = hub.api, plan
+    try:
+        branches, _ = hub.refs()
+        now = branches.get(p.branch)
+        if now != ours:
+            return (f"branch {p.branch} was moved by someone else meanwhile (to {str(now)[:12]}) and is left as it "
+                    "is; nothing was tagged")
+        hub.call(f"delete branch {p.branch}", lambda: api.delete_branch(p.repo_id, branch=p.branch,
+                                                                          repo_type=p.repo_type))
+        if previous is None:
+            return f"branch {p.branch}, which this run had created, was removed again: nothing was released"
+        hub.call(f"restore branch {p.branch}", lambda: api.create_branch(
+            p.repo_id, branch=p.branch, revision=previous, repo_type=p.repo_type, exist_ok=False))
+        return f"branch {p.branch} was rolled back to {previous[:12]}: nothing was released"
+    except Exception as e:  # noqa: BLE001 (the original error matters more)
+        return (f"rolling back branch {p.branch} failed too ({describe(e)}): it points at {ours[:12]}, the complete "
+                f"release without its tag; run the same command again to tag it")
 
 
 def _bump(version: str) -> str:
@@ -489,16 +596,24 @@ def _tag(hub: Hub, plan: ReleasePlan, commit: str) -> None:
             hub.backoff("tag", e, attempt)
 
 
-def _drop_branch_if_unused(hub: Hub, plan: ReleasePlan, start: str) -> None:
-    """Remove the branch this run created, if it still points where it was created (best effort)."""
+def _drop_branch_if_unused(hub: Hub, plan: ReleasePlan, start: str | None) -> str:
+    """Remove the branch this run created, if it still points where it was created (``start``; None
+    when the run could not read it back: nothing was committed, so wherever it points); what the
+    remote holds now, as a phrase."""
     try:
         branches, _ = hub.refs()
-        if branches.get(plan.branch) == start:
-            hub.api.delete_branch(plan.repo_id, branch=plan.branch, repo_type=plan.repo_type)
+        now = branches.get(plan.branch)
+        if now is None:
+            return "nothing was released"
+        if start is None or now == start:
+            hub.call(f"delete branch {plan.branch}", lambda: hub.api.delete_branch(
+                plan.repo_id, branch=plan.branch, repo_type=plan.repo_type))
             hub.info(f"  removed branch {plan.branch}, which this run had created")
+            return f"branch {plan.branch}, which this run had created, was removed again: nothing was released"
+        return f"branch {plan.branch} was moved by someone else meanwhile and is left as it is; nothing was tagged"
     except Exception as e:  # noqa: BLE001 (the original error matters more)
-        hub.info(f"  could not remove branch {plan.branch} ({describe(e)}); it points at {start[:12]}, "
-                 "the commit it was created from, and the next run reuses it")
+        return (f"could not remove branch {plan.branch} ({describe(e)}); it points at {str(start)[:12]}, the commit "
+                "it was created from, and the next run reuses it; nothing was tagged")
 
 
 def make_api(token_required: bool = True) -> Any:
@@ -513,11 +628,18 @@ def make_api(token_required: bool = True) -> Any:
 def hub_error(exc: BaseException, plan: ReleasePlan) -> PublishError:
     """A one-line PublishError for anything huggingface_hub raised."""
     code = _status_code(exc)
-    base = f"{plan.repo_id}: publishing {plan.version} failed: {describe(exc)}"
-    if code in (401, 403):
+    step = getattr(exc, "pybuild_step", None)
+    at = f" at step `{step}`" if step else ""
+    state = getattr(exc, "pybuild_state", None) or "nothing was tagged"
+    base = f"{plan.repo_id}: publishing {plan.version} failed{at}: {describe(exc)}"
+    if code == 401 or (code == 403 and not getattr(exc, "pybuild_token_ok", False)):
         return PublishError(f"{base}; the Hub refused the token: check HF_TOKEN (or `hf auth login`) and that it may "
-                            f"write to {plan.repo_id.split('/')[0]}")
+                            f"write to {plan.repo_id.split('/')[0]}; {state}")
+    if code == 403:
+        return PublishError(f"{base}; the token was accepted for this run's earlier writes, so the Hub forbids this "
+                            f"step itself (e.g. a protected branch or tag, a repo setting): check {plan.repo_id}'s "
+                            f"settings; {state}")
     if is_transient(exc):
-        return PublishError(f"{base} (gave up after retries); nothing was tagged; run the same command again "
-                            "to complete the release")
-    return PublishError(base)
+        return PublishError(f"{base} (gave up after retries); {state}; run the same command again to complete the "
+                            "release")
+    return PublishError(f"{base}; {state}")

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, get_args
 
+from . import safeload
 from .errors import VariantsError
 
 Backend = Literal["cuda", "rocm", "cpu", "metal", "xpu"]
@@ -23,6 +24,10 @@ BACKENDS: tuple[str, ...] = get_args(Backend)
 VERSIONED_BACKENDS = ("cuda", "rocm", "xpu")
 CXX_ABIS = ("cxx11", "cxx98")
 SYSTEMS = ("x86_64-linux", "aarch64-linux", "aarch64-darwin")
+#: torch releases a matrix may name (a new release: add it here once its wheels are out).
+KNOWN_TORCH = tuple(f"2.{minor}" for minor in range(0, 14))
+#: CUDA toolkits torch has published wheels for (a new one: add it here and to manifest.CUDA_CAPABILITIES).
+KNOWN_CUDA = ("11.8", "12.1", "12.4", "12.6", "12.8", "12.9", "13.0")
 EXCLUDE_KEYS = ("torch", "backend", "backend-version", "cxx-abi", "system", "reason")
 
 _BACKEND_PREFIX = {"cuda": "cu", "rocm": "rocm", "xpu": "xpu"}
@@ -197,6 +202,9 @@ def expand_matrix(data: Any, path: Path = Path("variants.json")) -> Matrix:
         version = entry.get("version")
         if not isinstance(version, str) or not re.fullmatch(r"\d\.\d+", version, re.ASCII):
             raise _fail(path, f"{where}.version", f'must be "major.minor" like "2.13"; found {version!r}')
+        if version not in KNOWN_TORCH:
+            raise _fail(path, f"{where}.version", f"unknown torch {version}; known: {', '.join(KNOWN_TORCH)} (a newer "
+                                                  "release: add it to KNOWN_TORCH in pybuild/variants.py)")
         if version in seen_torch:
             raise _fail(path, f"{where}.version", f"torch {version} is listed twice")
         seen_torch.add(version)
@@ -209,6 +217,10 @@ def expand_matrix(data: Any, path: Path = Path("variants.json")) -> Matrix:
             value = entry[backend]
             if backend in VERSIONED_BACKENDS:
                 versions = _str_list(path, f"{where}.{backend}", value, r"\d+\.\d", '["12.8", "13.0"]')
+                unknown_cuda = [v for v in versions if backend == "cuda" and v not in KNOWN_CUDA]
+                if unknown_cuda:
+                    raise _fail(path, f"{where}.cuda", f"unknown CUDA {', '.join(unknown_cuda)}; known: "
+                                                       f"{', '.join(KNOWN_CUDA)}")
                 backend_versions: list[str | None] = list(versions)
             else:
                 if not isinstance(value, bool):
@@ -277,7 +289,7 @@ def find_variants_file(start: Path | None = None) -> Path:
 def load_matrix(path: Path) -> Matrix:
     """Read and expand ``variants.json``."""
     try:
-        data = json.loads(path.read_text())
+        data = safeload.load_json(path, VariantsError, limit=4 << 20)
     except FileNotFoundError:
         raise VariantsError(f"{path}: file not found") from None
     except IsADirectoryError:

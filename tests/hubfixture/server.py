@@ -318,6 +318,7 @@ class _Rule:
     message: str = ""
     retry_after: float | None = None
     after_apply: bool = False
+    skip: int = 0  # matching requests to let through before the rule fires
 
 
 class Faults:
@@ -334,17 +335,21 @@ class Faults:
         self.triggered: list[tuple[str, str, str]] = []
 
     def fail_next(self, route: str, status: int = 503, *, times: int = 1, message: str | None = None,
-                  retry_after: float | None = None, method: str | None = None) -> None:
+                  retry_after: float | None = None, method: str | None = None, skip: int = 0) -> None:
         """Answer the next ``times`` matching requests with ``status`` and ``{"error": message}``,
         without running them.  ``retry_after`` adds a ``Retry-After`` header (huggingface_hub's
-        backoff then sleeps ``retry_after + 1`` seconds instead of its exponential delay)."""
-        self._add(_Rule(route, "fail", times, method, status, message or f"injected fault: HTTP {status}", retry_after))
+        backoff then sleeps ``retry_after + 1`` seconds instead of its exponential delay).
+        ``skip`` lets that many matching requests through first (fail the 3rd: ``skip=2``)."""
+        self._add(_Rule(route, "fail", times, method, status, message or f"injected fault: HTTP {status}", retry_after,
+                        skip=skip))
 
-    def drop_next(self, route: str, *, times: int = 1, after_apply: bool = False, method: str | None = None) -> None:
+    def drop_next(self, route: str, *, times: int = 1, after_apply: bool = False, method: str | None = None,
+                  skip: int = 0) -> None:
         """Close the connection of the next ``times`` matching requests without any response.
         By default the request is *not* applied; ``after_apply=True`` applies it first and then
-        drops the response (a "lost response": the client cannot know the write happened)."""
-        self._add(_Rule(route, "drop", times, method, after_apply=after_apply))
+        drops the response (a "lost response": the client cannot know the write happened).
+        ``skip`` as for ``fail_next``."""
+        self._add(_Rule(route, "drop", times, method, after_apply=after_apply, skip=skip))
 
     def clear(self) -> None:
         with self._lock:
@@ -368,6 +373,9 @@ class Faults:
         with self._lock:
             for rule in self._rules:
                 if rule.route == route and rule.method in (None, method):
+                    if rule.skip > 0:
+                        rule.skip -= 1
+                        return None
                     rule.remaining -= 1
                     if rule.remaining == 0:
                         self._rules.remove(rule)

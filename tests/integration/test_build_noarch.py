@@ -75,7 +75,7 @@ def farm(tmp_path: Path) -> Path:
 def test_build_layout_metadata_and_check(farm: Path) -> None:
     kernel = farm / "kernels" / "softcap"
     assert sorted(p.name for p in (kernel / "build").iterdir()) == ["torch-cpu", "torch-cuda"]
-    from kernels._rust import Digest, DigestAlgorithm, Metadata
+    from kernels_data import Digest, DigestAlgorithm, Metadata
 
     ids = set()
     for backend in ("cpu", "cuda"):

@@ -2,39 +2,63 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
-from pybuild.fsutil import new_staging_dir, remove_stale_staging, replace_dir
+from pybuild.fsutil import remove_tree, replace_dir
+from pybuild.staging import leftovers, owned_staging, remove_dead_leftovers, variant_lock
+from tests.faults.corpus import deep_tree
 
 
 def test_replace_dir_swaps_complete_trees(tmp_path: Path) -> None:
     final = tmp_path / "build" / "v"
-    first = new_staging_dir(tmp_path / "work", "v")
-    (first / "a.txt").write_text("one")
-    replace_dir(first, final)
+    with variant_lock(tmp_path, "v"), owned_staging(tmp_path, "v") as first:
+        (first / "a.txt").write_text("one")
+        replace_dir(first, final)
     assert (final / "a.txt").read_text() == "one" and not first.exists()
 
-    second = new_staging_dir(tmp_path / "work", "v")
-    (second / "b.txt").write_text("two")
-    replace_dir(second, final)
+    with variant_lock(tmp_path, "v"), owned_staging(tmp_path, "v") as second:
+        (second / "b.txt").write_text("two")
+        replace_dir(second, final)
     assert sorted(p.name for p in final.iterdir()) == ["b.txt"]
     assert not second.exists()
     assert sorted(p.name for p in (tmp_path / "build").iterdir()) == ["v"]  # no leftovers beside it
 
 
-def test_stale_staging_is_removed(tmp_path: Path) -> None:
-    stale = new_staging_dir(tmp_path, "v")
-    (stale / "half-written.so").write_bytes(b"\0")
-    keep = tmp_path / "stamp.json"
+def test_staging_lives_beside_its_destination_and_names_its_owner(tmp_path: Path) -> None:
+    with variant_lock(tmp_path, "v"), owned_staging(tmp_path, "v") as staging:
+        assert staging.parent == tmp_path / "build" and f".{os.getpid()}." in staging.name
+        assert os.stat(staging).st_dev == os.stat(tmp_path / "build").st_dev
+
+
+def test_dead_leftovers_are_removed_live_ones_kept(tmp_path: Path) -> None:
+    (tmp_path / "build").mkdir()
+    dead = tmp_path / "build" / ".staging.v.999999.abcd1234"
+    (dead / "pkg").mkdir(parents=True)
+    (dead / "pkg" / "half-written.so").write_bytes(b"\0")
+    old_tree = tmp_path / "build" / ".v.old-1234abcd"
+    old_tree.mkdir()
+    legacy = tmp_path / ".pybuild" / "staging-collect-v-0123abcd"
+    legacy.mkdir(parents=True)
+    (tmp_path / ".pybuild" / "staging-w-12345678").write_text("a file swapped out of build/ by an older pybuild")
+    keep = tmp_path / ".pybuild" / "v" / "stamp.json"
+    keep.parent.mkdir()
     keep.write_text("{}")
-    remove_stale_staging(tmp_path)
-    assert not stale.exists() and keep.exists()
+    assert len(leftovers(tmp_path)) == 4
+    removed = remove_dead_leftovers(tmp_path, held="other")
+    assert len(removed) == 4 and {dead, old_tree, legacy} <= set(removed)
+    assert leftovers(tmp_path) == [] and keep.exists()
 
 
-def test_a_stale_staging_file_is_removed_too(tmp_path: Path) -> None:
-    (tmp_path / "staging-v-1234").write_text("a file replace_dir swapped out of build/")
-    remove_stale_staging(tmp_path)
-    assert list(tmp_path.iterdir()) == []
+def test_remove_tree_handles_any_depth_and_never_follows_links(tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "keep").write_text("x")
+    deep_tree(tmp_path / "t", 3000)
+    (tmp_path / "t" / "link").symlink_to(outside)
+    remove_tree(tmp_path / "t")
+    assert not (tmp_path / "t").exists() and (outside / "keep").exists()
+    remove_tree(tmp_path / "missing")  # fine
 
 
 def test_a_failed_configure_names_its_cause_and_a_missing_compiler_is_the_toolchain(tmp_path: Path) -> None:

@@ -291,10 +291,22 @@ def test_lost_commit_answer_is_recognised_not_committed_twice(hub, api, kernel, 
     assert refs(hub)["tags"]["v1.1.0"] == result.commit == refs(hub)["branches"]["v1"]
 
 
-def test_commit_without_tag_is_completed_by_the_rerun(hub, api, kernel, variants_file) -> None:
+def test_a_failed_tag_rolls_the_branch_back(hub, api, kernel, variants_file) -> None:
     hub.faults.fail_next("create_tag", 500, times=3)
-    with pytest.raises(HfHubHTTPError):
+    with pytest.raises(HfHubHTTPError) as err:
         publish(api, plan_for(kernel, variants_file), retries=2)
+    assert refs(hub)["tags"] == {} and "v1" not in refs(hub)["branches"]  # the branch this run created: removed
+    assert "removed again" in err.value.pybuild_state and err.value.pybuild_step == "create tag v1.0.0"
+
+
+def test_commit_without_tag_is_completed_by_the_rerun(hub, api, kernel, variants_file) -> None:
+    """A run that could neither tag nor roll back (or was killed between the two) leaves the complete
+    release on the branch; the rerun only tags it."""
+    hub.faults.fail_next("create_tag", 500, times=3)
+    hub.faults.fail_next("delete_branch", 403)
+    with pytest.raises(HfHubHTTPError) as err:
+        publish(api, plan_for(kernel, variants_file), retries=2)
+    assert "run the same command again to tag it" in err.value.pybuild_state
     assert refs(hub)["tags"] == {}
     tip = refs(hub)["branches"]["v1"]
     n = commits(hub)

@@ -166,3 +166,20 @@ def test_release_builds_checks_and_publishes() -> None:
     step = jobs["publish"]["steps"][publish]
     assert step["env"]["HF_TOKEN"] == "${{ secrets.HF_TOKEN }}"
     assert jobs["publish"]["environment"] == "release"
+
+
+def test_release_signs_every_metadata_json_as_upstream_does() -> None:
+    """Keyless sigstore signing with the job's OIDC identity, a bundle beside each metadata.json where
+    `kernels verify-signature` reads it, after the check and before the upload. (The signing itself
+    needs GitHub's OIDC token and the sigstore services: it runs only in the workflow.)"""
+    job = load("release.yml")["jobs"]["publish"]
+    assert job["permissions"]["id-token"] == "write"
+    runs = [s.get("run", "") for s in job["steps"]]
+    sign = next(i for i, r in enumerate(runs) if "sigstore sign" in r)
+    assert '--bundle "$meta.sigstore" "$meta"' in runs[sign] and "build/*/metadata.json" in runs[sign]
+    check = next(i for i, r in enumerate(runs) if r.startswith("python -m pybuild check"))
+    publish = next(i for i, r in enumerate(runs) if r.startswith("python -m pybuild publish") and "--dry-run" not in r)
+    assert check < sign < publish
+    from kernels import verify
+
+    assert "metadata.json.sigstore" in Path(verify.__file__).read_text()  # where the loader looks

@@ -1,0 +1,130 @@
+"""Who may write and remove what under a kernel's ``build/``, when several runs share the folder.
+
+* Each variant has a lock, ``.pybuild/<variant>.lock`` (an advisory ``flock``, released by the system
+  when its holder exits or is killed). A build or collect of a variant holds it from its up-to-date
+  check to its final swap, so runs of the same variant take turns and runs of different variants
+  proceed side by side.
+* A run assembles a variant in a staging folder ``build/.staging.<variant>.<owner pid>.<random>``:
+  inside ``build/`` itself, hence on the destination's file system wherever ``build/`` is (a symlink
+  to tmpfs, a bind mount), so the final swap is one atomic rename.
+* A staging folder is removed only by its owner, or once its owner is provably gone: its variant's
+  lock can be taken. Every run, of any variant, first removes what dead runs left (their staging
+  folders, old trees swapped out but not yet deleted), and leaves the staging of live runs alone.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import fcntl
+import os
+import re
+import secrets
+from collections.abc import Iterator
+from pathlib import Path
+
+from .errors import BuildError, PybuildError
+from .fsutil import locked, remove_tree
+
+WORK_DIR = ".pybuild"
+BUILD_DIR = "build"
+PREFIX = ".staging."
+#: Leftovers and whose they are: build/.staging.<variant>.<pid>.<hex>, build/.<variant>.old-<hex> (swapped
+#: out by the non-atomic fallback of replace_dir), and .pybuild/staging-[collect-]<variant>-<hex> (older
+#: pybuild versions).
+_LEFTOVER = (
+    re.compile(r"^\.staging\.(?P<variant>[^.]+)\.\d+\.[0-9a-f]+$"),
+    re.compile(r"^\.(?P<variant>[^.]+)\.old-[0-9a-f]+$"),
+    re.compile(r"^staging-(?:collect-)?(?P<variant>.+)-[0-9a-f]{8}$"),
+)
+
+
+def lock_path(kernel_root: Path, variant: str) -> Path:
+    return kernel_root / WORK_DIR / f"{variant}.lock"
+
+
+def leftovers(kernel_root: Path) -> list[Path]:
+    """Every staging folder or swapped-out tree under ``build/`` and ``.pybuild/``, live or not."""
+    found = []
+    for d in (kernel_root / BUILD_DIR, kernel_root / WORK_DIR):
+        if d.is_dir():
+            found += [p for p in d.iterdir() if _owner_variant(p.name) is not None]
+    return sorted(found)
+
+
+def _owner_variant(name: str) -> str | None:
+    for pattern in _LEFTOVER:
+        m = pattern.match(name)
+        if m:
+            return m["variant"]
+    return None
+
+
+def _owner_gone(kernel_root: Path, variant: str) -> bool:
+    """True when no live run holds ``variant``'s lock (taken and released at once to find out)."""
+    path = lock_path(kernel_root, variant)
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
+    except OSError:
+        return False  # cannot tell: keep it
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    finally:
+        os.close(fd)  # releases the lock if it was taken
+    return True
+
+
+def remove_dead_leftovers(kernel_root: Path, held: str | None = None) -> list[Path]:
+    """Remove the staging folders and swapped-out trees of runs that are gone. ``held`` is the variant
+    whose lock the caller holds (no one else can be staging it), if any."""
+    removed = []
+    for p in leftovers(kernel_root):
+        variant = _owner_variant(p.name)
+        assert variant is not None
+        if variant == held or _owner_gone(kernel_root, variant):
+            remove_tree(p)
+            removed.append(p)
+    return removed
+
+
+@contextlib.contextmanager
+def variant_lock(kernel_root: Path, variant: str) -> Iterator[None]:
+    """Hold ``variant``'s lock (waiting for another run of it); first clear what dead runs left."""
+    with locked(lock_path(kernel_root, variant)):
+        remove_dead_leftovers(kernel_root, variant)
+        yield
+
+
+def read_only_message(build_dir: Path, e: OSError | None = None) -> str:
+    why = f" ({e.strerror})" if e is not None and e.strerror else ""
+    return (f"{build_dir}: cannot write there{why}; pybuild writes build/<variant>/ in place: make it writable "
+            "(remount read-write, fix its permissions) or point build/ at a writable folder")
+
+
+def check_writable(build_dir: Path, error: type[PybuildError] = BuildError) -> None:
+    """Refuse a ``build/`` that exists but cannot be written (a read-only mount), before any work."""
+    if build_dir.is_dir() and not os.access(build_dir, os.W_OK | os.X_OK):
+        raise error(read_only_message(build_dir))
+
+
+@contextlib.contextmanager
+def owned_staging(kernel_root: Path, variant: str, error: type[PybuildError] = BuildError) -> Iterator[Path]:
+    """A new staging folder for ``variant`` in ``build/`` (the caller holds :func:`variant_lock`),
+    removed again if the block fails before the staging folder was swapped in."""
+    build = kernel_root / BUILD_DIR
+    try:
+        build.mkdir(parents=True, exist_ok=True)
+        staging = build / f"{PREFIX}{variant}.{os.getpid()}.{secrets.token_hex(4)}"
+        staging.mkdir()
+    except OSError as e:
+        if e.errno in (errno.EROFS, errno.EACCES, errno.EPERM):
+            raise error(read_only_message(build, e)) from None
+        raise
+    try:
+        yield staging
+    except BaseException:
+        if os.path.lexists(staging):
+            remove_tree(staging)
+        raise
