@@ -165,14 +165,16 @@ def cmd_generate(args: argparse.Namespace) -> int:
         archs: tuple[str, ...] = ()
         if backend is None:
             host = [v for v in host_variants() if v.backend in manifest.backends]
-            if not host:
-                msg = (f"{manifest.path}: this machine builds {[v.name for v in host_variants()]}, none of "
-                       f"this kernel's backends {list(manifest.backends)}; pass --backend")
-                raise UsageError(msg)
-            variant = host[-1]  # CUDA over CPU where both are possible
-            backend = variant.backend
-            if backend == "cuda" and variant.backend_version:
-                archs = cuda_capabilities_for(manifest, variant.backend_version)
+            if host:
+                variant = host[-1]  # CUDA over CPU where both are possible
+                backend = variant.backend
+                if backend == "cuda" and variant.backend_version:
+                    archs = cuda_capabilities_for(manifest, variant.backend_version)
+            else:  # the project holds every backend's sections; `build` says what this machine can build
+                backend = manifest.backends[0]
+                archs = manifest.cuda_capabilities() if backend == "cuda" else ()
+                rep.info(f"{manifest.name}: this machine builds none of its backends {list(manifest.backends)}; "
+                         f"the project defaults to {backend} (configure with -DPYBUILD_BACKEND=<backend>)")
         else:
             if backend not in manifest.backends:
                 raise UsageError(f"--backend {backend}: {manifest.path} has kernels for {list(manifest.backends)}")

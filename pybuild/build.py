@@ -123,7 +123,11 @@ def is_up_to_date(final: Path, stamp: Path, key: str) -> bool:
 
 def _check_variant_buildable(variant: Variant) -> None:
     info = torch_info()
-    if variant.torch != info.major_minor:
+    if variant.stable_abi:  # any torch from that version on builds it
+        if tuple(int(x) for x in info.major_minor.split(".")) < variant.torch_tuple:
+            msg = f"variant {variant.name} needs torch {variant.torch} or later, but this Python has torch {info.version}"
+            raise ToolchainError(msg)
+    elif variant.torch != info.major_minor:
         msg = f"variant {variant.name} needs torch {variant.torch}, but this Python has torch {info.version}"
         raise ToolchainError(msg)
     if variant.backend == "cuda":

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .errors import ToolchainError
-from .variants import Variant
+from .variants import Variant, stable_abi_variant
 
 if TYPE_CHECKING:
     from .manifest import Manifest
@@ -131,7 +131,16 @@ def kernel_host_variants(manifest: Manifest) -> list[Variant]:
     need no toolchain), else the host variants the kernel accepts."""
     if manifest.noarch:
         return manifest.variants(())
-    return [v for v in host_variants() if manifest.accepts(v)]
+    out = []
+    for v in host_variants():
+        stable = manifest.stable_abi_for(v.backend)
+        if stable is not None:  # one stable-ABI build, made with this torch if it is at least that version
+            if v.torch_tuple < stable:
+                continue
+            v = stable_abi_variant(v, f"{stable[0]}.{stable[1]}")
+        if manifest.accepts(v):
+            out.append(v)
+    return out
 
 
 def cmake_and_ninja() -> tuple[str, str]:
