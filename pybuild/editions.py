@@ -75,7 +75,7 @@ _KDEPS: dict[str, Kind] = {"kernel-depends": "str_list"}
 def _general(edition: Edition) -> Table:
     if edition == "farm":
         return Table({"name": "str", "universal": "bool", "version": "int", "license": "str", "backends": "str_list",
-                      "python-depends": "str_list"}, required=("name",))
+                      "python-depends": "str_list"}, required=("name",), tables={"hub": _HUB})
     keys: dict[str, Kind] = {"name": "str", "version": "int", "license": "str", "upstream": "str",
                              "backends": "str_list", "python-depends": "str_list"}
     cuda: dict[str, Kind] = {"minver": "version", "maxver": "version", **_PYDEPS}
