@@ -612,19 +612,16 @@ def load_manifest(kernel_dir: Path) -> Manifest:
 
 
 def cuda_capabilities_for(manifest: Manifest, cuda_version: str, section_path: Path | None = None) -> tuple[str, ...]:
-    """The capabilities to build for one CUDA toolkit; an explicit one the toolkit lacks is an error."""
+    """The capabilities to build for one CUDA toolkit: those the kernel names (or the defaults) that
+    the toolkit knows, as upstream intersects them. An empty intersection is an error."""
     known = CUDA_CAPABILITIES.get(cuda_version)
-    explicit = any(k.cuda_capabilities for k in manifest.kernels if k.backend == "cuda")
     caps = manifest.cuda_capabilities()
     if known is None:
         return caps
-    if explicit:
-        missing = [c for c in caps if c not in known]
-        if missing:
-            msg = (
-                f"{section_path or manifest.path}: `cuda-capabilities` {missing} are not supported by CUDA "
-                f"{cuda_version}; drop them or narrow the variants (e.g. [torch] minver) to toolkits that know them"
-            )
-            raise ManifestError(msg)
-        return caps
-    return tuple(c for c in caps if c in known)
+    kept = tuple(c for c in caps if c in known)
+    if not kept:
+        msg = (f"{section_path or manifest.path}: `cuda-capabilities` {list(caps)} leave an empty set of capabilities "
+               f"for CUDA {cuda_version} (it knows {', '.join(known)}); add one it knows or narrow the variants "
+               "([general.cuda] minver/maxver)")
+        raise ManifestError(msg)
+    return kept

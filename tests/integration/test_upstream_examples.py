@@ -16,6 +16,7 @@ import os
 import shutil
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -82,9 +83,14 @@ def _build(names: list[str], dest: Path, env: dict[str, str] | None = None) -> d
     for name in names:
         shutil.copytree(UPSTREAM / name, dest / name, ignore=shutil.ignore_patterns("build", ".pybuild"))
         dirs[name] = dest / name
-    for name, d in dirs.items():
-        proc = subprocess.run([sys.executable, "-m", "pybuild", "build", str(d), "-q"], cwd=REPO, env=env,
+    def build(d: Path) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "pybuild", "build", str(d), "-q"], cwd=REPO, env=env,
                               capture_output=True, text=True)
+
+    # one build per example at a time, as many at once as there are cores (each is mostly one compiler)
+    with ThreadPoolExecutor(max_workers=max(1, min(len(dirs), (os.cpu_count() or 2) // 2))) as pool:
+        procs = dict(zip(dirs, pool.map(build, dirs.values())))
+    for name, proc in procs.items():
         assert proc.returncode == 0, f"{name}: pybuild build failed:\n{proc.stdout}\n{proc.stderr}"
     return dirs
 

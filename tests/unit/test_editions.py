@@ -279,3 +279,14 @@ def test_check_config_cli(kdir: Path, capsys: pytest.CaptureFixture[str]) -> Non
     (kdir / "build.toml").write_text(V5.replace("edition = 5", "edition = 4"))
     assert main(["check-config", str(kdir)]) == 3
     assert "`edition` in [general] is 4" in capsys.readouterr().err
+
+
+def test_cuda_capabilities_are_intersected_with_the_toolkit(kdir: Path) -> None:
+    from pybuild.manifest import cuda_capabilities_for
+
+    m = parse(kdir, V5.replace('cuda-capabilities = ["8.0", "9.0"]', 'cuda-capabilities = ["5.0", "7.5", "9.0"]'))
+    assert cuda_capabilities_for(m, "13.0") == ("7.5", "9.0")  # 5.0 is gone from CUDA 13, as upstream drops it
+    assert cuda_capabilities_for(m, "12.6") == ("5.0", "7.5", "9.0")
+    m = parse(kdir, V5.replace('cuda-capabilities = ["8.0", "9.0"]', 'cuda-capabilities = ["5.0"]'))
+    with pytest.raises(ManifestError, match="empty set of capabilities for CUDA 13.0"):
+        cuda_capabilities_for(m, "13.0")
