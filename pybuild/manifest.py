@@ -134,8 +134,10 @@ class Manifest:
 
     @property
     def backends(self) -> tuple[str, ...]:
-        """Backends this kernel builds for, in matrix order (then the noarch-only ones)."""
-        if self.noarch or self.edition != "farm":
+        """Backends this kernel builds for, in matrix order (then the noarch-only ones): a pure-Python
+        kernel's listed backends; else those of its [kernel.*] sections that `backends` lists (a listed
+        backend without a section of it builds nothing)."""
+        if self.noarch:
             return tuple(b for b in NOARCH_BACKENDS if b in (self.backends_filter or ()))
         found = {k.backend for k in self.kernels}
         if self.backends_filter is not None:

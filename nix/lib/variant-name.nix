@@ -57,12 +57,16 @@ in
     => "torch211-cxx11-cu126-x86_64-linux"
     variantName { torch = "2.12"; backend = "metal"; backendVersion = null; cxxAbi = null; system = "aarch64-darwin"; }
     => "torch212-metal-aarch64-darwin"
+    variantName { torch = "2.11"; stableAbi = true; backend = "cuda"; backendVersion = "13.0"; cxxAbi = null; system = "x86_64-linux"; }
+    => "torch-stable-abi211-cu130-x86_64-linux"
     ```
   */
   variantName =
     variant:
     concatStringsSep "-" (
-      [ "torch${replaceStrings [ "." ] [ "" ] variant.torch}" ]
+      [
+        "torch${if variant.stableAbi or false then "-stable-abi" else ""}${replaceStrings [ "." ] [ "" ] variant.torch}"
+      ]
       ++ optional (variant.cxxAbi != null) variant.cxxAbi
       ++ [
         (backendTag variant)
