@@ -333,6 +333,10 @@ def cmd_build(args: argparse.Namespace) -> int:
             if not variants:
                 rep.info(f"{manifest.name}: none of --variant {', '.join(args.variant)} is a variant of it here")
                 continue
+        if not variants and manifest.framework == "tvm-ffi":
+            rep.info(f"{manifest.name}: a [tvm-ffi] kernel; this farm reads its manifest but builds torch kernels "
+                     "([torch] or [torch-noarch]) only")
+            continue
         if not variants:
             host = host_variants()
             same_backend = [v for v in host if v.backend in manifest.backends]
