@@ -140,6 +140,21 @@ def _check_variant_buildable(variant: Variant) -> None:
         raise ToolchainError(f"variant {variant.name}: backend {variant.backend} cannot be built on this host")
 
 
+#: `depends` this farm provides to a build: torch itself (the farm's own `cutlass` and `cub` names
+#: come with the CUDA toolkit or the kernel). Upstream's pinned CUTLASS, SYCL-TLA and metal-cpp are not.
+PROVIDED_DEPENDS = ("torch", "cutlass", "cub")
+
+
+def _check_depends(manifest: Manifest, variant: Variant) -> None:
+    for k in manifest.kernels_for(variant):
+        missing = [d for d in k.depends if d not in PROVIDED_DEPENDS]
+        if missing:
+            msg = (f"{manifest.path}: [kernel.{k.name}] depends on {', '.join(missing)}, which this farm does not "
+                   f"provide to a build, so {variant.name} cannot be built here; vendor the headers into the kernel "
+                   "folder and list them in `include` instead")
+            raise ToolchainError(msg)
+
+
 def _check_output_place(root: Path, variant: Variant) -> None:
     """``build/`` and ``build/<variant>`` must be folders (or absent) before a build starts."""
     for place in (root / BUILD_DIR, root / BUILD_DIR / variant.name, root / WORK_DIR):
@@ -192,6 +207,7 @@ def build_variant(
     work = root / WORK_DIR / variant.name
     stamp = work / "stamp.json"
     _check_variant_buildable(variant)
+    _check_depends(manifest, variant)
     _check_output_place(root, variant)
 
     src_hash = source_hash(manifest)

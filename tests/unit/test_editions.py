@@ -290,3 +290,18 @@ def test_cuda_capabilities_are_intersected_with_the_toolkit(kdir: Path) -> None:
     m = parse(kdir, V5.replace('cuda-capabilities = ["8.0", "9.0"]', 'cuda-capabilities = ["5.0"]'))
     with pytest.raises(ManifestError, match="empty set of capabilities for CUDA 13.0"):
         cuda_capabilities_for(m, "13.0")
+
+
+def test_a_dependency_the_farm_does_not_provide_stops_the_build_in_one_line(kdir: Path) -> None:
+    from pybuild.build import build_variant
+    from pybuild.errors import ToolchainError
+    from pybuild.host import host_variants
+
+    text = V5.replace('cxx-flags = ["-DCPU_ONLY"]', 'cxx-flags = ["-DCPU_ONLY"]').replace(
+        'depends = ["torch"]\nsrc = ["csrc/k_cpu.cpp"]', 'depends = ["torch", "cutlass_3_6"]\nsrc = ["csrc/k_cpu.cpp"]')
+    (kdir / "build.toml").write_text(text.replace('minver = "2.11"\nmaxver = "2.14"\n', ""))
+    m = load_manifest(kdir)
+    cpu = next(v for v in host_variants() if v.backend == "cpu")
+    with pytest.raises(ToolchainError, match=r"\[kernel.k_cpu\] depends on cutlass_3_6, which this farm does not provide"):
+        build_variant(m, cpu)
+    assert not (kdir / "build").exists()
