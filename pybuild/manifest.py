@@ -164,7 +164,9 @@ class Manifest:
         out: list[Variant] = []
         for v in matrix_variants:
             stable = self.stable_abi_for(v.backend)
-            if stable is not None and not v.stable_abi:
+            if stable is not None and not v.stable_abi and not v.noarch:
+                if v.torch_tuple < stable:  # built with a torch at least that version
+                    continue
                 v = stable_abi_variant(v, f"{stable[0]}.{stable[1]}")
             if self.accepts(v) and v not in out:
                 out.append(v)
@@ -193,6 +195,10 @@ class Manifest:
             return True
         if self.framework != "torch":
             return False
+        if variant.backend == "cuda" and variant.backend_version:
+            cu = _version_tuple(variant.backend_version)
+            if self.cuda_minver and cu < self.cuda_minver or self.cuda_maxver and cu > self.cuda_maxver:
+                return False
         stable = self.stable_abi_for(variant.backend)
         if variant.stable_abi or stable is not None:
             return variant.stable_abi and variant.torch_tuple == stable
@@ -201,10 +207,6 @@ class Manifest:
             return False
         if self.torch_maxver and t > self.torch_maxver:
             return False
-        if variant.backend == "cuda" and variant.backend_version:
-            cu = _version_tuple(variant.backend_version)
-            if self.cuda_minver and cu < self.cuda_minver or self.cuda_maxver and cu > self.cuda_maxver:
-                return False
         return True
 
     @property

@@ -177,13 +177,15 @@ in
     in
     !(kernel.noarch or false)
     && elem variant.backend kernel.backends
+    && inCuda
     && (
       if stable || (variant.stableAbi or false) then
-        (variant.stableAbi or false) && stable && t == kernel.stableAbi.${variant.backend}
+        (variant.stableAbi or false)
+        && stable
+        && map toInt (lib.splitString "." variant.stableAbiTorch) == kernel.stableAbi.${variant.backend}
       else
         (kernel.torchMinver == null || compareLists t kernel.torchMinver >= 0)
         && (kernel.torchMaxver == null || compareLists t kernel.torchMaxver <= 0)
-        && inCuda
     );
 
   /**
@@ -216,29 +218,36 @@ in
   */
   kernelVariants =
     kernel: matrix:
+    let
+      # A stable-ABI backend: every matrix variant of it with a torch at least that version becomes
+      # the stable-ABI variant of its backend version and system, built with that torch.
+      toStable =
+        v:
+        let
+          ver = (kernel.stableAbi or { }).${v.backend} or null;
+          sv = v // {
+            stableAbi = true;
+            stableAbiTorch = "${toString (head ver)}.${toString (lib.elemAt ver 1)}";
+          };
+        in
+        if ver == null then
+          [ v ]
+        else if compareLists (map toInt (lib.splitString "." v.torch)) ver < 0 then
+          [ ]
+        else
+          [ (sv // { name = variantName sv; }) ];
+      candidates = filter (lib.kernelAccepts kernel) (lib.concatMap toStable matrix);
+      names = lib.unique (map (v: v.name) candidates);
+      # one per name, in the order of its first appearance, built with the newest torch offering it
+      newest = name: lib.last (filter (v: v.name == name) candidates);
+    in
     if kernel.noarch or false then
       map (b: {
         backend = b;
         name = "torch-${if b == "cann" then "npu" else b}";
       }) kernel.backends
     else
-      lib.unique (
-        filter (lib.kernelAccepts kernel) (
-          map (
-            v:
-            let
-              ver = (kernel.stableAbi or { }).${v.backend} or null;
-              torch = if ver == null then null else "${toString (head ver)}.${toString (lib.elemAt ver 1)}";
-              sv = v // {
-                inherit torch;
-                cxxAbi = null;
-                stableAbi = true;
-              };
-            in
-            if ver == null then v else sv // { name = variantName sv; }
-          ) matrix
-        )
-      );
+      map newest names;
 
   /**
     The kernels under a path: the folder itself when it holds a `build.toml` (a kernel

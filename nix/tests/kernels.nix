@@ -97,6 +97,25 @@ in
     );
     expected = [ "torch-stable-abi211-cu130-x86_64-linux" "torch213-cxx11-cpu-x86_64-linux" ];
   };
+  testKernelVariantsStableAbiBuildsWithTheNewestTorch = {
+    expr = map (v: v.torch) (
+      kernelVariants
+        {
+          backends = [ "cuda" ];
+          stableAbi = { cuda = [ 2 12 ]; };
+          torchMinver = null;
+          torchMaxver = null;
+        }
+        (
+          map (v: v // { name = lib.variantName v; }) [
+            { torch = "2.11"; backend = "cuda"; backendVersion = "13.0"; cxxAbi = "cxx11"; system = "x86_64-linux"; }
+            { torch = "2.12"; backend = "cuda"; backendVersion = "13.0"; cxxAbi = "cxx11"; system = "x86_64-linux"; }
+            { torch = "2.13"; backend = "cuda"; backendVersion = "13.0"; cxxAbi = "cxx11"; system = "x86_64-linux"; }
+          ]
+        )
+    );
+    expected = [ "2.13" ];
+  };
   testKernelAcceptsGeneralCudaBounds = {
     expr = map (cu: kernelAccepts {
       backends = [ "cuda" ];
