@@ -16,7 +16,8 @@ import difflib
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-Kind = Literal["str", "int", "bool", "str_list", "version", "table", "version_or_backend_table"]
+Kind = Literal["str", "int", "bool", "str_list", "version", "table", "version_or_backend_table", "kernel_deps",
+               "git_url"]
 
 #: Every backend upstream names; `neuron`, `tpu` and `cann` exist only for pure-Python kernels.
 UPSTREAM_BACKENDS = ("cann", "cpu", "cuda", "metal", "neuron", "rocm", "tpu", "xpu")
@@ -69,20 +70,20 @@ def _kernels(depends_required: bool, farm: bool = False) -> dict[str, Table]:
 
 _HUB = Table({"repo-id": "str", "branch": "str"})
 _PYDEPS: dict[str, Kind] = {"python-depends": "str_list"}
-_KDEPS: dict[str, Kind] = {"kernel-depends": "str_list"}
+_KDEPS: dict[str, Kind] = {"kernel-depends": "kernel_deps"}
 
 
 def _general(edition: Edition) -> Table:
     if edition == "farm":
         return Table({"name": "str", "universal": "bool", "version": "int", "license": "str", "backends": "str_list",
                       "python-depends": "str_list"}, required=("name",), tables={"hub": _HUB})
-    keys: dict[str, Kind] = {"name": "str", "version": "int", "license": "str", "upstream": "str",
+    keys: dict[str, Kind] = {"name": "str", "version": "int", "license": "str", "upstream": "git_url",
                              "backends": "str_list", "python-depends": "str_list"}
     cuda: dict[str, Kind] = {"minver": "version", "maxver": "version", **_PYDEPS}
     tables = {"hub": _HUB, "cuda": Table(cuda), "neuron": Table(dict(_PYDEPS)), "xpu": Table(dict(_PYDEPS))}
     required: tuple[str, ...] = ("name", "backends")
     if edition in (4, 5):
-        keys["source"] = "str"
+        keys["source"] = "git_url"
         required = ("name", "version", "license", "backends")
     if edition == 5:
         keys.update({"edition": "int", **_KDEPS})
@@ -138,7 +139,28 @@ def did_you_mean(key: str, allowed: tuple[str, ...]) -> str:
 
 _KIND_WORDS = {"str": "a string", "int": "an integer (e.g. 1)", "bool": "true or false",
                "str_list": "a list of strings", "version": 'a "major.minor" version string like "2.11"',
-               "table": "a table", "version_or_backend_table": 'a version like "2.11" or a table of backend = "2.11"'}
+               "table": "a table", "version_or_backend_table": 'a version like "2.11" or a table of backend = "2.11"',
+               "kernel_deps": 'a list of tables like { repo-id = "org/kernel", version = 1 } (or revision = "...")',
+               "git_url": 'a git URL like "https://github.com/org/repo.git" or "git@github.com:org/repo.git"'}
+_GIT_SCHEMES = ("https", "http", "git", "ssh", "git+ssh", "git+https", "git+http")
+
+
+def _git_url_ok(value: str) -> bool:
+    """A URL `git clone` takes: one of upstream's schemes, or scp-like `host:path` (upstream's GitUrl)."""
+    scheme, sep, rest = value.partition("://")
+    if sep:
+        return scheme in _GIT_SCHEMES and bool(rest)
+    host, sep, path = value.partition(":")
+    return bool(sep and host and path and not path.startswith("/") and " " not in value)
+
+
+def _kernel_dep_ok(dep: Any) -> bool:
+    """`{ repo-id = "org/name", version = N }` or `{ repo-id = ..., revision = "..." }`, nothing else."""
+    if not isinstance(dep, dict) or not isinstance(dep.get("repo-id"), str) or set(dep) - {"repo-id", "version", "revision"}:
+        return False
+    if ("version" in dep) == ("revision" in dep):
+        return False
+    return isinstance(dep.get("revision", ""), str) and isinstance(dep.get("version", 0), int)
 
 
 def _kind_ok(kind: Kind, value: Any) -> bool:
@@ -150,6 +172,10 @@ def _kind_ok(kind: Kind, value: Any) -> bool:
         return isinstance(value, bool)
     if kind == "str_list":
         return isinstance(value, list) and all(isinstance(x, str) for x in value)
+    if kind == "kernel_deps":
+        return isinstance(value, list) and all(_kernel_dep_ok(d) for d in value)
+    if kind == "git_url":
+        return isinstance(value, str) and _git_url_ok(value)
     if kind == "version_or_backend_table":
         return isinstance(value, str) or isinstance(value, dict) and all(isinstance(v, str) for v in value.values())
     return isinstance(value, dict)

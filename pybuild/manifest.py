@@ -113,7 +113,7 @@ class Manifest:
     cuda_minver: tuple[int, int] | None = None  # [general.cuda]: the CUDA toolkits this kernel builds with
     cuda_maxver: tuple[int, int] | None = None
     backend_python_depends: tuple[tuple[str, tuple[str, ...]], ...] = ()  # [general.<backend>] python-depends
-    kernel_depends: tuple[str, ...] = ()
+    kernel_depends: tuple[tuple[str, int | str], ...] = ()  # (repo id, version or revision), all backends
     torch_cxx_flags: tuple[str, ...] = ()
     stable_abi: tuple[tuple[str, tuple[int, int]], ...] = ()  # backend -> torch version of its stable-ABI build
     noarch_cuda_capabilities: tuple[str, ...] = ()  # [torch-noarch]: written into metadata only
@@ -440,7 +440,8 @@ def _general_model(path: Path, data: dict[str, Any], edition: Edition) -> dict[s
         backends_filter=backends, repo_id=repo_id, hub_branch=hub.get("branch", str),
         upstream=general.get("upstream", str), source=general.get("source", str), cuda_minver=cuda_min,
         cuda_maxver=cuda_max, backend_python_depends=per_backend,
-        kernel_depends=general.str_list("kernel-depends"),
+        kernel_depends=tuple((d["repo-id"], d.get("version", d.get("revision")))
+                             for d in general.table.get("kernel-depends", ())),
     )
 
 

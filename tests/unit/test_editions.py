@@ -16,6 +16,7 @@ from pybuild.variants import parse_variant_name
 FILES = ("torch-ext/torch_binding.cpp", "torch-ext/torch_binding.h", "csrc/k.cu", "csrc/k_cpu.cpp", "csrc/k.h",
          "csrc/k_rocm.cu", "csrc/k_xpu.cpp", "csrc/k.mm", "torch-ext/demo/__init__.py", "torch-ext/demo/data.json")
 
+KDEPS = 'kernel-depends = [{ repo-id = "example/helper", version = 1 }, { repo-id = "example/other", revision = "abc123" }]\n'
 V5 = """\
 # A kernel in upstream's current edition, with every key it takes.
 [general]
@@ -27,7 +28,7 @@ upstream = "https://github.com/example/demo.git"
 source = "https://github.com/example/demo-kernel.git"
 backends = ["cpu", "cuda", "metal", "rocm", "xpu"]
 python-depends = ["einops"]
-kernel-depends = []
+kernel-depends = [{ repo-id = "example/helper", version = 1 }, { repo-id = "example/other", revision = "abc123" }]
 
 [general.hub]
 repo-id = "example/demo"
@@ -104,6 +105,7 @@ def test_edition5_every_key(kdir: Path) -> None:
     assert m.backends == ("cuda", "rocm", "cpu", "metal", "xpu")
     assert (m.repo_id, m.hub_branch) == ("example/demo", "main")
     assert m.upstream and m.source
+    assert m.kernel_depends == (("example/helper", 1), ("example/other", "abc123"))
     assert (m.cuda_minver, m.cuda_maxver) == ((12, 8), (13, 0))
     assert m.python_depends_for("cuda") == ("einops", "nvidia-cutlass-dsl")
     assert m.python_depends_for("cpu") == ("einops",)
@@ -135,7 +137,7 @@ def test_edition5_stable_abi_and_variant_names(kdir: Path) -> None:
 
 
 def test_edition4_reads_without_edition_and_stable_abi_as_one_version(kdir: Path) -> None:
-    text = V5.replace("edition = 5\n", "").replace("kernel-depends = []\n", "").replace(
+    text = V5.replace("edition = 5\n", "").replace(KDEPS, "").replace(
         '[general.xpu]\npython-depends = []\n', "").replace('cxx-flags = ["-DFROM_TORCH"]',
                                                           'cxx-flags = ["-DFROM_TORCH"]\nstable-abi = "2.11"')
     m = parse(kdir, text)
@@ -195,6 +197,9 @@ REFUSALS = [
      "[kernel.k] in a pure-Python kernel ([torch-noarch])"),
     (lambda t: t.replace('minver = "12.8"\nmaxver = "13.0"', 'minver = "13.0"\nmaxver = "12.8"'), "no CUDA toolkit is left"),
     (lambda t: t.replace('repo-id = "example/demo"', 'repo-id = "no-slash"'), "use \"org/name\""),
+    (lambda t: t.replace('version = 1 }', 'version = 1, revision = "x" }'), "`kernel-depends` in [general] must be a list of tables"),
+    (lambda t: t.replace('upstream = "https://github.com/example/demo.git"', 'upstream = "ftp://example.org/demo"'),
+     "`upstream` in [general] must be a git URL"),
 ]
 
 
@@ -208,7 +213,7 @@ def test_refusals(kdir: Path, change, fragment: str) -> None:  # noqa: ANN001
 
 
 def test_a_v4_manifest_gets_its_error_in_v4_terms(kdir: Path) -> None:
-    text = V5.replace("edition = 5\n", "").replace("kernel-depends = []\n", "").replace(
+    text = V5.replace("edition = 5\n", "").replace(KDEPS, "").replace(
         '[general.xpu]\npython-depends = []\n', "").replace('cuda-flags = ["-DCUDA_ONLY"]', 'cuda-flag = ["-x"]')
     with pytest.raises(ManifestError, match="unknown key `cuda-flag` in \\[kernel.k\\]; did you mean `cuda-flags`"):
         parse(kdir, text)
@@ -249,7 +254,7 @@ def test_migrate_v3_noarch_and_pyext(kdir: Path) -> None:
 
 
 def test_migrate_v4_and_edition5_is_a_no_op(kdir: Path) -> None:
-    text = V5.replace("edition = 5\n", "").replace("kernel-depends = []\n", "").replace(
+    text = V5.replace("edition = 5\n", "").replace(KDEPS, "").replace(
         '[general.xpu]\npython-depends = []\n', "")
     old, new, m = round_trip(kdir, text)
     assert old.edition == 4 and m.changed
