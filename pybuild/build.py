@@ -123,7 +123,16 @@ def is_up_to_date(final: Path, stamp: Path, key: str) -> bool:
 
 def _check_variant_buildable(variant: Variant) -> None:
     info = torch_info()
-    if variant.stable_abi:  # any torch from that version on builds it
+    if variant.tvm_ffi:
+        from .host import tvm_ffi_version
+
+        here = tvm_ffi_version()
+        if here != variant.torch:
+            found = f"tvm-ffi {here}" if here else "no tvm-ffi"
+            raise ToolchainError(f"variant {variant.name} needs tvm-ffi {variant.torch} (pip install "
+                                 f"'apache-tvm-ffi>={variant.torch},<{variant.torch[:-1]}{int(variant.torch[-1]) + 1}'); "
+                                 f"this Python has {found}")
+    elif variant.stable_abi:  # any torch from that version on builds it
         if tuple(int(x) for x in info.major_minor.split(".")) < variant.torch_tuple:
             msg = f"variant {variant.name} needs torch {variant.torch} or later, but this Python has torch {info.version}"
             raise ToolchainError(msg)
@@ -354,7 +363,7 @@ def _add_package(manifest: Manifest, staging: Path, ops: str, *, noarch: bool) -
     """Put the kernel's Python package and its generated ``_ops.py`` into ``staging``."""
     pkg_dest = staging / manifest.python_name
     _copy_python_package(manifest, pkg_dest)
-    (pkg_dest / "_ops.py").write_text(render_ops_py(ops, noarch=noarch))
+    (pkg_dest / "_ops.py").write_text(render_ops_py(ops, noarch=noarch, tvm_ffi=manifest.framework == "tvm-ffi"))
     return pkg_dest
 
 
@@ -408,7 +417,7 @@ def _drop_moved_cmake_cache(cmake_dir: Path) -> None:
 
 def _copy_python_package(manifest: Manifest, dest: Path) -> None:
     """Copy the package files the manifest ships (its [torch] `pyext`) into ``dest``."""
-    src = manifest.root / "torch-ext" / manifest.python_name
+    src = manifest.root / manifest.package_dir / manifest.python_name
     dest.mkdir(parents=True, exist_ok=True)
     for rel in manifest.package_files():
         target = dest / rel

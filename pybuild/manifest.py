@@ -16,7 +16,8 @@ from typing import Any
 
 from .errors import ManifestError
 from .editions import CURRENT_EDITION, FARM_DEPENDS, UPSTREAM_DEPENDS, Edition, detect, edition_label
-from .variants import BACKENDS, NOARCH_BACKENDS, Variant, noarch_variant, stable_abi_variant
+from .variants import (BACKENDS, NOARCH_BACKENDS, TVM_FFI_VERSION, Variant, noarch_variant, stable_abi_variant,
+                       tvm_ffi_variant)
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -159,12 +160,12 @@ class Manifest:
         ``torch-<backend>`` per backend, whatever the matrix."""
         if self.noarch:
             return [noarch_variant(b) for b in self.backends]
-        if self.framework != "torch":  # tvm-ffi kernels: parsed, not built by this farm
-            return []
         out: list[Variant] = []
         for v in matrix_variants:
+            if self.framework == "tvm-ffi" and not v.noarch:  # one per backend version and system
+                v = tvm_ffi_variant(v)
             stable = self.stable_abi_for(v.backend)
-            if stable is not None and not v.stable_abi and not v.noarch:
+            if stable is not None and not v.stable_abi and not v.noarch and not v.tvm_ffi:
                 if v.torch_tuple < stable:  # built with a torch at least that version
                     continue
                 v = stable_abi_variant(v, f"{stable[0]}.{stable[1]}")
@@ -193,12 +194,14 @@ class Manifest:
             return False
         if self.noarch:
             return True
-        if self.framework != "torch":
+        if variant.tvm_ffi != (self.framework == "tvm-ffi"):
             return False
         if variant.backend == "cuda" and variant.backend_version:
             cu = _version_tuple(variant.backend_version)
             if self.cuda_minver and cu < self.cuda_minver or self.cuda_maxver and cu > self.cuda_maxver:
                 return False
+        if variant.tvm_ffi:
+            return variant.torch == TVM_FFI_VERSION
         stable = self.stable_abi_for(variant.backend)
         if variant.stable_abi or stable is not None:
             return variant.stable_abi and variant.torch_tuple == stable

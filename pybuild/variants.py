@@ -32,7 +32,7 @@ EXCLUDE_KEYS = ("torch", "backend", "backend-version", "cxx-abi", "system", "rea
 _BACKEND_PREFIX = {"cuda": "cu", "rocm": "rocm", "xpu": "xpu"}
 _NOARCH_RE = re.compile(r"^torch-(?P<backend>cpu|cuda|rocm|metal|xpu|neuron|tpu|npu)$", re.ASCII)
 _NAME_RE = re.compile(
-    r"^torch(?P<stable>-stable-abi)?(?P<major>\d)(?P<minor>\d+)"
+    r"^(?P<framework>torch-stable-abi|torch|tvm-ffi)(?P<major>\d)(?P<minor>\d+)"
     r"(?:-(?P<abi>cxx11|cxx98))?"
     r"-(?P<backend>cpu|metal|cu\d{3,}|rocm\d{2,}|xpu\d{4,})"
     r"-(?P<system>x86_64-linux|aarch64-linux|aarch64-darwin)$", re.ASCII)
@@ -50,6 +50,8 @@ class Variant:
     system: str | None  # "x86_64-linux"; None for noarch
     #: built against torch's stable ABI of version ``torch``: loads with that torch and every later one
     stable_abi: bool = False
+    #: a tvm-ffi kernel: ``torch`` holds the tvm-ffi version ("0.1") it is built against
+    tvm_ffi: bool = False
 
     @property
     def noarch(self) -> bool:
@@ -62,6 +64,8 @@ class Variant:
         major, minor = self.torch.split(".")
         if self.stable_abi:  # torch-stable-abi211-cu130-x86_64-linux: no C++ ABI part
             return f"torch-stable-abi{major}{minor}-{self.backend_tag}-{self.system}"
+        if self.tvm_ffi:  # tvm-ffi01-cu130-x86_64-linux
+            return f"tvm-ffi{major}{minor}-{self.backend_tag}-{self.system}"
         parts = [f"torch{major}{minor}"]
         if self.cxx_abi is not None:
             parts.append(self.cxx_abi)
@@ -90,6 +94,16 @@ class Variant:
 def noarch_variant(backend: str) -> Variant:
     """The variant ``torch-<backend>`` of a pure-Python kernel."""
     return Variant(None, backend, None, None, None)
+
+
+#: The tvm-ffi release line tvm-ffi kernels are built against (the loader wants the installed one's
+#: major.minor; the `kernels` 0.17 line works with apache-tvm-ffi 0.1).
+TVM_FFI_VERSION = "0.1"
+
+
+def tvm_ffi_variant(variant: Variant, version: str = TVM_FFI_VERSION) -> Variant:
+    """The tvm-ffi variant of ``variant``'s backend and system (torch plays no part in its name)."""
+    return Variant(version, variant.backend, variant.backend_version, None, variant.system, tvm_ffi=True)
 
 
 def stable_abi_variant(variant: Variant, torch: str) -> Variant:
@@ -137,7 +151,8 @@ def parse_variant_name(name: str) -> Variant:
         backend_version=backend_version,
         cxx_abi=m["abi"],
         system=m["system"],
-        stable_abi=m["stable"] is not None,
+        stable_abi=m["framework"] == "torch-stable-abi",
+        tvm_ffi=m["framework"] == "tvm-ffi",
     )
 
 

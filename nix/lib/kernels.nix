@@ -26,6 +26,9 @@ let
     variantName
     ;
 
+  # The tvm-ffi release line tvm-ffi kernels are built against (pybuild's TVM_FFI_VERSION).
+  tvmFfiVersion = "0.1";
+
   version =
     file: section: key: value:
     let
@@ -105,7 +108,7 @@ in
           filter (b: elem b listed && elem b known) found
         else
           found;
-      backends' = if universal || framework == "tvm-ffi" then [ ] else narrowed;
+      backends' = if universal then [ ] else narrowed;
       stable = toml.torch."stable-abi" or null;
       stableAbi =
         if stable == null then
@@ -178,8 +181,11 @@ in
     !(kernel.noarch or false)
     && elem variant.backend kernel.backends
     && inCuda
+    && (variant.tvmFfi or false) == ((kernel.framework or "torch") == "tvm-ffi")
     && (
-      if stable || (variant.stableAbi or false) then
+      if variant.tvmFfi or false then
+        variant.tvmFfiVersion == tvmFfiVersion
+      else if stable || (variant.stableAbi or false) then
         (variant.stableAbi or false)
         && stable
         && map toInt (lib.splitString "." variant.stableAbiTorch) == kernel.stableAbi.${variant.backend}
@@ -192,6 +198,7 @@ in
     The variants a kernel builds from the matrix, in matrix order, as pybuild's
     `Manifest.variants`: the matrix variants it accepts; for a `[torch.stable-abi]` backend one
     `torch-stable-abi<XY>-<backend>-<system>` variant per backend version and system; for a
+    `[tvm-ffi]` kernel one `tvm-ffi<XY>-<backend>-<system>` per backend version and system; for a
     pure-Python kernel one `torch-<backend>` per backend (`torch-npu` for `cann`, as the loader
     names it).
 
@@ -221,6 +228,15 @@ in
     let
       # A stable-ABI backend: every matrix variant of it with a torch at least that version becomes
       # the stable-ABI variant of its backend version and system, built with that torch.
+      toTvmFfi =
+        v:
+        let
+          tv = v // {
+            tvmFfi = true;
+            inherit tvmFfiVersion;
+          };
+        in
+        tv // { name = variantName tv; };
       toStable =
         v:
         let
@@ -236,7 +252,8 @@ in
           [ ]
         else
           [ (sv // { name = variantName sv; }) ];
-      candidates = filter (lib.kernelAccepts kernel) (lib.concatMap toStable matrix);
+      framed = if (kernel.framework or "torch") == "tvm-ffi" then map toTvmFfi matrix else lib.concatMap toStable matrix;
+      candidates = filter (lib.kernelAccepts kernel) framed;
       names = lib.unique (map (v: v.name) candidates);
       # one per name, in the order of its first appearance, built with the newest torch offering it
       newest = name: lib.last (filter (v: v.name == name) candidates);

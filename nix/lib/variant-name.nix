@@ -41,7 +41,8 @@ in
     `variant`
     : `{ torch, backend, backendVersion, cxxAbi, system }`; `backendVersion` and `cxxAbi` may be `null`.
     A stable-ABI variant also has `stableAbi = true` and `stableAbiTorch` (the torch whose stable ABI
-    it targets, which its name carries instead of `torch` and the C++ ABI).
+    it targets, which its name carries instead of `torch` and the C++ ABI); a tvm-ffi variant
+    `tvmFfi = true` and `tvmFfiVersion`.
 
     # Type
 
@@ -69,6 +70,8 @@ in
       (
         if variant.stableAbi or false then
           [ "torch-stable-abi${replaceStrings [ "." ] [ "" ] variant.stableAbiTorch}" ]
+        else if variant.tvmFfi or false then
+          [ "tvm-ffi${replaceStrings [ "." ] [ "" ] variant.tvmFfiVersion}" ]
         else
           [ "torch${replaceStrings [ "." ] [ "" ] variant.torch}" ] ++ optional (variant.cxxAbi != null) variant.cxxAbi
       )

@@ -126,4 +126,22 @@ in
     } { torch = "2.12"; backend = "cuda"; backendVersion = cu; }) [ "12.6" "13.0" ];
     expected = [ false true ];
   };
+  testKernelVariantsTvmFfiOncePerBackendVersionAndSystem = {
+    expr = map (v: v.name) (
+      kernelVariants
+        {
+          framework = "tvm-ffi";
+          backends = [ "cpu" ];
+          torchMinver = null;
+          torchMaxver = null;
+        }
+        (
+          map (v: v // { name = lib.variantName v; }) [
+            { torch = "2.12"; backend = "cpu"; backendVersion = null; cxxAbi = "cxx11"; system = "x86_64-linux"; }
+            { torch = "2.13"; backend = "cpu"; backendVersion = null; cxxAbi = "cxx11"; system = "x86_64-linux"; }
+          ]
+        )
+    );
+    expected = [ "tvm-ffi01-cpu-x86_64-linux" ];
+  };
 }

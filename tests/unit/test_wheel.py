@@ -26,6 +26,7 @@ pytest.importorskip("kernel_abi_check")
     ("torch212-metal-aarch64-darwin", "torch212metal"),
     ("torch-stable-abi211-cu130-x86_64-linux", "torchstableabi211cu130"),
     ("torch-neuron", "torchneuron"),
+    ("tvm-ffi01-cpu-x86_64-linux", "tvmffi01cpu"),
 ])
 def test_local_version_label(name: str, label: str) -> None:
     assert local_label(parse_variant_name(name)) == label
