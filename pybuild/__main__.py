@@ -205,8 +205,7 @@ def cmd_check_config(args: argparse.Namespace) -> int:
         rows.append({"kernel": m.name, "path": str(m.path), "edition": m.edition, "framework": m.framework,
                      "backends": list(m.backends), "variants": [v.name for v in variants],
                      "repo-id": m.repo_id})
-        built = "not built by this farm (tvm-ffi)" if m.framework == "tvm-ffi" else \
-            f"{len(variants)} variant{'' if len(variants) == 1 else 's'}"
+        built = f"{len(variants)} variant{'' if len(variants) == 1 else 's'}"
         rep.info(f"{m.path}: ok ({edition_label(m.edition)}, {m.framework}, backends {', '.join(m.backends)}; "
                  f"{built}){note}")
     if args.json:
@@ -334,9 +333,12 @@ def cmd_build(args: argparse.Namespace) -> int:
                 rep.info(f"{manifest.name}: none of --variant {', '.join(args.variant)} is a variant of it here")
                 continue
         if not variants and manifest.framework == "tvm-ffi":
-            rep.info(f"{manifest.name}: a [tvm-ffi] kernel; this farm reads its manifest but builds torch kernels "
-                     "([torch] or [torch-noarch]) only")
-            continue
+            from .host import tvm_ffi_version
+
+            if tvm_ffi_version() is None:
+                rep.info(f"{manifest.name}: no host variant to build (a [tvm-ffi] kernel, and this Python has no "
+                         "tvm-ffi: pip install 'apache-tvm-ffi>=0.1.9,<0.2')")
+                continue
         if not variants:
             host = host_variants()
             same_backend = [v for v in host if v.backend in manifest.backends]
