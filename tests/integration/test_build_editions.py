@@ -67,3 +67,14 @@ def test_check_config_and_repo_id(built: Path, capsys: pytest.CaptureFixture[str
     assert main(["check-config", str(built)]) == 0
     assert "ok (edition 5, torch" in capsys.readouterr().err
     assert load_manifest(built).repo_id == "farm-tests/stable-clamp"
+
+
+def test_torch_noarch_builds_every_listed_backend(tmp_path: Path) -> None:
+    kernel = tmp_path / "softcap"
+    shutil.copytree(REPO / "tests" / "fixtures" / "noarch-softcap", kernel)
+    (kernel / "build.toml").write_text(
+        '[general]\nname = "softcap"\nversion = 1\nedition = 5\nlicense = "Apache-2.0"\n'
+        'backends = ["cuda", "cpu", "neuron", "tpu", "cann"]\n\n[torch-noarch]\n')
+    assert main(["build", str(kernel), "-q"]) == 0
+    assert sorted(p.name for p in (kernel / "build").iterdir()) == [
+        "torch-cpu", "torch-cuda", "torch-neuron", "torch-npu", "torch-tpu"]
