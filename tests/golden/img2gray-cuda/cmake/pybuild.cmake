@@ -68,11 +68,27 @@ macro(pybuild_cxx_runtime)
   endif()
 endmacro()
 
+# A [tvm-ffi] kernel: the include folders and library of the tvm-ffi installed in this Python.
+function(pybuild_find_tvm_ffi)
+  execute_process(
+    COMMAND "${Python3_EXECUTABLE}" -c "import tvm_ffi.libinfo as i; print(';'.join([i.find_include_path(), i.find_dlpack_include_path()])); print(i.find_libtvm_ffi())"
+    OUTPUT_VARIABLE _out OUTPUT_STRIP_TRAILING_WHITESPACE RESULT_VARIABLE _rc)
+  if(NOT _rc EQUAL 0)
+    message(FATAL_ERROR "pybuild: `import tvm_ffi` failed in ${Python3_EXECUTABLE}; pip install apache-tvm-ffi there")
+  endif()
+  string(REPLACE "\n" ";" _lines "${_out}")
+  list(GET _lines -1 _lib)
+  list(REMOVE_AT _lines -1)
+  set(PYBUILD_TVM_FFI_INCLUDE_DIRS "${_lines}" PARENT_SCOPE)
+  set(PYBUILD_TVM_FFI_LIBRARY "${_lib}" PARENT_SCOPE)
+endfunction()
+
 function(pybuild_check_backend backends)
   if(NOT PYBUILD_BACKEND IN_LIST backends)
     message(FATAL_ERROR "pybuild: PYBUILD_BACKEND=${PYBUILD_BACKEND}, but build.toml has kernels for: ${backends}")
   endif()
-  if(PYBUILD_BACKEND STREQUAL "cuda" AND NOT TORCH_CUDA_LIBRARIES AND NOT TARGET torch_cuda)
+  if(PYBUILD_FRAMEWORK STREQUAL "torch" AND PYBUILD_BACKEND STREQUAL "cuda" AND NOT TORCH_CUDA_LIBRARIES
+     AND NOT TARGET torch_cuda)
     message(FATAL_ERROR "pybuild: PYBUILD_BACKEND=cuda needs a CUDA build of torch; this torch has no CUDA")
   endif()
 endfunction()
