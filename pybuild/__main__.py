@@ -321,8 +321,11 @@ def cmd_build(args: argparse.Namespace) -> int:
                                         keep_going=args.keep_going)
         results += env_results
         failed = failed or next((r.exit_code for r in env_results if r.status == "failed"), 0)
-    for refusal in refusals:
-        rep.info(f"not built: {refusal.variant}: {refusal.reason}")
+    by_reason: dict[str, list[str]] = {}
+    for refusal in refusals:  # one line per reason (e.g. every aarch64 variant on an x86_64 machine)
+        by_reason.setdefault(refusal.reason, []).append(refusal.variant)
+    for reason, names in by_reason.items():
+        rep.info(f"not built: {', '.join(names)}: {reason}")
     refused = {r.variant for r in refusals}
     rows = [(r.kernel, r.variant, r.status, f"{r.seconds:.1f} s", human_size(r.size) if r.size else "-")
             for r in results]
