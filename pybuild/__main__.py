@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from . import __version__
-from .errors import PybuildError, UsageError, VariantsError
+from .errors import ManifestError, PybuildError, UsageError, VariantsError
 from .ui import Reporter, error, human_size, out_console
 
 if TYPE_CHECKING:
@@ -165,14 +165,16 @@ def cmd_generate(args: argparse.Namespace) -> int:
         archs: tuple[str, ...] = ()
         if backend is None:
             host = [v for v in host_variants() if v.backend in manifest.backends]
-            if not host:
-                msg = (f"{manifest.path}: this machine builds {[v.name for v in host_variants()]}, none of "
-                       f"this kernel's backends {list(manifest.backends)}; pass --backend")
-                raise UsageError(msg)
-            variant = host[-1]  # CUDA over CPU where both are possible
-            backend = variant.backend
-            if backend == "cuda" and variant.backend_version:
-                archs = cuda_capabilities_for(manifest, variant.backend_version)
+            if host:
+                variant = host[-1]  # CUDA over CPU where both are possible
+                backend = variant.backend
+                if backend == "cuda" and variant.backend_version:
+                    archs = cuda_capabilities_for(manifest, variant.backend_version)
+            else:  # the project holds every backend's sections; `build` says what this machine can build
+                backend = manifest.backends[0]
+                archs = manifest.cuda_capabilities() if backend == "cuda" else ()
+                rep.info(f"{manifest.name}: this machine builds none of its backends {list(manifest.backends)}; "
+                         f"the project defaults to {backend} (configure with -DPYBUILD_BACKEND=<backend>)")
         else:
             if backend not in manifest.backends:
                 raise UsageError(f"--backend {backend}: {manifest.path} has kernels for {list(manifest.backends)}")
@@ -185,6 +187,60 @@ def cmd_generate(args: argparse.Namespace) -> int:
             rep.info(f"  {'wrote    ' if changed else 'unchanged'} {manifest.root / rel}")
         rep.info(f"generated the CMake project of {manifest.name} ({spec.backend}, op namespace {spec.ops_name}); "
                  f"next: pip install --no-build-isolation -e {manifest.root}")
+    return 0
+
+
+def cmd_check_config(args: argparse.Namespace) -> int:
+    """Validate build.toml files without building: edition, keys, files, and the variants they give."""
+    from .editions import CURRENT_EDITION, edition_label
+
+    rep = Reporter(quiet=args.quiet, json_mode=args.json)
+    manifests = _load_manifests(args.kernel_dirs)  # the first broken one raises its one-line error
+    matrix = _matrix(args)
+    rows = []
+    for m in manifests:
+        variants = m.variants(matrix.variants)
+        note = "" if m.edition == CURRENT_EDITION else \
+            f"; `python -m pybuild migrate {m.root}` writes edition {CURRENT_EDITION}"
+        rows.append({"kernel": m.name, "path": str(m.path), "edition": m.edition, "framework": m.framework,
+                     "backends": list(m.backends), "variants": [v.name for v in variants],
+                     "repo-id": m.repo_id})
+        built = f"{len(variants)} variant{'' if len(variants) == 1 else 's'}"
+        rep.info(f"{m.path}: ok ({edition_label(m.edition)}, {m.framework}, backends {', '.join(m.backends)}; "
+                 f"{built}){note}")
+    if args.json:
+        print(json.dumps(rows, indent=2))
+    return 0
+
+
+def cmd_migrate(args: argparse.Namespace) -> int:
+    """Rewrite older-edition build.toml files as the current edition (diff shown; --check for CI)."""
+    from .generate import write_atomic
+    from .migrate import migrate_text
+
+    rep = Reporter(quiet=args.quiet)
+    migrations = []
+    for d in _kernel_dirs(args.kernel_dirs):  # every file migrated in memory before any is written
+        path = d / "build.toml"
+        try:
+            text = path.read_text()
+        except UnicodeDecodeError:
+            raise ManifestError(f"{path}: not valid UTF-8 text") from None
+        migrations.append(migrate_text(text, path))
+    pending = [m for m in migrations if m.changed]
+    for m in migrations:
+        if m.changed:
+            print(m.diff(), end="")
+        else:
+            rep.info(f"{m.path}: already edition 5")
+    if args.check:
+        if pending:
+            raise ManifestError(f"{len(pending)} build.toml file(s) not in edition 5: "
+                                f"{', '.join(str(m.path) for m in pending)}; run `python -m pybuild migrate` on them")
+        return 0
+    for m in pending:
+        write_atomic(m.path, m.new)
+        rep.info(f"{m.path}: migrated to edition 5 (was {m.edition})")
     return 0
 
 
@@ -277,6 +333,13 @@ def cmd_build(args: argparse.Namespace) -> int:
         if host_names is not None:
             variants = [v for v in variants if v.name in host_names]
             if not variants:
+                continue
+        if not variants and manifest.framework == "tvm-ffi":
+            from .host import tvm_ffi_version
+
+            if tvm_ffi_version() is None:
+                rep.info(f"{manifest.name}: no host variant to build (a [tvm-ffi] kernel, and this Python has no "
+                         "tvm-ffi: pip install 'apache-tvm-ffi>=0.1.9,<0.2')")
                 continue
         if not variants:
             host = host_variants()
@@ -509,6 +572,11 @@ def cmd_publish(args: argparse.Namespace) -> int:
 
     rep = Reporter(quiet=args.quiet)
     manifest = _load_manifests([args.kernel_dir])[0]
+    if args.repo_id is None:  # build.toml's [general.hub] repo-id is the default
+        if manifest.repo_id is None:
+            raise UsageError(f"publish: no --repo-id given and {manifest.path} has no [general.hub] repo-id; pass "
+                             f"--repo-id ORG/{manifest.name} or add it to build.toml")
+        args.repo_id = manifest.repo_id
     check_repo_id(args.repo_id)  # argument and client errors before the (slower) check
     parse_version(args.version, manifest)
     repo_type = kernel_repo_type()
@@ -770,6 +838,26 @@ def make_parser() -> argparse.ArgumentParser:
     _add_output_flags(p, json_flag=False)
     p.set_defaults(func=cmd_generate)
 
+    p = sub.add_parser("check-config", help="validate build.toml files without building",
+                       description="Parse each kernel's build.toml (every edition this farm reads: upstream's "
+                                   "edition 5, its pre-edition v4 and v3, and the farm's own format), check the "
+                                   "files it names, and list the variants it gives. Exits non-zero with one line "
+                                   "naming the file, key and fix on the first broken one.")
+    p.add_argument("kernel_dirs", nargs="*", metavar="KERNEL_DIR", help="default: every kernel under kernels/")
+    p.add_argument("--variants", metavar="FILE", help="variants.json to read (default: nearest one)")
+    _add_output_flags(p)
+    p.set_defaults(func=cmd_check_config)
+
+    p = sub.add_parser("migrate", help="rewrite build.toml files of older editions as edition 5",
+                       description="Rewrite each kernel's build.toml in the newest edition (5), keeping comments "
+                                   "and layout, and print the diff. The result is checked to mean exactly what "
+                                   "the old file meant. With --check nothing is written and the exit code says "
+                                   "whether any file needs migrating (for CI).")
+    p.add_argument("kernel_dirs", nargs="*", metavar="KERNEL_DIR", help="default: every kernel under kernels/")
+    p.add_argument("--check", action="store_true", help="write nothing; fail if a file is not in edition 5")
+    _add_output_flags(p, json_flag=False)
+    p.set_defaults(func=cmd_migrate)
+
     p = sub.add_parser("clean", help="remove generated files (and with --build, build outputs)",
                        description="Remove exactly the files `generate` wrote; with --build also the "
                                    "kernel's build/ and .pybuild/ folders.")
@@ -840,7 +928,8 @@ def make_parser() -> argparse.ArgumentParser:
                                    "on branch v<major>, then tag v<X.Y.Z> on that commit. Safe to re-run; never "
                                    "moves a tag. Token: HF_TOKEN or the saved login.")
     p.add_argument("kernel_dir", metavar="KERNEL_DIR", help="the kernel folder to release, e.g. kernels/img2gray")
-    p.add_argument("--repo-id", required=True, metavar="ORG/NAME", help="the Hub repo, e.g. my-org/img2gray")
+    p.add_argument("--repo-id", metavar="ORG/NAME", help="the Hub repo, e.g. my-org/img2gray (default: build.toml's "
+                   "[general.hub] repo-id)")
     p.add_argument("--version", required=True, metavar="X.Y.Z", help="the release's version (not pybuild's); X must "
                    "equal build.toml's `version`")
     p.add_argument("--dry-run", action="store_true", help="list files, sizes and refs; no network at all")

@@ -124,7 +124,20 @@ def is_up_to_date(final: Path, stamp: Path, key: str) -> bool:
 
 def _check_variant_buildable(variant: Variant, toolchain: Toolchain) -> None:
     info = toolchain.torch
-    if variant.torch != info.major_minor:
+    if variant.tvm_ffi:
+        from .host import tvm_ffi_version
+
+        here = tvm_ffi_version()
+        if here != variant.torch:
+            found = f"tvm-ffi {here}" if here else "no tvm-ffi"
+            raise ToolchainError(f"variant {variant.name} needs tvm-ffi {variant.torch} (pip install "
+                                 f"'apache-tvm-ffi>={variant.torch},<{variant.torch[:-1]}{int(variant.torch[-1]) + 1}'); "
+                                 f"this Python has {found}")
+    elif variant.stable_abi:  # any torch from that version on builds it
+        if tuple(int(x) for x in info.major_minor.split(".")) < variant.torch_tuple:
+            msg = f"variant {variant.name} needs torch {variant.torch} or later, but {toolchain.python} has torch {info.version}"
+            raise ToolchainError(msg)
+    elif variant.torch != info.major_minor:
         msg = f"variant {variant.name} needs torch {variant.torch}, but {toolchain.python} has torch {info.version}"
         raise ToolchainError(msg)
     if variant.backend == "cuda":
@@ -135,6 +148,21 @@ def _check_variant_buildable(variant: Variant, toolchain: Toolchain) -> None:
             raise ToolchainError(f"variant {variant.name} needs nvcc; install the CUDA toolkit or set CUDA_HOME")
     elif variant.backend != "cpu":
         raise ToolchainError(f"variant {variant.name}: backend {variant.backend} cannot be built on this host")
+
+
+#: `depends` this farm provides to a build: torch itself (the farm's own `cutlass` and `cub` names
+#: come with the CUDA toolkit or the kernel). Upstream's pinned CUTLASS, SYCL-TLA and metal-cpp are not.
+PROVIDED_DEPENDS = ("torch", "cutlass", "cub")
+
+
+def _check_depends(manifest: Manifest, variant: Variant) -> None:
+    for k in manifest.kernels_for(variant):
+        missing = [d for d in k.depends if d not in PROVIDED_DEPENDS]
+        if missing:
+            msg = (f"{manifest.path}: [kernel.{k.name}] depends on {', '.join(missing)}, which this farm does not "
+                   f"provide to a build, so {variant.name} cannot be built here; vendor the headers into the kernel "
+                   "folder and list them in `include` instead")
+            raise ToolchainError(msg)
 
 
 def _check_output_place(root: Path, variant: Variant) -> None:
@@ -192,6 +220,7 @@ def build_variant(
     work = root / WORK_DIR / variant.name
     stamp = work / "stamp.json"
     _check_variant_buildable(variant, toolchain)
+    _check_depends(manifest, variant)
     _check_output_place(root, variant)
 
     src_hash = source_hash(manifest)
@@ -342,7 +371,7 @@ def _add_package(manifest: Manifest, staging: Path, ops: str, *, noarch: bool) -
     """Put the kernel's Python package and its generated ``_ops.py`` into ``staging``."""
     pkg_dest = staging / manifest.python_name
     _copy_python_package(manifest, pkg_dest)
-    (pkg_dest / "_ops.py").write_text(render_ops_py(ops, noarch=noarch))
+    (pkg_dest / "_ops.py").write_text(render_ops_py(ops, noarch=noarch, tvm_ffi=manifest.framework == "tvm-ffi"))
     return pkg_dest
 
 
@@ -396,7 +425,7 @@ def _drop_moved_cmake_cache(cmake_dir: Path) -> None:
 
 def _copy_python_package(manifest: Manifest, dest: Path) -> None:
     """Copy the package files the manifest ships (its [torch] `pyext`) into ``dest``."""
-    src = manifest.root / "torch-ext" / manifest.python_name
+    src = manifest.root / manifest.package_dir / manifest.python_name
     dest.mkdir(parents=True, exist_ok=True)
     for rel in manifest.package_files():
         target = dest / rel

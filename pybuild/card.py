@@ -48,7 +48,7 @@ def _verdict(report: CheckReport, variant: str, check: str) -> str:
 
 def _package_info(manifest: Manifest) -> tuple[str, list[str]]:
     """First docstring line and ``__all__`` of the kernel's Python wrapper (read, never imported)."""
-    init = manifest.root / "torch-ext" / manifest.python_name / "__init__.py"
+    init = manifest.root / manifest.package_dir / manifest.python_name / "__init__.py"
     try:
         tree = ast.parse(init.read_text())
     except (OSError, SyntaxError):

@@ -431,7 +431,15 @@ def importable_here(variant: Variant) -> str | None:
     if not variant.noarch:  # a noarch variant loads on any system and torch: only its backend matters
         if variant.system != host_system():
             return f"built for {variant.system}, this machine is {host_system()}"
-        if variant.torch != info.major_minor:
+        here = tuple(int(x) for x in info.major_minor.split("."))
+        if variant.tvm_ffi:
+            from .host import tvm_ffi_version
+
+            if tvm_ffi_version() != variant.torch:
+                return f"built for tvm-ffi {variant.torch}, this Python has {tvm_ffi_version() or 'no tvm-ffi'}"
+        elif variant.stable_abi and here < variant.torch_tuple:
+            return f"built for torch {variant.torch}'s stable ABI, this Python has the older torch {info.version}"
+        elif not variant.stable_abi and variant.torch != info.major_minor:
             return f"built for torch {variant.torch}, this Python has torch {info.version}"
     if variant.backend == "cpu":
         return None

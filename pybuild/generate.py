@@ -47,7 +47,7 @@ def generated_paths(manifest: Manifest) -> list[str]:
         "pyproject.toml",
         "setup.py",
         "torch-ext/registration.h",
-        f"torch-ext/{manifest.python_name}/_ops.py",
+        f"{manifest.package_dir}/{manifest.python_name}/_ops.py",
     ]
 
 
@@ -64,14 +64,15 @@ def render_project(manifest: Manifest, spec: ProjectSpec) -> dict[str, str]:
         "ops_name": spec.ops_name,
         "cuda_archs": spec.cuda_archs,
         "noarch": False,  # a pure-Python kernel has no project (its _ops.py comes from the build)
+        "tvm_ffi": manifest.framework == "tvm-ffi",
         "marker": f"{MARKER} {__version__}",
     }
     return {rel: _env.get_template(_template_for(rel)).render(ctx) for rel in generated_paths(manifest)}
 
 
-def render_ops_py(ops_name: str, noarch: bool = False) -> str:
+def render_ops_py(ops_name: str, noarch: bool = False, tvm_ffi: bool = False) -> str:
     """``_ops.py``: the build's op namespace; a compiled build also loads its extension there."""
-    return _env.get_template("_ops.py.j2").render({"ops_name": ops_name, "noarch": noarch,
+    return _env.get_template("_ops.py.j2").render({"ops_name": ops_name, "noarch": noarch, "tvm_ffi": tvm_ffi,
                                                    "marker": f"{MARKER} {__version__}"})
 
 

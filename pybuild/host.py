@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .errors import ToolchainError
-from .variants import Variant
+from .variants import Variant, stable_abi_variant, tvm_ffi_variant
 
 if TYPE_CHECKING:
     from .manifest import Manifest
@@ -174,12 +174,36 @@ def host_variants(require_nvcc: bool = True) -> list[Variant]:
     return variants
 
 
+def tvm_ffi_version() -> str | None:
+    """The installed tvm-ffi's major.minor ("0.1"), as the loader compares it; None without tvm-ffi."""
+    try:
+        version = importlib.metadata.version("apache-tvm-ffi")
+    except importlib.metadata.PackageNotFoundError:
+        return None
+    m = re.match(r"(\d+)\.(\d+)", version)
+    return f"{m[1]}.{m[2]}" if m else None
+
+
 def kernel_host_variants(manifest: Manifest) -> list[Variant]:
     """The variants of ``manifest`` this machine builds: all noarch ones of a pure-Python kernel (they
     need no toolchain), else the host variants the kernel accepts."""
     if manifest.noarch:
         return manifest.variants(())
-    return [v for v in host_variants() if manifest.accepts(v)]
+    out = []
+    for v in host_variants():
+        if manifest.framework == "tvm-ffi":
+            version = tvm_ffi_version()
+            if version is None:
+                continue
+            v = tvm_ffi_variant(v, version)
+        stable = manifest.stable_abi_for(v.backend)
+        if stable is not None and not v.tvm_ffi:  # one stable-ABI build, made with this torch if it is at least that version
+            if v.torch_tuple < stable:
+                continue
+            v = stable_abi_variant(v, f"{stable[0]}.{stable[1]}")
+        if manifest.accepts(v):
+            out.append(v)
+    return out
 
 
 def cmake_and_ninja() -> tuple[str, str]:

@@ -15,7 +15,9 @@ from pathlib import Path
 from typing import Any
 
 from .errors import ManifestError
-from .variants import BACKENDS, Variant, noarch_variant
+from .editions import CURRENT_EDITION, FARM_DEPENDS, UPSTREAM_DEPENDS, Edition, detect, edition_label
+from .variants import (BACKENDS, NOARCH_BACKENDS, TVM_FFI_VERSION, Variant, noarch_variant, stable_abi_variant,
+                       tvm_ffi_variant)
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -28,7 +30,7 @@ NAME_RULE = "at least two characters, lowercase letters, digits and '-', startin
 KERNEL_SECTION_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*$", re.ASCII)
 SOURCE_SUFFIXES = {".c", ".cc", ".cpp", ".cxx", ".cu", ".h", ".hh", ".hpp", ".cuh", ".inc", ".metal", ".mm"}
 COMPILED_SUFFIXES = {".c", ".cc", ".cpp", ".cxx", ".cu", ".mm", ".metal"}
-KNOWN_DEPENDS = ("torch", "cutlass", "cub")
+KNOWN_DEPENDS = (*FARM_DEPENDS, *(d for d in UPSTREAM_DEPENDS if d not in FARM_DEPENDS))
 #: Extensions of the files of ``torch-ext/<name>/`` shipped with a variant when [torch] names no `pyext`.
 DEFAULT_PYEXT = ("py", "pyi")
 PYEXT_RE = re.compile(r"^[A-Za-z0-9_]+(\.[A-Za-z0-9_]+)*$", re.ASCII)
@@ -50,13 +52,6 @@ ALL_CUDA_CAPABILITIES = tuple(sorted({c for caps in CUDA_CAPABILITIES.values() f
 #: Built when a kernel names no capabilities: the datacenter and consumer GPUs in use today.
 DEFAULT_CUDA_CAPABILITIES = ("8.0", "8.6", "8.9", "9.0", "10.0", "12.0")
 
-_GENERAL_KEYS = ("name", "universal", "version", "license", "backends", "python-depends")
-_TORCH_KEYS = ("src", "include", "minver", "maxver", "pyext")
-_KERNEL_KEYS = ("backend", "depends", "src", "include", "cuda-capabilities", "cuda-flags", "cxx-flags",
-                "rocm-archs")
-_TOP_KEYS = ("general", "torch", "kernel")
-
-
 @dataclass(frozen=True)
 class KernelSpec:
     """One ``[kernel.<name>]`` section."""
@@ -70,10 +65,26 @@ class KernelSpec:
     cuda_flags: tuple[str, ...] = ()
     cxx_flags: tuple[str, ...] = ()
     rocm_archs: tuple[str, ...] = ()
+    hip_flags: tuple[str, ...] = ()
+    sycl_flags: tuple[str, ...] = ()
+    cuda_minver: tuple[int, int] | None = None  # compiled only into CUDA variants of at least this toolkit
 
     @property
     def compiled_src(self) -> tuple[str, ...]:
+        """The sources compiled on their own (headers listed in `src` are only dependencies)."""
         return tuple(s for s in self.src if Path(s).suffix in COMPILED_SUFFIXES)
+
+    def applies_to(self, variant: Variant) -> bool:
+        """Whether this section is compiled into ``variant``: its backend only (and its CUDA floor)."""
+        if variant.backend != self.backend:
+            return False
+        if self.cuda_minver and variant.backend_version:
+            return _version_tuple(variant.backend_version) >= self.cuda_minver
+        return True
+
+
+def _version_tuple(text: str) -> tuple[int, ...]:
+    return tuple(int(x) for x in text.split("."))
 
 
 @dataclass(frozen=True)
@@ -94,6 +105,20 @@ class Manifest:
     torch_pyext: tuple[str, ...] = DEFAULT_PYEXT
     backends_filter: tuple[str, ...] | None = None
     kernels: tuple[KernelSpec, ...] = field(default_factory=tuple)
+    edition: Edition = "farm"
+    framework: str = "torch"  # "torch" | "torch-noarch" | "tvm-ffi"
+    repo_id: str | None = None  # [general.hub] repo-id: publish's default --repo-id
+    hub_branch: str | None = None
+    upstream: str | None = None
+    source: str | None = None
+    cuda_minver: tuple[int, int] | None = None  # [general.cuda]: the CUDA toolkits this kernel builds with
+    cuda_maxver: tuple[int, int] | None = None
+    backend_python_depends: tuple[tuple[str, tuple[str, ...]], ...] = ()  # [general.<backend>] python-depends
+    kernel_depends: tuple[tuple[str, int | str], ...] = ()  # (repo id, version or revision), all backends
+    torch_cxx_flags: tuple[str, ...] = ()
+    stable_abi: tuple[tuple[str, tuple[int, int]], ...] = ()  # backend -> torch version of its stable-ABI build
+    noarch_cuda_capabilities: tuple[str, ...] = ()  # [torch-noarch]: written into metadata only
+    noarch_rocm_archs: tuple[str, ...] = ()
 
     @property
     def root(self) -> Path:
@@ -106,28 +131,54 @@ class Manifest:
     @property
     def noarch(self) -> bool:
         """A pure-Python kernel: no compiled sources, one ``torch-<backend>`` variant per backend."""
-        return not self.kernels
+        return self.framework == "torch-noarch"
 
     @property
     def backends(self) -> tuple[str, ...]:
-        """Backends this kernel builds for, in matrix order."""
+        """Backends this kernel builds for, in matrix order (then the noarch-only ones): a pure-Python
+        kernel's listed backends; else those of its [kernel.*] sections that `backends` lists (a listed
+        backend without a section of it builds nothing)."""
         if self.noarch:
-            return tuple(b for b in BACKENDS if b in (self.backends_filter or ()))
+            return tuple(b for b in NOARCH_BACKENDS if b in (self.backends_filter or ()))
         found = {k.backend for k in self.kernels}
         if self.backends_filter is not None:
             found &= set(self.backends_filter)
         return tuple(b for b in BACKENDS if b in found)
 
+    def stable_abi_for(self, backend: str) -> tuple[int, int] | None:
+        """The torch version whose stable ABI ``backend`` is built against; None: the full ABI."""
+        return dict(self.stable_abi).get(backend)
+
+    def python_depends_for(self, backend: str) -> tuple[str, ...]:
+        """[general] python-depends and those of [general.<backend>]."""
+        extra = dict(self.backend_python_depends).get(backend, ())
+        return (*self.python_depends, *(d for d in extra if d not in self.python_depends))
+
     def variants(self, matrix_variants: tuple[Variant, ...] | list[Variant]) -> list[Variant]:
-        """The variants this kernel builds: those of the matrix it accepts, or (pure Python) one
+        """The variants this kernel builds: those of the matrix it accepts, one stable-ABI variant per
+        backend version and system for backends in [torch.stable-abi], or (pure Python) one
         ``torch-<backend>`` per backend, whatever the matrix."""
         if self.noarch:
             return [noarch_variant(b) for b in self.backends]
-        return [v for v in matrix_variants if self.accepts(v)]
+        out: list[Variant] = []
+        for v in matrix_variants:
+            if self.framework == "tvm-ffi" and not v.noarch:  # one per backend version and system
+                v = tvm_ffi_variant(v)
+            stable = self.stable_abi_for(v.backend)
+            if stable is not None and not v.stable_abi and not v.noarch and not v.tvm_ffi:
+                if v.torch_tuple < stable:  # built with a torch at least that version
+                    continue
+                v = stable_abi_variant(v, f"{stable[0]}.{stable[1]}")
+            if self.accepts(v) and v not in out:
+                out.append(v)
+        return out
 
-    def kernels_for(self, backend: str) -> tuple[KernelSpec, ...]:
-        """Kernel sections compiled into a ``backend`` variant: that backend's and the CPU ones."""
-        return tuple(k for k in self.kernels if k.backend == backend or k.backend == "cpu")
+    def kernels_for(self, variant: Variant | str) -> tuple[KernelSpec, ...]:
+        """Kernel sections compiled into ``variant`` (or a variant of backend ``variant``): its
+        backend's only."""
+        if isinstance(variant, str):
+            return tuple(k for k in self.kernels if k.backend == variant)
+        return tuple(k for k in self.kernels if k.applies_to(variant))
 
     def cuda_capabilities(self) -> tuple[str, ...]:
         caps: list[str] = []
@@ -137,18 +188,34 @@ class Manifest:
         return tuple(caps) or DEFAULT_CUDA_CAPABILITIES
 
     def accepts(self, variant: Variant) -> bool:
-        """Whether this kernel builds for ``variant`` (its backends and torch bounds; a pure-Python
-        kernel builds exactly its noarch variants)."""
+        """Whether this kernel builds for ``variant`` (its backends, torch and CUDA bounds, stable ABI;
+        a pure-Python kernel builds exactly its noarch variants)."""
         if variant.backend not in self.backends or variant.noarch != self.noarch:
             return False
         if self.noarch:
             return True
+        if variant.tvm_ffi != (self.framework == "tvm-ffi"):
+            return False
+        if variant.backend == "cuda" and variant.backend_version:
+            cu = _version_tuple(variant.backend_version)
+            if self.cuda_minver and cu < self.cuda_minver or self.cuda_maxver and cu > self.cuda_maxver:
+                return False
+        if variant.tvm_ffi:
+            return variant.torch == TVM_FFI_VERSION
+        stable = self.stable_abi_for(variant.backend)
+        if variant.stable_abi or stable is not None:
+            return variant.stable_abi and variant.torch_tuple == stable
         t = variant.torch_tuple
         if self.torch_minver and t < self.torch_minver:
             return False
         if self.torch_maxver and t > self.torch_maxver:
             return False
         return True
+
+    @property
+    def package_dir(self) -> str:
+        """The folder of the Python package's parent: ``torch-ext`` (``tvm-ffi-ext`` for tvm-ffi)."""
+        return "tvm-ffi-ext" if self.framework == "tvm-ffi" else "torch-ext"
 
     def source_files(self) -> list[str]:
         """Every file whose content defines a build (relative to the kernel folder), sorted."""
@@ -160,13 +227,13 @@ class Manifest:
             base = root / inc
             if base.is_dir():
                 files.update(str(p.relative_to(root)) for p in base.rglob("*") if p.is_file())
-        files.update(f"torch-ext/{self.python_name}/{rel}" for rel in self.package_files())
+        files.update(f"{self.package_dir}/{self.python_name}/{rel}" for rel in self.package_files())
         return sorted(files)
 
     def package_files(self) -> list[str]:
         """The files of ``torch-ext/<name>/`` a variant ships (relative to that folder, sorted): those
         whose extension [torch] `pyext` lists, without caches, built extensions and the generated _ops.py."""
-        pkg = self.root / "torch-ext" / self.python_name
+        pkg = self.root / self.package_dir / self.python_name
         if not pkg.is_dir():
             return []
         found = []
@@ -248,14 +315,16 @@ def _check_path(reader: _Reader, root: Path, key: str, rel: str, must_be_dir: bo
         reader.fail(f"{where}: {rel!r} is not a C/C++/CUDA source or header ({', '.join(sorted(SOURCE_SUFFIXES))})")
 
 
-def _parse_torch_bound(reader: _Reader, key: str) -> tuple[int, int] | None:
-    value = reader.get(key, str)
-    if value is None:
-        return None
-    m = re.fullmatch(r"(\d)\.(\d+)", value, re.ASCII)
+def _version_text(reader: _Reader, where: str, value: str) -> tuple[int, int]:
+    m = re.fullmatch(r"(\d+)\.(\d+)", value, re.ASCII)
     if not m:
-        reader.fail(f'{reader.where(key)} must be "major.minor" like "2.12"; found {value!r}')
+        reader.fail(f'{where} must be "major.minor" like "2.12"; found {value!r}')
     return int(m[1]), int(m[2])
+
+
+def _parse_version(reader: _Reader, key: str) -> tuple[int, int] | None:
+    value = reader.get(key, str)
+    return None if value is None else _version_text(reader, reader.where(key), value)
 
 
 def loader_python_depends() -> tuple[set[str], dict[str, set[str]]] | None:
@@ -308,167 +377,230 @@ def duplicate_name_message(name: str, dirs: list[Path]) -> str:
 
 
 def parse_manifest(text: str, path: Path) -> Manifest:
-    """Parse ``build.toml`` text. ``path`` locates the kernel folder for the file checks."""
+    """Parse ``build.toml`` text of any edition the farm reads. ``path`` locates the kernel folder for
+    the file checks."""
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         raise ManifestError(f"{path}: TOML syntax error: {e}") from None
-    root = path.parent
-    top = _Reader(path, "top level", data, _TOP_KEYS)
-    del top
+    edition, why = detect(data)
+    if edition is None:
+        raise ManifestError(f"{path}: {why}")
+    return _to_model(data, edition, path)
 
-    general = _Reader(path, "general", data.get("general", None) or _missing(path, "general"), _GENERAL_KEYS)
+
+def _table(path: Path, section: str, table: Any) -> _Reader:
+    """A reader over a table the edition's schema has already checked (keys and kinds)."""
+    return _Reader(path, section, table if isinstance(table, dict) else {}, tuple(table or {}))
+
+
+def _framework(data: dict[str, Any], edition: Edition) -> str:
+    for f in ("torch", "torch-noarch", "tvm-ffi"):
+        if f in data:
+            if f == "torch" and edition in ("farm", 3) and not data.get("kernel") and not data["torch"].get("src"):
+                return "torch-noarch"  # the pre-edition way: a [torch] with only pyext and no kernel sections
+            return f
+    return "torch-noarch"  # v3 and the farm's format: no framework table is a pure-Python kernel
+
+
+def _general_model(path: Path, data: dict[str, Any], edition: Edition) -> dict[str, Any]:
+    general = _table(path, "general", data["general"])
     name = general.get("name", str, required=True)
     if not NAME_RE.fullmatch(name):
-        general.fail(
-            f"`name` in [general] is {name!r}; use {NAME_RULE} (e.g. \"img2gray\", \"rms-norm\")"
-        )
-    universal = general.get("universal", bool, False)
-    if universal:
+        general.fail(f"`name` in [general] is {name!r}; use {NAME_RULE} (e.g. \"img2gray\", \"rms-norm\")")
+    if general.get("universal", bool, False):
         general.fail("`universal = true` in [general] asks for the legacy torch-universal variant, which this farm "
                      "does not build; for a pure-Python kernel drop it, leave out [kernel.*] sections and list "
                      "`backends` in [general] (e.g. backends = [\"cuda\", \"cpu\"]): it builds torch-cuda, torch-cpu")
     version = general.get("version", int, 1)
     if version < 1:
         general.fail(f"`version` in [general] must be a positive integer (the v<N> branch); found {version}")
-    license_ = general.get("license", str, "Apache-2.0")
-    python_depends = general.str_list("python-depends")
-    backends_filter = general.get("backends", list)
-    if backends_filter is not None:
-        for b in backends_filter:
-            if b not in BACKENDS:
-                general.fail(f"`backends` in [general] names unknown backend {b!r}; known: {', '.join(BACKENDS)}")
-        backends_filter = tuple(backends_filter)
-        if not backends_filter:
+    backends = general.get("backends", list)
+    if backends is not None:
+        allowed = NOARCH_BACKENDS if edition != "farm" else BACKENDS
+        for b in backends:
+            if b not in allowed:
+                close = difflib.get_close_matches(b, allowed, n=1)
+                hint = f"did you mean {close[0]!r}?" if close else f"known: {', '.join(allowed)}"
+                general.fail(f"`backends` in [general] names unknown backend {b!r}; {hint}")
+        if not backends:
             general.fail("`backends` in [general] is empty, which leaves nothing to build; list at least one, "
                          "e.g. backends = [\"cuda\", \"cpu\"], or drop the key")
+        backends = tuple(backends)
+    hub = _table(path, "general.hub", general.table.get("hub"))
+    cuda = _table(path, "general.cuda", general.table.get("cuda"))
+    per_backend = tuple((b, tuple(general.table[b]["python-depends"])) for b in ("cuda", "neuron", "tpu", "xpu")
+                        if isinstance(general.table.get(b), dict) and "python-depends" in general.table[b])
+    cuda_min, cuda_max = _parse_version(cuda, "minver"), _parse_version(cuda, "maxver")
+    if cuda_min and cuda_max and cuda_min > cuda_max:
+        cuda.fail(f"`minver` {cuda_min} is above `maxver` {cuda_max} in [general.cuda]; no CUDA toolkit is left")
+    repo_id = hub.get("repo-id", str)
+    if repo_id is not None and not re.fullmatch(r"[A-Za-z0-9][-A-Za-z0-9_.]*/[A-Za-z0-9][-A-Za-z0-9_.]*", repo_id):
+        hub.fail(f"`repo-id` in [general.hub] is {repo_id!r}; use \"org/name\", e.g. \"kernels-community/{name}\"")
+    return dict(
+        name=name, universal=False, version=version, license=general.get("license", str, "Apache-2.0"),
+        license_set="license" in general.table, python_depends=general.str_list("python-depends"),
+        backends_filter=backends, repo_id=repo_id, hub_branch=hub.get("branch", str),
+        upstream=general.get("upstream", str), source=general.get("source", str), cuda_minver=cuda_min,
+        cuda_maxver=cuda_max, backend_python_depends=per_backend,
+        kernel_depends=tuple((d["repo-id"], d.get("version", d.get("revision")))
+                             for d in general.table.get("kernel-depends", ())),
+    )
 
-    torch = _Reader(path, "torch", data.get("torch", {}), _TORCH_KEYS)
+
+def _stable_abi(path: Path, torch: _Reader, backends: tuple[str, ...] | None) -> tuple[tuple[str, tuple[int, int]], ...]:
+    value = torch.table.get("stable-abi")
+    if value is None:
+        return ()
+    where = "`stable-abi` in [torch]"
+    table = {b: value for b in (backends or BACKENDS)} if isinstance(value, str) else value
+    out = []
+    for b, text in table.items():
+        ver = _version_text(torch, f"{where} ({b})", text)
+        if ver < (2, 10):
+            torch.fail(f"{where} asks for torch {text} for {b}; torch's stable ABI starts at 2.10: use \"2.10\" or later")
+        if backends is None or b in backends:  # entries for unlisted backends are ignored, as upstream does
+            out.append((b, ver))
+    return tuple(out)
+
+
+def _pyext(reader: _Reader, section: str) -> tuple[str, ...]:
+    pyext = reader.str_list("pyext") if "pyext" in reader.table else DEFAULT_PYEXT
+    for ext in pyext:
+        if not PYEXT_RE.fullmatch(ext):
+            reader.fail(f"`pyext` in [{section}] has {ext!r}; list file extensions without the dot, e.g. [\"py\", \"json\"]")
+        if "." + ext in _BUILT_SUFFIXES:
+            reader.fail(f"`pyext` in [{section}] has {ext!r}: built files come from the build, not the package; drop it")
+    if "py" not in pyext:
+        reader.fail(f"`pyext` in [{section}] is {list(pyext)!r} and leaves out \"py\": the package's Python files "
+                    "would not ship; add \"py\"")
+    return tuple(pyext)
+
+
+def _kernel_model(path: Path, root: Path, kname: str, table: dict[str, Any], name: str) -> KernelSpec:
+    section = f"kernel.{kname}"
+    if not KERNEL_SECTION_RE.fullmatch(kname):
+        raise ManifestError(f"{path}: [kernel.*] section {kname!r}: kernel names use letters, digits, '_' and '-'")
+    r = _table(path, section, table)
+    backend = r.get("backend", str, required=True)
+    depends = r.str_list("depends")
+    for d in depends:
+        if d not in KNOWN_DEPENDS:
+            close = difflib.get_close_matches(d, KNOWN_DEPENDS, n=1)
+            hint = f"did you mean {close[0]!r}?" if close else f"known: {', '.join(KNOWN_DEPENDS)}"
+            r.fail(f"`depends` in [{section}] names unknown dependency {d!r}; {hint}")
+    src = r.str_list("src", required=True)
+    if not src:
+        r.fail(f"`src` in [{section}] is empty; list at least one source file, e.g. src = [\"csrc/{kname}.cu\"]")
+    for s in src:
+        _check_path(r, root, "src", s)
+    if not any(Path(s).suffix in COMPILED_SUFFIXES for s in src):
+        r.fail(f"`src` in [{section}] lists only headers; add the .cu/.cpp file that defines the kernel")
+    include = r.str_list("include")
+    for inc in include:
+        _check_path(r, root, "include", inc, must_be_dir=True)
+    caps = r.str_list("cuda-capabilities")
+    for key in ("cuda-capabilities", "cuda-flags", "cuda-minver"):
+        if key in r.table and backend != "cuda":
+            r.fail(f"`{key}` in [{section}] only applies to backend \"cuda\" (this one is {backend!r})")
+    for c in caps:
+        hint = _unknown_cuda_capability(c)
+        if hint:
+            r.fail(f"`cuda-capabilities` in [{section}] has {c!r}, which no supported CUDA toolkit knows; {hint}")
+    rocm_archs = r.str_list("rocm-archs")
+    if rocm_archs and backend != "rocm":
+        r.fail(f"`rocm-archs` in [{section}] only applies to backend \"rocm\" (this one is {backend!r})")
+    for a in rocm_archs:
+        if not ROCM_ARCH_RE.fullmatch(a):
+            r.fail(f"`rocm-archs` in [{section}] has {a!r}, not an AMD GPU target; use names like \"gfx90a\", "
+                   "\"gfx942\" or \"gfx1100\"")
+    return KernelSpec(name=kname, backend=backend, depends=depends, src=src, include=include,
+                      cuda_capabilities=caps, cuda_flags=r.str_list("cuda-flags"), cxx_flags=r.str_list("cxx-flags"),
+                      rocm_archs=rocm_archs, hip_flags=r.str_list("hip-flags"), sycl_flags=r.str_list("sycl-flags"),
+                      cuda_minver=_parse_version(r, "cuda-minver"))
+
+
+def _to_model(data: dict[str, Any], edition: Edition, path: Path) -> Manifest:
+    """Turn a document that satisfies ``edition``'s schema into the one model, checking meaning."""
+    root = path.parent
+    general = _general_model(path, data, edition)
+    name, backends_filter = general["name"], general["backends_filter"]
+    framework = _framework(data, edition)
+    section = framework if framework in data else "torch"
+    torch = _table(path, section, data.get(section, {}))
+    kernel_tables = data.get("kernel", {})
+    if framework == "torch-noarch" and kernel_tables:
+        first = next(iter(kernel_tables))
+        raise ManifestError(f"{path}: [kernel.{first}] in a pure-Python kernel ([torch-noarch]); compiled kernels "
+                            "take a [torch] table with the binding in `src`: replace [torch-noarch] with it, or drop "
+                            "the [kernel.*] sections")
     torch_src = torch.str_list("src")
     torch_include = torch.str_list("include")
-    if not data.get("kernel") and backends_filter and (torch_src or torch_include):  # before the path checks
+    if not kernel_tables and backends_filter and (torch_src or torch_include):  # before the path checks
         key = "src" if torch_src else "include"
-        torch.fail(f"`{key}` in [torch] names C++ files, but no [kernel.*] section compiles anything; add the "
+        torch.fail(f"`{key}` in [{section}] names C++ files, but no [kernel.*] section compiles anything; add the "
                    "kernel sections, or drop the key for a pure-Python kernel")
     for s in torch_src:
         _check_path(torch, root, "src", s)
     for inc in torch_include:
         _check_path(torch, root, "include", inc, must_be_dir=True)
-    pyext = torch.str_list("pyext") if "pyext" in torch.table else DEFAULT_PYEXT
-    for ext in pyext:
-        if not PYEXT_RE.fullmatch(ext):
-            torch.fail(f"`pyext` in [torch] has {ext!r}; list file extensions without the dot, e.g. [\"py\", \"json\"]")
-        if "." + ext in _BUILT_SUFFIXES:
-            torch.fail(f"`pyext` in [torch] has {ext!r}: built files come from the build, not torch-ext/; drop it")
-    if "py" not in pyext:
-        torch.fail(f"`pyext` in [torch] is {list(pyext)!r} and leaves out \"py\": the package's Python files would "
-                   "not ship; add \"py\"")
-    minver = _parse_torch_bound(torch, "minver")
-    maxver = _parse_torch_bound(torch, "maxver")
+    minver, maxver = _parse_version(torch, "minver"), _parse_version(torch, "maxver")
     if minver and maxver and minver > maxver:
-        torch.fail(f"`minver` {minver} is above `maxver` {maxver} in [torch]; no torch version is left")
-
-    kernel_tables = data.get("kernel", {})
-    if not isinstance(kernel_tables, dict):
-        raise ManifestError(f"{path}: `kernel` must be tables like [kernel.{name}]")
-    kernels = []
-    for kname, table in kernel_tables.items():
-        section = f"kernel.{kname}"
-        if not KERNEL_SECTION_RE.fullmatch(kname):
-            raise ManifestError(f"{path}: [kernel.*] section {kname!r}: kernel names use letters, digits, '_' and '-'")
-        r = _Reader(path, section, table, _KERNEL_KEYS)
-        backend = r.get("backend", str, required=True)
-        if backend not in BACKENDS:
-            close = difflib.get_close_matches(backend, BACKENDS, n=1)
-            hint = f"did you mean {close[0]!r}?" if close else f"use one of {', '.join(BACKENDS)}"
-            r.fail(f"`backend` in [{section}] is {backend!r}, an unknown backend; {hint}")
-        depends = r.str_list("depends")
-        for d in depends:
-            if d not in KNOWN_DEPENDS:
-                r.fail(f"`depends` in [{section}] names unknown dependency {d!r}; known: {', '.join(KNOWN_DEPENDS)}")
-        src = r.str_list("src", required=True)
-        if not src:
-            r.fail(f"`src` in [{section}] is empty; list at least one source file, e.g. src = [\"csrc/{kname}.cu\"]")
-        for s in src:
-            _check_path(r, root, "src", s)
-        if not any(Path(s).suffix in COMPILED_SUFFIXES for s in src):
-            r.fail(f"`src` in [{section}] lists only headers; add the .cu/.cpp file that defines the kernel")
-        include = r.str_list("include")
-        for inc in include:
-            _check_path(r, root, "include", inc, must_be_dir=True)
-        caps = r.str_list("cuda-capabilities")
-        if caps and backend != "cuda":
-            r.fail(f"`cuda-capabilities` in [{section}] only applies to backend \"cuda\" (this one is {backend!r})")
-        for c in caps:
-            hint = _unknown_cuda_capability(c)
-            if hint:
-                r.fail(f"`cuda-capabilities` in [{section}] has {c!r}, which no supported CUDA toolkit knows; {hint}")
-        rocm_archs = r.str_list("rocm-archs")
-        if rocm_archs and backend != "rocm":
-            r.fail(f"`rocm-archs` in [{section}] only applies to backend \"rocm\" (this one is {backend!r})")
-        for a in rocm_archs:
-            if not ROCM_ARCH_RE.fullmatch(a):
-                r.fail(f"`rocm-archs` in [{section}] has {a!r}, not an AMD GPU target; use names like \"gfx90a\", "
-                       "\"gfx942\" or \"gfx1100\"")
-        kernels.append(
-            KernelSpec(
-                name=kname,
-                backend=backend,
-                depends=depends,
-                src=src,
-                include=include,
-                cuda_capabilities=caps,
-                cuda_flags=r.str_list("cuda-flags"),
-                cxx_flags=r.str_list("cxx-flags"),
-                rocm_archs=rocm_archs,
-            )
+        torch.fail(f"`minver` {minver} is above `maxver` {maxver} in [{section}]; no torch version is left")
+    kernels = tuple(_kernel_model(path, root, k, t, name) for k, t in kernel_tables.items())
+    if framework != "torch-noarch" and not kernels or framework == "torch-noarch" and not backends_filter \
+            and "torch-noarch" not in data:
+        raise ManifestError(
+            f"{path}: no [kernel.<name>] section; add one with backend and src, e.g. [kernel.{name}] "
+            f"backend = \"cpu\", src = [\"csrc/{name}.cpp\"] (or, for a pure-Python kernel, list its "
+            "backends in [general], e.g. backends = [\"cuda\", \"cpu\"], and leave out the [kernel.*] sections)"
         )
     if kernels and not torch_src:
-        raise ManifestError(f"{path}: `src` in [torch] is empty; list the binding, e.g. [\"torch-ext/torch_binding.cpp\"]")
-    if not kernels:  # a pure-Python (noarch) kernel, or a compiled one missing its sections
+        raise ManifestError(f"{path}: `src` in [{section}] is empty; list the binding, e.g. [\"torch-ext/torch_binding.cpp\"]")
+    if framework == "torch-noarch":
         if not backends_filter:
-            raise ManifestError(
-                f"{path}: no [kernel.<name>] section; add one with backend and src, e.g. [kernel.{name}] "
-                f"backend = \"cpu\", src = [\"csrc/{name}.cpp\"] (or, for a pure-Python kernel, list its "
-                "backends in [general], e.g. backends = [\"cuda\", \"cpu\"])"
-            )
+            raise ManifestError(f"{path}: a pure-Python kernel lists its backends; add backends = [\"cuda\", \"cpu\"] "
+                                "(or the ones it runs on) to [general]")
         for key in ("minver", "maxver"):
             if key in torch.table:
                 torch.fail(f"`{key}` in [torch] does not apply to a pure-Python kernel: its torch-<backend> "
                            "variants load with any torch version; drop it")
-    if not (root / "torch-ext" / name.replace("-", "_") / "__init__.py").is_file():
-        raise ManifestError(
-            f"{path}: missing Python package torch-ext/{name.replace('-', '_')}/__init__.py; "
-            "the kernel's wrapper lives there"
-        )
+    noarch_caps = torch.str_list("cuda-capabilities") if framework == "torch-noarch" else ()
+    for c in noarch_caps:
+        hint = _unknown_cuda_capability(c)
+        if hint:
+            torch.fail(f"`cuda-capabilities` in [{section}] has {c!r}, which no supported CUDA toolkit knows; {hint}")
     manifest = Manifest(
-        path=path,
-        name=name,
-        universal=universal,
-        version=version,
-        license=license_,
-        license_set="license" in general.table,
-        python_depends=python_depends,
-        torch_src=torch_src,
-        torch_include=torch_include,
-        torch_minver=minver,
-        torch_maxver=maxver,
-        torch_pyext=tuple(pyext),
-        backends_filter=backends_filter,
-        kernels=tuple(kernels),
+        path=path, **general, torch_src=torch_src, torch_include=torch_include, torch_minver=minver,
+        torch_maxver=maxver, torch_pyext=_pyext(torch, section), kernels=kernels, edition=edition,
+        framework=framework, torch_cxx_flags=torch.str_list("cxx-flags"),
+        stable_abi=_stable_abi(path, torch, backends_filter) if framework == "torch" else (),
+        noarch_cuda_capabilities=noarch_caps,
+        noarch_rocm_archs=torch.str_list("rocm-archs") if framework == "torch-noarch" else (),
     )
+    pkg = f"{manifest.package_dir}/{manifest.python_name}/__init__.py"
+    if not (root / pkg).is_file():
+        raise ManifestError(f"{path}: missing Python package {pkg}; the kernel's wrapper lives there")
     if not manifest.backends:
         raise ManifestError(f"{path}: `backends` in [general] leaves no backend that a [kernel.*] section builds")
-    allow = loader_python_depends()
-    if allow is not None and python_depends:
-        general_ok, per_backend = allow
-        ok = general_ok.union(*(per_backend.get(b, set()) for b in manifest.backends))
-        refused = [d for d in python_depends if d not in ok]
-        if refused:
-            raise ManifestError(f"{path}: `python-depends` in [general] names {', '.join(map(repr, refused))}, which "
-                                f"the kernels loader refuses for backends {list(manifest.backends)}; allowed: "
-                                f"{', '.join(sorted(ok)) or 'none'} (kernels/python_depends.json)")
+    _check_python_depends(manifest)
     return manifest
+
+
+def _check_python_depends(manifest: Manifest) -> None:
+    allow = loader_python_depends()
+    if allow is None:
+        return
+    general_ok, per_backend = allow
+    for backend in manifest.backends:
+        wanted = manifest.python_depends_for(backend)
+        ok = general_ok | per_backend.get(backend, set())
+        refused = [d for d in wanted if d not in ok]
+        if refused:
+            where = "[general]" if any(d in manifest.python_depends for d in refused) else f"[general.{backend}]"
+            raise ManifestError(f"{manifest.path}: `python-depends` in {where} names {', '.join(map(repr, refused))}, "
+                                f"which the kernels loader refuses for backend {backend}; allowed: "
+                                f"{', '.join(sorted(ok)) or 'none'} (kernels/python_depends.json)")
 
 
 def _missing(path: Path, section: str) -> Any:
@@ -488,19 +620,16 @@ def load_manifest(kernel_dir: Path) -> Manifest:
 
 
 def cuda_capabilities_for(manifest: Manifest, cuda_version: str, section_path: Path | None = None) -> tuple[str, ...]:
-    """The capabilities to build for one CUDA toolkit; an explicit one the toolkit lacks is an error."""
+    """The capabilities to build for one CUDA toolkit: those the kernel names (or the defaults) that
+    the toolkit knows, as upstream intersects them. An empty intersection is an error."""
     known = CUDA_CAPABILITIES.get(cuda_version)
-    explicit = any(k.cuda_capabilities for k in manifest.kernels if k.backend == "cuda")
     caps = manifest.cuda_capabilities()
     if known is None:
         return caps
-    if explicit:
-        missing = [c for c in caps if c not in known]
-        if missing:
-            msg = (
-                f"{section_path or manifest.path}: `cuda-capabilities` {missing} are not supported by CUDA "
-                f"{cuda_version}; drop them or narrow the variants (e.g. [torch] minver) to toolkits that know them"
-            )
-            raise ManifestError(msg)
-        return caps
-    return tuple(c for c in caps if c in known)
+    kept = tuple(c for c in caps if c in known)
+    if not kept:
+        msg = (f"{section_path or manifest.path}: `cuda-capabilities` {list(caps)} leave an empty set of capabilities "
+               f"for CUDA {cuda_version} (it knows {', '.join(known)}); add one it knows or narrow the variants "
+               "([general.cuda] minver/maxver)")
+        raise ManifestError(msg)
+    return kept

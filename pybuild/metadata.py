@@ -43,8 +43,12 @@ def make_metadata(
 ) -> dict[str, Any]:
     """The metadata dict for the finished files in ``variant_dir`` (digest computed from them)."""
     backend_info: dict[str, Any] = {"type": backend}
-    if backend == "cuda" and cuda_archs:  # none for a pure-Python variant
+    if backend == "cuda" and cuda_archs:  # for a pure-Python variant, those [torch-noarch] names
         backend_info["archs"] = list(cuda_archs)
+    elif backend == "cuda" and manifest.noarch_cuda_capabilities:
+        backend_info["archs"] = list(manifest.noarch_cuda_capabilities)
+    elif backend == "rocm" and manifest.noarch_rocm_archs:
+        backend_info["archs"] = list(manifest.noarch_rocm_archs)
     provenance: dict[str, Any] = {"kernel-builder": {"version": f"pybuild-{__version__}"}}
     builder_git = git_state(Path(__file__).resolve().parent, ["."])
     if builder_git:
@@ -57,7 +61,7 @@ def make_metadata(
         "id": ops_name,
         "version": manifest.version,
         "license": manifest.license,
-        "python-depends": list(manifest.python_depends),
+        "python-depends": list(manifest.python_depends_for(backend)),
         "backend": backend_info,
         "digest": {"algorithm": "sha256", "files": digest_files(variant_dir)},
         "provenance": provenance,

@@ -21,14 +21,18 @@ Backend = Literal["cuda", "rocm", "cpu", "metal", "xpu"]
 BACKENDS: tuple[str, ...] = get_args(Backend)
 #: Backends whose matrix entry is a list of toolkit versions (the others are a boolean).
 VERSIONED_BACKENDS = ("cuda", "rocm", "xpu")
+#: Backends of pure-Python kernels: the matrix's, and those that only exist as noarch variants.
+NOARCH_BACKENDS: tuple[str, ...] = (*BACKENDS, "neuron", "tpu", "cann")
+#: The loader names a Huawei Ascend (cann) system's noarch variants `torch-npu`.
+_NOARCH_NAME = {"cann": "npu"}
 CXX_ABIS = ("cxx11", "cxx98")
 SYSTEMS = ("x86_64-linux", "aarch64-linux", "aarch64-darwin")
 EXCLUDE_KEYS = ("torch", "backend", "backend-version", "cxx-abi", "system", "reason")
 
 _BACKEND_PREFIX = {"cuda": "cu", "rocm": "rocm", "xpu": "xpu"}
-_NOARCH_RE = re.compile(r"^torch-(?P<backend>cpu|cuda|rocm|metal|xpu)$", re.ASCII)
+_NOARCH_RE = re.compile(r"^torch-(?P<backend>cpu|cuda|rocm|metal|xpu|neuron|tpu|npu)$", re.ASCII)
 _NAME_RE = re.compile(
-    r"^torch(?P<major>\d)(?P<minor>\d+)"
+    r"^(?P<framework>torch-stable-abi|torch|tvm-ffi)(?P<major>\d)(?P<minor>\d+)"
     r"(?:-(?P<abi>cxx11|cxx98))?"
     r"-(?P<backend>cpu|metal|cu\d{3,}|rocm\d{2,}|xpu\d{4,})"
     r"-(?P<system>x86_64-linux|aarch64-linux|aarch64-darwin)$", re.ASCII)
@@ -44,6 +48,10 @@ class Variant:
     backend_version: str | None  # "13.0" for CUDA, None for cpu/metal and noarch
     cxx_abi: str | None  # "cxx11"; None on darwin and noarch
     system: str | None  # "x86_64-linux"; None for noarch
+    #: built against torch's stable ABI of version ``torch``: loads with that torch and every later one
+    stable_abi: bool = False
+    #: a tvm-ffi kernel: ``torch`` holds the tvm-ffi version ("0.1") it is built against
+    tvm_ffi: bool = False
 
     @property
     def noarch(self) -> bool:
@@ -52,8 +60,12 @@ class Variant:
     @property
     def name(self) -> str:
         if self.torch is None:
-            return f"torch-{self.backend}"
+            return f"torch-{_NOARCH_NAME.get(self.backend, self.backend)}"
         major, minor = self.torch.split(".")
+        if self.stable_abi:  # torch-stable-abi211-cu130-x86_64-linux: no C++ ABI part
+            return f"torch-stable-abi{major}{minor}-{self.backend_tag}-{self.system}"
+        if self.tvm_ffi:  # tvm-ffi01-cu130-x86_64-linux
+            return f"tvm-ffi{major}{minor}-{self.backend_tag}-{self.system}"
         parts = [f"torch{major}{minor}"]
         if self.cxx_abi is not None:
             parts.append(self.cxx_abi)
@@ -84,6 +96,21 @@ def noarch_variant(backend: str) -> Variant:
     return Variant(None, backend, None, None, None)
 
 
+#: The tvm-ffi release line tvm-ffi kernels are built against (the loader wants the installed one's
+#: major.minor; the `kernels` 0.17 line works with apache-tvm-ffi 0.1).
+TVM_FFI_VERSION = "0.1"
+
+
+def tvm_ffi_variant(variant: Variant, version: str = TVM_FFI_VERSION) -> Variant:
+    """The tvm-ffi variant of ``variant``'s backend and system (torch plays no part in its name)."""
+    return Variant(version, variant.backend, variant.backend_version, None, variant.system, tvm_ffi=True)
+
+
+def stable_abi_variant(variant: Variant, torch: str) -> Variant:
+    """The stable-ABI variant (built against torch ``torch``'s stable ABI) of ``variant``'s backend and system."""
+    return Variant(torch, variant.backend, variant.backend_version, None, variant.system, stable_abi=True)
+
+
 def _version_key(version: str) -> tuple[int, ...]:
     return tuple(int(p) for p in version.split("."))
 
@@ -91,7 +118,7 @@ def _version_key(version: str) -> tuple[int, ...]:
 def _sort_key(v: Variant) -> tuple[Any, ...]:
     return (
         (1, ()) if v.noarch else (0, v.torch_tuple),
-        BACKENDS.index(v.backend),
+        NOARCH_BACKENDS.index(v.backend),
         _version_key(v.backend_version) if v.backend_version else (),
         v.cxx_abi or "",
         v.system or "",
@@ -102,7 +129,7 @@ def parse_variant_name(name: str) -> Variant:
     """Parse ``torch213-cxx11-cpu-x86_64-linux`` (or a noarch ``torch-cuda``) back into a :class:`Variant`."""
     noarch = _NOARCH_RE.fullmatch(name)
     if noarch:
-        return noarch_variant(noarch["backend"])
+        return noarch_variant({v: k for k, v in _NOARCH_NAME.items()}.get(noarch["backend"], noarch["backend"]))
     m = _NAME_RE.fullmatch(name)
     if not m:
         msg = (
@@ -124,6 +151,8 @@ def parse_variant_name(name: str) -> Variant:
         backend_version=backend_version,
         cxx_abi=m["abi"],
         system=m["system"],
+        stable_abi=m["framework"] == "torch-stable-abi",
+        tvm_ffi=m["framework"] == "tvm-ffi",
     )
 
 

@@ -70,6 +70,10 @@ def local_label(variant: Variant) -> str:
     if variant.torch is None:
         return f"torch{variant.backend}"
     major, minor = variant.torch.split(".")
+    if variant.stable_abi:
+        return f"torchstableabi{major}{minor}{variant.backend_tag}"
+    if variant.tvm_ffi:
+        return f"tvmffi{major}{minor}{variant.backend_tag}"
     return f"torch{major}{minor}{variant.backend_tag}{variant.cxx_abi or ''}"
 
 
@@ -162,7 +166,10 @@ def wheel_spec(variant_dir: Path, version: str) -> tuple[WheelSpec, Path]:
     pkg = _package_dir(variant_dir, meta)
     exts = _extensions(pkg)
     depends = _python_requirements(list(depends_list), variant.backend)
-    requires = ["torch" if variant.noarch else f"torch=={variant.torch}.*", *depends]
+    # a stable-ABI build loads with its torch and every later one; any other binds to its torch minor
+    torch_req = "torch" if variant.noarch else f"torch>={variant.torch}" if variant.stable_abi \
+        else f"apache-tvm-ffi=={variant.torch}.*" if variant.tvm_ffi else f"torch=={variant.torch}.*"
+    requires = [torch_req, *depends]
     spec = WheelSpec(
         name=str(meta["name"]),
         version=f"{version}+{local_label(variant)}",

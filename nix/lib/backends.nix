@@ -87,6 +87,29 @@ rec {
     builtins.sort (a: b: backends.${a}.rank < backends.${b}.rank) names;
 
   /**
+    The backends of pure-Python kernels: the matrix's, then those that exist only as noarch
+    variants (pybuild's `NOARCH_BACKENDS`).
+
+    # Type
+
+    ```
+    noarchBackendNames :: [String]
+    ```
+
+    # Examples
+
+    ```nix
+    noarchBackendNames
+    => [ "cuda" "rocm" "cpu" "metal" "xpu" "neuron" "tpu" "cann" ]
+    ```
+  */
+  noarchBackendNames = lib.backendNames ++ [
+    "neuron"
+    "tpu"
+    "cann"
+  ];
+
+  /**
     The backend part of a variant name: the toolkit version without dots after the backend's
     prefix, or the bare backend for unversioned ones.
 

@@ -6,7 +6,7 @@ let
     filter
     findKernels
     genAttrs
-    kernelAccepts
+    kernelVariants
     kernelSource
     last
     lazyDerivation
@@ -101,7 +101,7 @@ in
       builds = map (
         kernel:
         let
-          vs = filter (v: kernelAccepts kernel v && toolchain.supports v) matrix;
+          vs = filter toolchain.supports (if kernel.noarch then [ ] else kernelVariants kernel matrix);
           src = kernelSource kernel;
         in
         {
@@ -157,17 +157,17 @@ in
         optionalAttrs (carrier != null) (
           listToAttrs (
             map (
-              backend:
+              noarch:
               let
                 variant = carrier // {
-                  name = "torch-${backend}";
+                  inherit (noarch) name;
                 };
               in
               nameValuePair variant.name (toolchain.mkVariant {
                 inherit (b) kernel src;
                 inherit variant pybuild variantsFile;
               })
-            ) b.kernel.backends
+            ) (kernelVariants b.kernel [ ])
           )
         );
 

@@ -40,6 +40,9 @@ in
 
     `variant`
     : `{ torch, backend, backendVersion, cxxAbi, system }`; `backendVersion` and `cxxAbi` may be `null`.
+    A stable-ABI variant also has `stableAbi = true` and `stableAbiTorch` (the torch whose stable ABI
+    it targets, which its name carries instead of `torch` and the C++ ABI); a tvm-ffi variant
+    `tvmFfi = true` and `tvmFfiVersion`.
 
     # Type
 
@@ -57,13 +60,21 @@ in
     => "torch211-cxx11-cu126-x86_64-linux"
     variantName { torch = "2.12"; backend = "metal"; backendVersion = null; cxxAbi = null; system = "aarch64-darwin"; }
     => "torch212-metal-aarch64-darwin"
+    variantName { torch = "2.13"; stableAbi = true; stableAbiTorch = "2.11"; backend = "cuda"; backendVersion = "13.0"; cxxAbi = "cxx11"; system = "x86_64-linux"; }
+    => "torch-stable-abi211-cu130-x86_64-linux"
     ```
   */
   variantName =
     variant:
     concatStringsSep "-" (
-      [ "torch${replaceStrings [ "." ] [ "" ] variant.torch}" ]
-      ++ optional (variant.cxxAbi != null) variant.cxxAbi
+      (
+        if variant.stableAbi or false then
+          [ "torch-stable-abi${replaceStrings [ "." ] [ "" ] variant.stableAbiTorch}" ]
+        else if variant.tvmFfi or false then
+          [ "tvm-ffi${replaceStrings [ "." ] [ "" ] variant.tvmFfiVersion}" ]
+        else
+          [ "torch${replaceStrings [ "." ] [ "" ] variant.torch}" ] ++ optional (variant.cxxAbi != null) variant.cxxAbi
+      )
       ++ [
         (backendTag variant)
         variant.system

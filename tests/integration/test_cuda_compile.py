@@ -45,7 +45,7 @@ def test_cu_compiles_for_sm90(kernel: str, src: str, tmp_path: Path) -> None:
     includes += [kernel_dir / i for k in manifest.kernels for i in k.include]
     includes += [Path(p) for p in torch.include_paths()]
     cmd = [str(nvcc), "-c", "-std=c++17", "-O3", "-gencode=arch=compute_90,code=sm_90", "--expt-relaxed-constexpr",
-           "-DPYBUILD_BACKEND_CUDA", *(f"-I{i}" for i in includes), str(kernel_dir / src),
+           "-DCUDA_KERNEL", *(f"-I{i}" for i in includes), str(kernel_dir / src),
            "-o", str(tmp_path / "out.o")]
     if shutil.which("ccache"):
         cmd.insert(0, "ccache")

@@ -172,6 +172,26 @@ def test_kernel_variant_names_equal_pybuilds(tmp_path: Path) -> None:
     assert expected and all(v.split("-")[2].startswith("cu") for v in expected), "the narrowed kernel keeps CUDA only"
 
 
+UPSTREAM = REPO.parent / "shared" / "upstream-kernel-builder" / "examples" / "kernels"
+
+
+@pytest.mark.skipif(not UPSTREAM.is_dir(), reason=f"upstream kernel-builder examples not found at {UPSTREAM}")
+def test_upstream_examples_variant_names_equal_pybuilds() -> None:
+    """Every edition and framework upstream's examples use: noarch (neuron, tpu), stable ABI, bounds."""
+    matrix = load_matrix(REPO / "variants.json")
+    seen = set()
+    for d in sorted(p.parent for p in UPSTREAM.glob("*/build.toml")):
+        try:
+            manifest = load_manifest(d)
+        except ManifestError:
+            continue  # refused (relu-invalid-capability): see test_upstream_examples.py
+        expected = [v.name for v in manifest.variants(matrix.variants)]
+        got = nix_eval(f"map (v: v.name) (lib.kernelVariants (lib.readKernel {d}) (lib.readMatrix {REPO}/variants.json))")
+        assert got == expected, d
+        seen.update(n.split("-")[0] + ("-stable" if "stable-abi" in n else "") for n in expected)
+    assert {"torch", "torch-stable"} <= seen, seen
+
+
 def test_noarch_variant_names_equal_pybuilds() -> None:
     kernel = REPO / "tests" / "fixtures" / "noarch-softcap"
     expected = [v.name for v in load_manifest(kernel).variants(())]

@@ -100,3 +100,18 @@ def test_a_moved_cmake_cache_is_dropped(tmp_path: Path) -> None:
     (here / "CMakeCache.txt").write_text(f"CMAKE_CACHEFILE_DIR:INTERNAL={here}\n")
     _drop_moved_cmake_cache(here)
     assert (here / "CMakeCache.txt").is_file()  # still its own: kept for the incremental build
+
+
+def test_generate_writes_a_project_for_a_backend_this_machine_cannot_build(guide_kernel: Path,
+                                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    """The guide's CUDA-only kernel on a machine without CUDA: the project is written all the same
+    (every section guarded by its backend); `build` is what says which variants this machine builds."""
+    from pybuild.__main__ import main
+    from pybuild.host import host_variants
+
+    if any(v.backend == "cuda" for v in host_variants()):
+        pytest.skip("this machine builds CUDA variants itself")
+    assert main(["generate", str(guide_kernel)]) == 0
+    cmake = (guide_kernel / "CMakeLists.txt").read_text()
+    assert 'set(PYBUILD_BACKEND "cuda"' in cmake and 'if(PYBUILD_BACKEND STREQUAL "cuda")' in cmake
+    assert "builds none of its backends ['cuda']" in capsys.readouterr().err

@@ -339,3 +339,22 @@ def test_a_hub_client_that_cannot_upload_to_kernel_repos_is_named_before_any_wor
     assert main(argv) != 0
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "pip install -U 'huggingface_hub>=2.3'" in err[0], err
+
+
+def test_repo_id_defaults_to_the_manifests_hub_table(tmp_path: Path, variants_file: Path, hub_client: None,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    k = make_kernel(tmp_path / "hub")
+    toml = k / "build.toml"
+    toml.write_text(toml.read_text().replace("version = 1\n", f'version = 1\n[general.hub]\nrepo-id = "{REPO}"\n', 1))
+    make_variant(k)
+    argv = ["publish", str(k), "--version", "1.0.0", "--dry-run", "--variants", str(variants_file)]
+    assert main(argv) == 0
+    assert REPO in capsys.readouterr().out
+
+
+def test_without_repo_id_anywhere_publish_says_where_to_put_it(kernel: Path, variants_file: Path,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["publish", str(kernel), "--version", "1.0.0", "--dry-run", "--variants", str(variants_file)]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "no --repo-id given" in err and "[general.hub] repo-id" in err

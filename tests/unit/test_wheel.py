@@ -24,6 +24,9 @@ pytest.importorskip("kernel_abi_check")
     ("torch27-cxx11-cu128-x86_64-linux", "torch27cu128cxx11"),  # the guide's wheel name
     ("torch211-cxx11-rocm71-x86_64-linux", "torch211rocm71cxx11"),
     ("torch212-metal-aarch64-darwin", "torch212metal"),
+    ("torch-stable-abi211-cu130-x86_64-linux", "torchstableabi211cu130"),
+    ("torch-neuron", "torchneuron"),
+    ("tvm-ffi01-cpu-x86_64-linux", "tvmffi01cpu"),
 ])
 def test_local_version_label(name: str, label: str) -> None:
     assert local_label(parse_variant_name(name)) == label

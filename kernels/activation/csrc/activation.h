@@ -20,7 +20,7 @@ constexpr float kGeluTanhScale = 1.5957691216057308f;
 constexpr float kGeluTanhCubic = 0.044715f;
 constexpr float kSqrtHalf = 0.7071067811865476f;
 
-#if defined(PYBUILD_BACKEND_CUDA) || defined(__CUDACC__)
+#if defined(CUDA_KERNEL) || defined(__CUDACC__)
 // Launches out = act(in[:, :d]) * in[:, d:] on `stream` (a cudaStream_t passed as void* to keep CUDA
 // headers out of C++ callers). `in` holds rows * 2 d elements, `out` rows * d, both contiguous device
 // memory of `dtype`. Returns the cudaError_t of the launch as an int (0 = success).

@@ -13,7 +13,7 @@ TORCH_LIBRARY_EXPAND(TORCH_EXTENSION_NAME, ops) {
   ops.impl("silu_and_mul", c10::DeviceType::CPU, &silu_and_mul_cpu);
   ops.impl("gelu_and_mul", c10::DeviceType::CPU, &gelu_and_mul_cpu);
   ops.impl("gelu_tanh_and_mul", c10::DeviceType::CPU, &gelu_tanh_and_mul_cpu);
-#if defined(PYBUILD_BACKEND_CUDA)
+#if defined(CUDA_KERNEL)
   ops.impl("silu_and_mul", c10::DeviceType::CUDA, &silu_and_mul_cuda);
   ops.impl("gelu_and_mul", c10::DeviceType::CUDA, &gelu_and_mul_cuda);
   ops.impl("gelu_tanh_and_mul", c10::DeviceType::CUDA, &gelu_tanh_and_mul_cuda);

@@ -6,7 +6,7 @@
 void silu_and_mul_cpu(const at::Tensor& input, at::Tensor& out);
 void gelu_and_mul_cpu(const at::Tensor& input, at::Tensor& out);
 void gelu_tanh_and_mul_cpu(const at::Tensor& input, at::Tensor& out);
-#if defined(PYBUILD_BACKEND_CUDA)
+#if defined(CUDA_KERNEL)
 void silu_and_mul_cuda(const at::Tensor& input, at::Tensor& out);
 void gelu_and_mul_cuda(const at::Tensor& input, at::Tensor& out);
 void gelu_tanh_and_mul_cuda(const at::Tensor& input, at::Tensor& out);

@@ -17,7 +17,7 @@ inline uint8_t luma(uint32_t r, uint32_t g, uint32_t b) {
   return static_cast<uint8_t>((21u * r + 72u * g + 7u * b + 50u) / 100u);
 }
 
-#if defined(PYBUILD_BACKEND_CUDA) || defined(__CUDACC__)
+#if defined(CUDA_KERNEL) || defined(__CUDACC__)
 // Launches the CUDA kernel on `stream` (a cudaStream_t passed as void* to keep CUDA headers out of
 // C++ callers). `rgb` holds n_pixels * 3 bytes, `gray` n_pixels bytes; both device pointers.
 // Returns the cudaError_t of the launch as an int (0 = success).

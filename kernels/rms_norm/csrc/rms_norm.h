@@ -10,7 +10,7 @@ namespace rms_norm {
 
 enum class DType : int { kFloat32 = 0, kFloat16 = 1, kBFloat16 = 2 };
 
-#if defined(PYBUILD_BACKEND_CUDA) || defined(__CUDACC__)
+#if defined(CUDA_KERNEL) || defined(__CUDACC__)
 // Launches the kernel on `stream` (a cudaStream_t passed as void* to keep CUDA headers out of C++
 // callers). `in` and `out` hold rows * hidden elements, `weight` hidden, all contiguous device
 // memory of `dtype`. Returns the cudaError_t of the launch as an int (0 = success).

@@ -240,7 +240,7 @@ def test_torch_compile_fullgraph(kernel, device):
 def test_cuda_source_compiles_for_sm90_without_spills(tmp_path):
     """rms_norm.cu includes no torch header, so it compiles here even against a CPU-only torch."""
     cmd = [shutil.which("ccache")] if shutil.which("ccache") else []
-    cmd += ["nvcc", "-std=c++17", "-O3", "-arch=sm_90", "-Xptxas", "-v", "-DPYBUILD_BACKEND_CUDA", "-c",
+    cmd += ["nvcc", "-std=c++17", "-O3", "-arch=sm_90", "-Xptxas", "-v", "-DCUDA_KERNEL", "-c",
             str(KERNEL_DIR / "csrc" / "rms_norm.cu"), "-o", str(tmp_path / "rms_norm.o")]
     proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
     assert proc.returncode == 0, proc.stderr

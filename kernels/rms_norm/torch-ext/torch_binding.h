@@ -4,6 +4,6 @@
 
 // out = input / sqrt(mean(input^2, -1) + eps) * weight, for input [..., hidden] and weight [hidden].
 void rms_norm_cpu(const at::Tensor& input, const at::Tensor& weight, double eps, at::Tensor& out);
-#if defined(PYBUILD_BACKEND_CUDA)
+#if defined(CUDA_KERNEL)
 void rms_norm_cuda(const at::Tensor& input, const at::Tensor& weight, double eps, at::Tensor& out);
 #endif

@@ -58,15 +58,13 @@ function(pybuild_torch_libraries out_var)
   if(NOT PYBUILD_BACKEND STREQUAL "cuda" AND (TORCH_CUDA_LIBRARIES OR TARGET torch_cuda))
     # A CPU variant compiled against a CUDA build of torch (the same release's CPU build being out
     # of reach) must load under the CPU build too: link torch's CPU libraries by file, since the
-    # `torch` target forces libtorch_cuda.so in, and take its headers and flags by hand.
+    # `torch` target forces libtorch_cuda.so in; the caller adds torch's headers and flags by hand.
     set(_libs "")
     foreach(_name torch torch_cpu c10)
       find_library(PYBUILD_LIB_${_name} ${_name} PATHS "${TORCH_INSTALL_PREFIX}/lib" NO_DEFAULT_PATH REQUIRED)
       list(APPEND _libs "${PYBUILD_LIB_${_name}}")
     endforeach()
-    target_include_directories(${OPS_NAME} PRIVATE ${TORCH_INCLUDE_DIRS})
-    separate_arguments(_flags UNIX_COMMAND "${TORCH_CXX_FLAGS}")
-    target_compile_options(${OPS_NAME} PRIVATE ${_flags})
+    set(PYBUILD_TORCH_BY_FILE ON PARENT_SCOPE)
   endif()
   set(${out_var} "${_libs}" PARENT_SCOPE)
 endfunction()
@@ -81,11 +79,27 @@ macro(pybuild_cxx_runtime)
   endif()
 endmacro()
 
+# A [tvm-ffi] kernel: the include folders and library of the tvm-ffi installed in this Python.
+function(pybuild_find_tvm_ffi)
+  execute_process(
+    COMMAND "${Python3_EXECUTABLE}" -c "import tvm_ffi.libinfo as i; print(';'.join([i.find_include_path(), i.find_dlpack_include_path()])); print(i.find_libtvm_ffi())"
+    OUTPUT_VARIABLE _out OUTPUT_STRIP_TRAILING_WHITESPACE RESULT_VARIABLE _rc)
+  if(NOT _rc EQUAL 0)
+    message(FATAL_ERROR "pybuild: `import tvm_ffi` failed in ${Python3_EXECUTABLE}; pip install apache-tvm-ffi there")
+  endif()
+  string(REPLACE "\n" ";" _lines "${_out}")
+  list(GET _lines -1 _lib)
+  list(REMOVE_AT _lines -1)
+  set(PYBUILD_TVM_FFI_INCLUDE_DIRS "${_lines}" PARENT_SCOPE)
+  set(PYBUILD_TVM_FFI_LIBRARY "${_lib}" PARENT_SCOPE)
+endfunction()
+
 function(pybuild_check_backend backends)
   if(NOT PYBUILD_BACKEND IN_LIST backends)
     message(FATAL_ERROR "pybuild: PYBUILD_BACKEND=${PYBUILD_BACKEND}, but build.toml has kernels for: ${backends}")
   endif()
-  if(PYBUILD_BACKEND STREQUAL "cuda" AND NOT TORCH_CUDA_LIBRARIES AND NOT TARGET torch_cuda)
+  if(PYBUILD_FRAMEWORK STREQUAL "torch" AND PYBUILD_BACKEND STREQUAL "cuda" AND NOT TORCH_CUDA_LIBRARIES
+     AND NOT TARGET torch_cuda)
     message(FATAL_ERROR "pybuild: PYBUILD_BACKEND=cuda needs a CUDA build of torch; this torch has no CUDA")
   endif()
 endfunction()

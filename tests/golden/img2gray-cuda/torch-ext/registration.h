@@ -12,6 +12,9 @@
 // TORCH_LIBRARY with a macro-expanded namespace: TORCH_LIBRARY_EXPAND(TORCH_EXTENSION_NAME, ops).
 #define TORCH_LIBRARY_EXPAND(NAME, MODULE) TORCH_LIBRARY(NAME, MODULE)
 #define TORCH_LIBRARY_IMPL_EXPAND(NAME, DEVICE, MODULE) TORCH_LIBRARY_IMPL(NAME, DEVICE, MODULE)
+// The same for torch's stable ABI ([torch.stable-abi]; the binding includes torch/csrc/stable/library.h).
+#define STABLE_TORCH_LIBRARY_EXPAND(NAME, MODULE) STABLE_TORCH_LIBRARY(NAME, MODULE)
+#define STABLE_TORCH_LIBRARY_IMPL_EXPAND(NAME, DEVICE, MODULE) STABLE_TORCH_LIBRARY_IMPL(NAME, DEVICE, MODULE)
 
 // An empty Python module, so that `from . import <extension>` loads the library (and its ops).
 #define REGISTER_EXTENSION(NAME)                                                   \

@@ -1,0 +1,94 @@
+"""Rewrite a ``build.toml`` of an older edition as edition 5, keeping its comments and layout.
+
+``migrate_text`` is pure: text in, text out. It edits the TOML document (tomlkit keeps comments,
+order and formatting of what it does not touch) and then proves the result: the new text must
+parse as edition 5 into the same model as the old one (apart from the edition itself).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import sys
+from pathlib import Path
+from typing import Any
+
+import tomlkit
+from tomlkit.items import Table
+
+from .editions import CURRENT_EDITION, detect, edition_label
+from .errors import ManifestError
+from .manifest import Manifest, parse_manifest
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+
+@dataclasses.dataclass(frozen=True)
+class Migration:
+    path: Path
+    old: str
+    new: str
+    edition: object  # the edition the file was written in
+
+    @property
+    def changed(self) -> bool:
+        return self.old != self.new
+
+    def diff(self) -> str:
+        return "".join(difflib.unified_diff(self.old.splitlines(keepends=True), self.new.splitlines(keepends=True),
+                                            fromfile=f"{self.path} (before)", tofile=f"{self.path} (edition 5)"))
+
+
+def _comparable(m: Manifest) -> Manifest:
+    """The model without what only records the edition (and pure-Python noise of the old formats)."""
+    return dataclasses.replace(m, edition=CURRENT_EDITION, license_set=True, backends_filter=m.backends)
+
+
+def migrate_text(text: str, path: Path) -> Migration:
+    """``text`` (a build.toml at ``path``) as edition 5. Raises ManifestError when the old manifest is
+    broken or lacks what edition 5 requires (a license)."""
+    old = parse_manifest(text, path)  # the old manifest must be valid in its own edition first
+    data = tomllib.loads(text)
+    edition, _ = detect(data)
+    if edition == CURRENT_EDITION:
+        return Migration(path, text, text, edition)
+    doc = tomlkit.parse(text)
+    general = doc["general"]
+    assert isinstance(general, Table)
+    if "license" not in general:
+        raise ManifestError(f"{path}: edition {CURRENT_EDITION} requires `license` in [general]; add the kernel's "
+                            "license, e.g. license = \"Apache-2.0\", then migrate")
+    if "universal" in general:
+        del general["universal"]  # false (true is refused when parsing): the default of every edition
+    if "version" not in general:
+        general["version"] = old.version
+    if "backends" not in general:
+        general["backends"] = _array(old.backends)
+    general["edition"] = CURRENT_EDITION
+    if old.noarch and "torch-noarch" not in doc:
+        noarch = tomlkit.table()
+        if "torch" in doc:  # the old formats' [torch] with only `pyext`: the same keys in [torch-noarch]
+            for key, value in doc["torch"].items():  # type: ignore[union-attr]
+                noarch[key] = value
+            del doc["torch"]
+        doc["torch-noarch"] = noarch
+    for table in (doc.get("kernel") or {}).values():
+        if "depends" not in table:
+            table["depends"] = _array(())  # optional in the farm's format, required from v3 on
+    new_text = tomlkit.dumps(doc)
+    new = parse_manifest(new_text, path)
+    if _comparable(new) != _comparable(old):
+        diff = [f.name for f in dataclasses.fields(Manifest)
+                if getattr(_comparable(new), f.name) != getattr(_comparable(old), f.name)]
+        raise ManifestError(f"{path}: migrating from {edition_label(edition)} would change {', '.join(diff)}; "  # type: ignore[arg-type]
+                            "please report this and migrate by hand")
+    return Migration(path, text, new_text, edition)
+
+
+def _array(items: Any) -> Any:
+    arr = tomlkit.array()
+    arr.extend(items)
+    return arr
