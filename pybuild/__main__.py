@@ -466,6 +466,9 @@ def cmd_test(args: argparse.Namespace) -> int:
     for job in jobs:
         env = ensure_env(job.plan, job.variant, progress=lambda msg, v=job.variant: rep.info(f"  {v.name}: {msg}"),
                          extra=test_packages())
+        runners = [env]
+        if args.torch:  # a stable-ABI variant under later torch releases, each in that release's environment
+            runners = [_runner_env(job.variant, t, rep) for t in dict.fromkeys(args.torch)]
         if not args.no_build:
             with rep.tasks() as new_task:
                 results = build_in_envs([job], BuildOptions(), new_task, rep.info)
@@ -473,24 +476,45 @@ def cmd_test(args: argparse.Namespace) -> int:
             if bad:
                 raise ToolchainError(f"{bad[0].kernel} {bad[0].variant}: not built: {bad[0].message}") \
                     if bad[0].exit_code == 5 else _build_failed(bad[0])
-        info = env.toolchain.torch
         for manifest in job.manifests:
             tests = manifest.root / "tests"
             if not tests.is_dir():
                 rep.info(f"{manifest.name} {job.variant.name}: no tests/ folder; nothing to run")
                 continue
-            build = "CUDA " + info.cuda if info.cuda else "CPU"
-            rep.info(f"testing {manifest.name} {job.variant.name} under torch {info.version} ({build} build) "
-                     f"in {env.path}")
-            environ = {**os.environ, "PYBUILD_TEST_VARIANT": job.variant.name,
-                       "PYTHONPATH": os.pathsep.join(filter(None, [str(Path(__file__).resolve().parent.parent),
-                                                                   os.environ.get("PYTHONPATH")]))}
-            cmd = [env.python, "-m", "pytest", str(tests), "-p", "no:cacheprovider", *args.pytest_args]
-            rc = subprocess.run(cmd, env=environ, check=False).returncode
-            if rc != 0:
-                error(f"{manifest.name} {job.variant.name}: tests failed (pytest exit {rc})")
-                failed = failed or 1
+            for runner in runners:
+                info = runner.toolchain.torch
+                build = "CUDA " + info.cuda if info.cuda else "CPU"
+                rep.info(f"testing {manifest.name} {job.variant.name} under torch {info.version} ({build} build) "
+                         f"in {runner.path}")
+                environ = {**os.environ, "PYBUILD_TEST_VARIANT": job.variant.name,
+                           "PYTHONPATH": os.pathsep.join(filter(None, [str(Path(__file__).resolve().parent.parent),
+                                                                       os.environ.get("PYTHONPATH")]))}
+                if manifest.repo_id:  # tests written as upstream's, get_kernel(repo-id): LOCAL_KERNELS names
+                    # the variant folder itself, so the loader loads exactly this variant
+                    environ["LOCAL_KERNELS"] = f"{manifest.repo_id}={(manifest.root / 'build' / job.variant.name).resolve()}"
+                cmd = [runner.python, "-m", "pytest", str(tests), "-p", "no:cacheprovider", *args.pytest_args]
+                rc = subprocess.run(cmd, env=environ, cwd=manifest.root, check=False).returncode
+                if rc != 0:
+                    error(f"{manifest.name} {job.variant.name}: tests failed under torch {info.version} (pytest exit {rc})")
+                    failed = failed or 1
     return failed
+
+
+def _runner_env(variant, torch: str, rep: Reporter):  # noqa: ANN001, ANN202
+    """The environment of torch ``torch`` for testing the stable-ABI ``variant`` (same backend and system)."""
+    from .envs import Refusal, ensure_env, host_facts, index_config, plan_env, test_packages
+    from .errors import ToolchainError
+    from .variants import Variant
+
+    if not variant.stable_abi:
+        raise UsageError(f"--torch: {variant.name} is built for one torch only; --torch is for torch-stable-abi variants")
+    if tuple(int(x) for x in torch.split(".")) < variant.torch_tuple:
+        raise UsageError(f"--torch {torch}: {variant.name} needs torch {variant.torch} or later")
+    runner = Variant(torch, variant.backend, variant.backend_version, "cxx11", variant.system)
+    plan = plan_env(runner, index_config(), host_facts())
+    if isinstance(plan, Refusal):
+        raise ToolchainError(f"--torch {torch}: {plan.variant}: {plan.reason}")
+    return ensure_env(plan, runner, progress=lambda msg: rep.info(f"  {runner.name}: {msg}"), extra=test_packages())
 
 
 def _build_failed(result) -> PybuildError:  # noqa: ANN001
@@ -897,6 +921,8 @@ def make_parser() -> argparse.ArgumentParser:
     p.add_argument("--variant", action="append", required=True, metavar="NAME",
                    help="the variant to test, e.g. torch214-cxx11-cpu-x86_64-linux (repeatable)")
     p.add_argument("--no-build", action="store_true", help="test what build/<variant>/ holds; build nothing")
+    p.add_argument("--torch", action="append", metavar="X.Y", help="for a torch-stable-abi variant: run its tests "
+                   "under this torch release instead, in that release's environment (repeatable)")
     p.add_argument("--variants", metavar="FILE", help="variants.json to read (default: nearest one)")
     _add_output_flags(p, json_flag=False)
     p.set_defaults(func=cmd_test)

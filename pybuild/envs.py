@@ -13,6 +13,7 @@ wheel once and links it into every environment that installs it.
 from __future__ import annotations
 
 import configparser
+import functools
 import hashlib
 import json
 import os
@@ -262,7 +263,10 @@ class Env:
         return self.toolchain.python
 
 
+@functools.lru_cache(maxsize=1)
 def uv_bin() -> str:
+    """The uv binary: the `uv` package's, else one on PATH. Looked up once, before worker threads start
+    (the package's lookup reads sysconfig, whose first use is not thread-safe)."""
     try:
         from uv import find_uv_bin
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from .build import BuildOptions, BuildResult, build_variant
-from .envs import Env, EnvPlan, Refusal, ensure_env, host_facts, index_config, plan_env
+from .envs import Env, EnvPlan, Refusal, ensure_env, host_facts, index_config, plan_env, uv_bin
 from .errors import PybuildError, ToolchainError
 from .manifest import Manifest
 from .variants import Variant
@@ -57,6 +57,8 @@ def parallel_plan(n_variants: int, parallel: int | None = None, cores: int | Non
 def plan_jobs(wanted: Sequence[tuple[Manifest, Variant]]) -> tuple[list[VariantJob], list[Refusal]]:
     """Group (kernel, variant) pairs by variant and plan each variant's environment."""
     config, host = index_config(), host_facts()
+    if wanted:
+        uv_bin()  # found here, in the main thread, before any worker needs it
     by_variant: dict[Variant, list[Manifest]] = {}
     for manifest, variant in wanted:
         by_variant.setdefault(variant, []).append(manifest)
