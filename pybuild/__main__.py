@@ -313,13 +313,16 @@ def cmd_build(args: argparse.Namespace) -> int:
     archs = check_cuda_archs(args.cuda_archs, "--cuda-archs") if args.cuda_archs is not None else None
     options = BuildOptions(cuda_archs=archs, force=args.force, jobs=args.jobs)
     planned = {m.root: kernel_host_variants(m) for m in manifests}
-    if args.variant:  # every name must be built for some kernel named; checked before any build
-        offered = {v.name for vs in planned.values() for v in vs}
-        unknown = sorted(set(args.variant) - offered)
-        if unknown:
-            msg = (f"--variant {', '.join(unknown)}: not a variant this machine builds for "
-                   f"{', '.join(m.name for m in manifests)}; choose from {sorted(offered)}")
-            raise UsageError(msg)
+    # --all and --variant names beyond this Python's torch build in per-variant environments; every
+    # name is checked, and every environment planned, before any build starts
+    env_wanted, host_names = _env_selection(args, matrix, manifests, planned)
+    jobs, refusals = [], []
+    if env_wanted:
+        from .matrix import plan_jobs, refusal_error
+
+        jobs, refusals = plan_jobs(env_wanted)
+        if refusals and not args.all:
+            raise refusal_error(refusals)
     results: list[BuildResult] = []
     failed = 0  # the exit code of the first failed build
     for manifest in manifests:
@@ -328,10 +331,9 @@ def cmd_build(args: argparse.Namespace) -> int:
             rep.info(f"{manifest.name}: removed build/{name}/: the kernel is {kind} now, and the loader would "
                      "have picked that old build")
         variants = planned[manifest.root]
-        if args.variant:
-            variants = [v for v in variants if v.name in args.variant]
+        if host_names is not None:
+            variants = [v for v in variants if v.name in host_names]
             if not variants:
-                rep.info(f"{manifest.name}: none of --variant {', '.join(args.variant)} is a variant of it here")
                 continue
         if not variants and manifest.framework == "tvm-ffi":
             from .host import tvm_ffi_version
@@ -363,7 +365,7 @@ def cmd_build(args: argparse.Namespace) -> int:
                 failed = failed or e.exit_code  # the first failure's exit code (BuildError 6, ToolchainError 5, ...)
                 error(f"{label}: {e}")
                 result = BuildResult(manifest.name, variant.name, "failed", time.monotonic() - start, 0,
-                                     manifest.root / "build" / variant.name, str(e))
+                                     manifest.root / "build" / variant.name, str(e), e.exit_code)
                 results.append(result)
                 if not args.keep_going:
                     break
@@ -375,13 +377,171 @@ def cmd_build(args: argparse.Namespace) -> int:
                 rep.info(f"{label}: built in {result.seconds:.1f} s -> {result.path}")
         if failed and not args.keep_going:
             break
+    if jobs and not (failed and not args.keep_going):
+        from .matrix import build_in_envs
+
+        with rep.tasks() as new_task:
+            env_results = build_in_envs(jobs, options, new_task, rep.info, parallel=args.parallel,
+                                        keep_going=args.keep_going)
+        results += env_results
+        failed = failed or next((r.exit_code for r in env_results if r.status == "failed"), 0)
+    by_reason: dict[str, list[str]] = {}
+    for refusal in refusals:  # one line per reason (e.g. every aarch64 variant on an x86_64 machine)
+        by_reason.setdefault(refusal.reason, []).append(refusal.variant)
+    for reason, names in by_reason.items():
+        rep.info(f"not built: {', '.join(names)}: {reason}")
+    refused = {r.variant for r in refusals}
     rows = [(r.kernel, r.variant, r.status, f"{r.seconds:.1f} s", human_size(r.size) if r.size else "-")
             for r in results]
+    rows += [(m.name, v.name, "not built (see above)", "-", "-") for m, v in env_wanted if v.name in refused]
     if rows or args.json:
         rep.table("Build summary", ["kernel", "variant", "status", "time", "size"], rows)
     else:
         rep.info("nothing built: no kernel named has a variant for this machine (see the lines above)")
     return int(failed)
+
+
+def _env_selection(args: argparse.Namespace, matrix, manifests: list[Manifest],  # noqa: ANN001
+                   planned: dict) -> tuple[list, set[str] | None]:
+    """The (kernel, variant) pairs to build in per-variant environments, and the host variants to
+    build here (None: all of them). A --variant this Python's torch builds stays a host build."""
+    from .variants import parse_variant_name
+
+    if not args.all and not args.variant:
+        return [], None
+    host_names: set[str] = set()
+    wanted = []
+    if args.all:
+        for m in manifests:
+            if m.noarch:  # pure Python: assembled here, for every backend
+                host_names |= {v.name for v in planned[m.root]}
+            else:
+                wanted += [(m, v) for v in m.variants(matrix.variants)]
+        return wanted, host_names
+    offered_host = {v.name for vs in planned.values() for v in vs}
+    for name in dict.fromkeys(args.variant):
+        if name in offered_host:
+            host_names.add(name)
+            continue
+        variant = parse_variant_name(name)
+        kernels = [m for m in manifests if not m.noarch and variant in m.variants(matrix.variants)]
+        if not kernels:
+            choices = sorted({v.name for m in manifests for v in m.variants(matrix.variants)} | offered_host)
+            msg = (f"--variant {name}: not a variant of {matrix.path.name} for "
+                   f"{', '.join(m.name for m in manifests)}; choose from {choices}")
+            raise UsageError(msg)
+        wanted += [(m, variant) for m in kernels]
+    return wanted, host_names
+
+
+# --------------------------------------------------------------------------------------------
+# test / envs
+
+
+def cmd_test(args: argparse.Namespace) -> int:
+    """Build (if needed) and test each kernel's variant in that variant's own environment."""
+    import subprocess
+
+    from .build import BuildOptions
+    from .envs import ensure_env, test_packages
+    from .errors import ToolchainError
+    from .matrix import build_in_envs, plan_jobs, refusal_error
+    from .variants import parse_variant_name
+
+    rep = Reporter(quiet=args.quiet)
+    matrix = _matrix(args)
+    manifests = [m for m in _load_manifests(args.kernel_dirs) if not m.noarch]
+    if not manifests:
+        raise UsageError("test: no compiled kernel named (a pure-Python kernel's tests run with plain pytest)")
+    variants = [parse_variant_name(n) for n in dict.fromkeys(args.variant)]
+    wanted = []
+    for v in variants:
+        kernels = [m for m in manifests if v in m.variants(matrix.variants) or m.accepts(v)]
+        if not kernels:
+            raise UsageError(f"--variant {v.name}: not a variant of {', '.join(m.name for m in manifests)}")
+        wanted += [(m, v) for m in kernels]
+    jobs, refusals = plan_jobs(wanted)  # every variant planned before anything is made
+    if refusals:
+        raise refusal_error(refusals)
+    failed = 0
+    for job in jobs:
+        env = ensure_env(job.plan, job.variant, progress=lambda msg, v=job.variant: rep.info(f"  {v.name}: {msg}"),
+                         extra=test_packages())
+        runners = [env]
+        if args.torch:  # a stable-ABI variant under later torch releases, each in that release's environment
+            runners = [_runner_env(job.variant, t, rep) for t in dict.fromkeys(args.torch)]
+        if not args.no_build:
+            with rep.tasks() as new_task:
+                results = build_in_envs([job], BuildOptions(), new_task, rep.info)
+            bad = [r for r in results if r.status == "failed"]
+            if bad:
+                raise ToolchainError(f"{bad[0].kernel} {bad[0].variant}: not built: {bad[0].message}") \
+                    if bad[0].exit_code == 5 else _build_failed(bad[0])
+        for manifest in job.manifests:
+            tests = manifest.root / "tests"
+            if not tests.is_dir():
+                rep.info(f"{manifest.name} {job.variant.name}: no tests/ folder; nothing to run")
+                continue
+            for runner in runners:
+                info = runner.toolchain.torch
+                build = "CUDA " + info.cuda if info.cuda else "CPU"
+                rep.info(f"testing {manifest.name} {job.variant.name} under torch {info.version} ({build} build) "
+                         f"in {runner.path}")
+                environ = {**os.environ, "PYBUILD_TEST_VARIANT": job.variant.name,
+                           "PYTHONPATH": os.pathsep.join(filter(None, [str(Path(__file__).resolve().parent.parent),
+                                                                       os.environ.get("PYTHONPATH")]))}
+                if manifest.repo_id:  # tests written as upstream's, get_kernel(repo-id): LOCAL_KERNELS names
+                    # the variant folder itself, so the loader loads exactly this variant
+                    environ["LOCAL_KERNELS"] = f"{manifest.repo_id}={(manifest.root / 'build' / job.variant.name).resolve()}"
+                cmd = [runner.python, "-m", "pytest", str(tests), "-p", "no:cacheprovider", *args.pytest_args]
+                rc = subprocess.run(cmd, env=environ, cwd=manifest.root, check=False).returncode
+                if rc != 0:
+                    error(f"{manifest.name} {job.variant.name}: tests failed under torch {info.version} (pytest exit {rc})")
+                    failed = failed or 1
+    return failed
+
+
+def _runner_env(variant, torch: str, rep: Reporter):  # noqa: ANN001, ANN202
+    """The environment of torch ``torch`` for testing the stable-ABI ``variant`` (same backend and system)."""
+    from .envs import Refusal, ensure_env, host_facts, index_config, plan_env, test_packages
+    from .errors import ToolchainError
+    from .variants import Variant
+
+    if not variant.stable_abi:
+        raise UsageError(f"--torch: {variant.name} is built for one torch only; --torch is for torch-stable-abi variants")
+    if tuple(int(x) for x in torch.split(".")) < variant.torch_tuple:
+        raise UsageError(f"--torch {torch}: {variant.name} needs torch {variant.torch} or later")
+    runner = Variant(torch, variant.backend, variant.backend_version, "cxx11", variant.system)
+    plan = plan_env(runner, index_config(), host_facts())
+    if isinstance(plan, Refusal):
+        raise ToolchainError(f"--torch {torch}: {plan.variant}: {plan.reason}")
+    return ensure_env(plan, runner, progress=lambda msg: rep.info(f"  {runner.name}: {msg}"), extra=test_packages())
+
+
+def _build_failed(result) -> PybuildError:  # noqa: ANN001
+    from .errors import BuildError
+
+    return BuildError(f"{result.kernel} {result.variant}: {result.message}")
+
+
+def cmd_envs(args: argparse.Namespace) -> int:
+    """List (or remove) the per-variant environments in the cache."""
+    import shutil
+
+    from .envs import envs_dir, list_envs
+
+    rep = Reporter(quiet=args.quiet, json_mode=args.json)
+    found = list_envs()
+    if args.clear:
+        for path, _, _ in found:
+            shutil.rmtree(path)
+            rep.info(f"removed {path}")
+        return 0
+    rows = [(m["plan"]["variant"], m.get("torch", "?"), m.get("nvcc") or "-", m["plan"]["source"], str(p))
+            for p, m, _ in found]
+    rep.table(f"{len(rows)} environments in {envs_dir()} (uv's cache links each wheel into them; `du -sh` both "
+              "for the disk they take)", ["variant", "torch", "nvcc", "from", "path"], rows)
+    return 0
 
 
 # --------------------------------------------------------------------------------------------
@@ -763,11 +923,19 @@ def make_parser() -> argparse.ArgumentParser:
     _add_output_flags(p, json_flag=False)
     p.set_defaults(func=cmd_clean)
 
-    p = sub.add_parser("build", help="build the host variant(s) into <kernel>/build/<variant>/",
+    p = sub.add_parser("build", help="build variants into <kernel>/build/<variant>/ (host, or --all in environments)",
                        description="Build every kernel (or the ones named) for this machine's variants: "
-                                   "CPU always, CUDA too when torch has CUDA and nvcc is present.")
+                                   "CPU always, CUDA too when torch has CUDA and nvcc is present. With --all (or "
+                                   "--variant NAME), build the matrix's variants, each in its own cached environment "
+                                   "made with uv (see `python -m pybuild envs`).")
     p.add_argument("kernel_dirs", nargs="*", metavar="KERNEL_DIR", help="default: every kernel under kernels/")
-    p.add_argument("--variant", action="append", metavar="NAME", help="only this host variant (repeatable)")
+    p.add_argument("--variant", action="append", metavar="NAME",
+                   help="only this variant (repeatable); one this Python's torch does not build is built in its "
+                        "own environment (torch, nvcc, CMake, ninja from the package index, cached)")
+    p.add_argument("--all", action="store_true", help="every variant of the kernel's matrix, each in its own "
+                   "environment; those no reachable index serves are listed with the reason")
+    p.add_argument("--parallel", type=_int_at_least(1), metavar="N", help="variants built at once with --all/--variant "
+                   "(default: one per core and per 3 GiB of free memory)")
     p.add_argument("--cuda-archs", metavar="LIST", help="override CUDA capabilities for CUDA variants, e.g. 9.0 "
                    "or 8.0,9.0 (env PYBUILD_CUDA_ARCHS does the same)")
     p.add_argument("--force", action="store_true", help="rebuild even when up to date")
@@ -776,6 +944,28 @@ def make_parser() -> argparse.ArgumentParser:
     p.add_argument("--variants", metavar="FILE", help="variants.json to read (default: nearest one)")
     _add_output_flags(p)
     p.set_defaults(func=cmd_build)
+
+    p = sub.add_parser("test", help="run a kernel's tests against a variant, in that variant's environment",
+                       description="Build the variant if needed (in its own environment: its torch, made with uv "
+                                   "and cached), then run the kernel's tests/ with that environment's Python and "
+                                   "torch, loading the built variant through the `kernels` loader. Arguments after "
+                                   "`--` go to pytest.")
+    p.add_argument("kernel_dirs", nargs="*", metavar="KERNEL_DIR", help="default: every kernel under kernels/")
+    p.add_argument("--variant", action="append", required=True, metavar="NAME",
+                   help="the variant to test, e.g. torch214-cxx11-cpu-x86_64-linux (repeatable)")
+    p.add_argument("--no-build", action="store_true", help="test what build/<variant>/ holds; build nothing")
+    p.add_argument("--torch", action="append", metavar="X.Y", help="for a torch-stable-abi variant: run its tests "
+                   "under this torch release instead, in that release's environment (repeatable)")
+    p.add_argument("--variants", metavar="FILE", help="variants.json to read (default: nearest one)")
+    _add_output_flags(p, json_flag=False)
+    p.set_defaults(func=cmd_test)
+
+    p = sub.add_parser("envs", help="list the per-variant build environments (or --clear them)",
+                       description="List the environments `build --all`/`--variant` and `test` made under the user "
+                                   "cache dir (PYBUILD_CACHE_DIR, else $XDG_CACHE_HOME/pybuild, else ~/.cache/pybuild).")
+    p.add_argument("--clear", action="store_true", help="remove them all (uv's own cache stays)")
+    _add_output_flags(p)
+    p.set_defaults(func=cmd_envs)
 
     p = sub.add_parser("check", help="check built variants: metadata, digests, abi3, manylinux, RPATH, import",
                        description="Check every built variant of a kernel before it is published: metadata.json as "
@@ -868,9 +1058,14 @@ def make_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    passed_on = argv[argv.index("--") + 1:] if "--" in argv else []  # `test ... -- PYTEST_ARGS`
+    argv = argv[:argv.index("--")] if "--" in argv else argv
     debug = "--debug" in argv
     try:
         args, extra = make_parser().parse_known_args(argv)
+        if passed_on and args.command != "test":
+            raise UsageError(f"python -m pybuild {args.command}: arguments after `--` are only for `test` (pytest's)")
+        args.pytest_args = passed_on
         if not getattr(args, "command", None):
             make_parser().print_help()
             raise UsageError("python -m pybuild: no command given; choose one of those listed above")

@@ -18,7 +18,6 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -31,7 +30,7 @@ from .elf import NotELFError, bad_rpaths
 from .errors import BuildError, InputLimitError, ToolchainError, VariantsError
 from .fsutil import dir_size, remove_tree, replace_dir
 from .generate import ProjectSpec, render_ops_py, template_fingerprint, write_project
-from .host import cmake_and_ninja, ccache, find_nvcc, nvcc_capabilities, nvcc_version, torch_info
+from .host import Toolchain, ccache, host_toolchain, nvcc_capabilities, nvcc_version
 from .manifest import Manifest, check_cuda_archs, cuda_capabilities_for
 from .metadata import METADATA, git_state, make_metadata, write_metadata
 from .staging import check_writable, owned_staging, remove_dead_leftovers, variant_lock
@@ -59,6 +58,7 @@ class BuildResult:
     size: int
     path: Path
     message: str = ""
+    exit_code: int = 0  # of a failed build: its error's exit code
 
 
 def _no_progress(message: str, fraction: float | None) -> None:
@@ -89,13 +89,14 @@ def metadata_archs(archs: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(torch_arch_list(archs).split(";")) if archs else ()
 
 
-def _build_key(manifest: Manifest, variant: Variant, src_hash: str, archs: tuple[str, ...]) -> str:
+def _build_key(manifest: Manifest, variant: Variant, src_hash: str, archs: tuple[str, ...],
+               toolchain: Toolchain | None) -> str:
     key = {
         "source": src_hash,
         "variant": variant.name,
         # a noarch variant holds no binary: the torch and Python that assemble it do not matter
-        "torch": None if variant.noarch else torch_info().version,
-        "python": None if variant.noarch else sys.executable,
+        "torch": None if toolchain is None else toolchain.torch.version,
+        "python": None if toolchain is None else toolchain.python,
         "templates": template_fingerprint(),
         "cuda-archs": list(archs),
         "cflags": [os.environ.get(v, "") for v in ("CXXFLAGS", "CUDAFLAGS", "LDFLAGS")],
@@ -122,8 +123,8 @@ def is_up_to_date(final: Path, stamp: Path, key: str) -> bool:
         return False
 
 
-def _check_variant_buildable(variant: Variant) -> None:
-    info = torch_info()
+def _check_variant_buildable(variant: Variant, toolchain: Toolchain) -> None:
+    info = toolchain.torch
     if variant.tvm_ffi:
         from .host import tvm_ffi_version
 
@@ -135,15 +136,15 @@ def _check_variant_buildable(variant: Variant) -> None:
                                  f"this Python has {found}")
     elif variant.stable_abi:  # any torch from that version on builds it
         if tuple(int(x) for x in info.major_minor.split(".")) < variant.torch_tuple:
-            msg = f"variant {variant.name} needs torch {variant.torch} or later, but this Python has torch {info.version}"
+            msg = f"variant {variant.name} needs torch {variant.torch} or later, but {toolchain.python} has torch {info.version}"
             raise ToolchainError(msg)
     elif variant.torch != info.major_minor:
-        msg = f"variant {variant.name} needs torch {variant.torch}, but this Python has torch {info.version}"
+        msg = f"variant {variant.name} needs torch {variant.torch}, but {toolchain.python} has torch {info.version}"
         raise ToolchainError(msg)
     if variant.backend == "cuda":
         if not info.cuda:
             raise ToolchainError(f"variant {variant.name} needs a CUDA build of torch; torch {info.version} has none")
-        nvcc = find_nvcc()
+        nvcc = toolchain.nvcc
         if nvcc is None:
             raise ToolchainError(f"variant {variant.name} needs nvcc; install the CUDA toolkit or set CUDA_HOME")
     elif variant.backend != "cpu":
@@ -231,16 +232,19 @@ def build_variant(
     variant: Variant,
     options: BuildOptions = BuildOptions(),
     progress: Progress = _no_progress,
+    toolchain: Toolchain | None = None,
 ) -> BuildResult:
-    """Build one variant of one kernel on this host."""
+    """Build one variant of one kernel with ``toolchain`` (default: this Python's torch and the
+    machine's nvcc; ``pybuild.envs`` makes one per variant)."""
     if variant.noarch:
         return _assemble_noarch(manifest, variant, options)
+    toolchain = toolchain or host_toolchain()
     start = time.monotonic()
     root = manifest.root.resolve()  # absolute: CMake runs with cwd=.pybuild/<variant>
     final = root / BUILD_DIR / variant.name
     work = root / WORK_DIR / variant.name
     stamp = work / "stamp.json"
-    _check_variant_buildable(variant)
+    _check_variant_buildable(variant, toolchain)
     _check_depends(manifest, variant)
     _check_output_place(root, variant)
 
@@ -248,10 +252,10 @@ def build_variant(
     src_hash = source_hash(manifest)
     ops = make_ops_name(manifest, variant.backend, src_hash)
     archs = _cuda_archs(manifest, variant, options)
-    key = _build_key(manifest, variant, src_hash, archs)
+    key = _build_key(manifest, variant, src_hash, archs, toolchain)
     if not options.force and is_up_to_date(final, stamp, key):
         return BuildResult(manifest.name, variant.name, "up to date", time.monotonic() - start, dir_size(final), final)
-    cmake, ninja = cmake_and_ninja()  # the whole toolchain before anything is written
+    cmake, ninja = toolchain.cmake_and_ninja()  # the whole toolchain before anything is written
 
     with variant_lock(root, variant.name):
         if not options.force and is_up_to_date(final, stamp, key):  # built by the run this one waited for
@@ -269,7 +273,7 @@ def build_variant(
             cmake, "-S", str(project), "-B", str(cmake_dir), "-G", "Ninja",
             f"-DCMAKE_MAKE_PROGRAM={ninja}",
             "-DCMAKE_BUILD_TYPE=Release",
-            f"-DPython3_EXECUTABLE={sys.executable}",
+            f"-DPython3_EXECUTABLE={toolchain.python}",
             f"-DPYBUILD_SOURCE_DIR={root.resolve()}",
             f"-DPYBUILD_BACKEND={variant.backend}",
             f"-DOPS_NAME={ops}",
@@ -279,7 +283,7 @@ def build_variant(
         if launcher:
             args += [f"-DCMAKE_CXX_COMPILER_LAUNCHER={launcher}", f"-DCMAKE_CUDA_COMPILER_LAUNCHER={launcher}"]
         if variant.backend == "cuda":
-            nvcc = find_nvcc()
+            nvcc = toolchain.nvcc
             assert nvcc is not None
             args.append(f"-DCMAKE_CUDA_COMPILER={nvcc}")
             toolkit = nvcc_version(nvcc)
@@ -295,7 +299,7 @@ def build_variant(
         _drop_moved_cmake_cache(cmake_dir)
         configure_key = hashlib.sha256("\0".join(args).encode()).hexdigest()
         configure_stamp = work / "configure.sha256"
-        env = dict(os.environ)
+        env = toolchain.environ()
         # Paths relative to the kernel folder in ccache's hash: copies of a kernel share cache hits.
         env.setdefault("CCACHE_BASEDIR", str(root.resolve()))
         env.setdefault("CCACHE_NOHASHDIR", "1")
@@ -303,6 +307,10 @@ def build_variant(
             env["TORCH_CUDA_ARCH_LIST"] = torch_arch_list(archs)
         if not (cmake_dir / "CMakeCache.txt").is_file() or not configure_stamp.is_file() \
                 or configure_stamp.read_text() != configure_key:
+            # other settings, another toolchain (e.g. a new environment) or a failed configure: the
+            # old cache would keep the old torch's and compiler's paths; configure afresh (ccache
+            # keeps the compiles cheap)
+            shutil.rmtree(cmake_dir, ignore_errors=True)
             progress("configuring (CMake)", None)
             _run_logged(args, log, cwd=work, env=env)
             configure_stamp.write_text(configure_key)
@@ -334,7 +342,7 @@ def build_variant(
                     msg = f"{so.name}: RPATH points into build directories ({', '.join(bad)}); " \
                           "CMAKE_INSTALL_RPATH must stay empty"
                     raise BuildError(msg)
-            info = torch_info()
+            info = toolchain.torch
             extra = {
                 "version": __version__,
                 "variant": variant.name,
@@ -361,7 +369,7 @@ def _assemble_noarch(manifest: Manifest, variant: Variant, options: BuildOptions
     stamp = work / "stamp.json"
     src_hash = source_hash(manifest)
     ops = make_ops_name(manifest, variant.backend, src_hash)
-    key = _build_key(manifest, variant, src_hash, ())
+    key = _build_key(manifest, variant, src_hash, (), None)
     _check_output_place(root, variant)
     remove_dead_leftovers(root)  # what killed runs left, even when this run has nothing to do
     if not options.force and is_up_to_date(final, stamp, key):

@@ -59,10 +59,18 @@ def torch_info() -> TorchInfo:
     if spec is None or spec.origin is None:
         msg = "torch is not installed in this Python; install it first (e.g. pip install torch==2.13.0)"
         raise ToolchainError(msg)
-    path = Path(spec.origin).parent
-    version = importlib.metadata.version("torch")
-    cuda = hip = None
+    return torch_info_at(Path(spec.origin).parent, importlib.metadata.version("torch"))
+
+
+def torch_info_at(path: Path, version: str | None = None) -> TorchInfo:
+    """The torch package at ``path`` (another environment's), from its ``version.py``."""
     version_py = path / "version.py"
+    if version is None:
+        m = re.search(r"^__version__(?:: \S+)? = '([^']+)'", version_py.read_text(), re.M)
+        if not m:
+            raise ToolchainError(f"{version_py}: no __version__; is this a torch package?")
+        version = m[1]
+    cuda = hip = None
     if version_py.is_file():
         text = version_py.read_text()
         m = re.search(r"^cuda(?:: \S+)? = '([\d.]+)'", text, re.M)
@@ -70,6 +78,36 @@ def torch_info() -> TorchInfo:
         m = re.search(r"^hip(?:: \S+)? = '([\d.]+)'", text, re.M)
         hip = m[1] if m else None
     return TorchInfo(version=version, cuda=cuda, hip=hip, path=path)
+
+
+@dataclass(frozen=True)
+class Toolchain:
+    """What compiles a variant: a Python with its torch, and where nvcc, CMake and ninja come from.
+    The host's is this Python's (:func:`host_toolchain`); a per-variant environment has its own."""
+
+    python: str
+    torch: TorchInfo
+    nvcc: Path | None
+    bin_dirs: tuple[Path, ...] = ()  # searched first for cmake and ninja, and put first on PATH
+    env: tuple[tuple[str, str], ...] = ()  # set for every tool run (e.g. CUDA_PATH of the toolkit)
+
+    def cmake_and_ninja(self) -> tuple[str, str]:
+        for d in self.bin_dirs:
+            if (d / "cmake").is_file() and (d / "ninja").is_file():
+                return str(d / "cmake"), str(d / "ninja")
+        return cmake_and_ninja()
+
+    def environ(self) -> dict[str, str]:
+        env = dict(os.environ)
+        if self.bin_dirs:
+            env["PATH"] = os.pathsep.join([*map(str, self.bin_dirs), env.get("PATH", "")])
+        env.update(self.env)
+        return env
+
+
+def host_toolchain() -> Toolchain:
+    """This Python, its torch and the nvcc found on this machine."""
+    return Toolchain(python=sys.executable, torch=torch_info(), nvcc=find_nvcc())
 
 
 def host_system() -> str:
@@ -100,6 +138,16 @@ def nvcc_version(nvcc: Path) -> str:
     if not m:
         raise ToolchainError(f"{nvcc}: could not read the CUDA version from `nvcc --version`")
     return m[1]
+
+
+@functools.lru_cache(maxsize=None)
+def cuda_toolkit_root(nvcc: Path) -> Path:
+    """The toolkit folder of ``nvcc`` as nvcc itself reports it (``TOP``), so that a wrapper script
+    such as /usr/local/bin/nvcc leads to the real toolkit."""
+    out = subprocess.run([str(nvcc), "--dryrun", "-x", "cu", "-c", os.devnull, "-o", os.devnull],
+                         capture_output=True, text=True, check=False)
+    m = re.search(r"^#\$ TOP=(.+)$", out.stdout + out.stderr, re.M)
+    return Path(m[1].strip()).resolve() if m else Path(nvcc).resolve().parent.parent
 
 
 @functools.lru_cache(maxsize=None)

@@ -5,12 +5,16 @@ needed, then load it the way the ``kernels`` loader does.
 proves the build loads there) and otherwise imports the variant the same way the loader does
 (``build/<variant>/<python_name>/__init__.py`` under the module name ``metadata.id``): machines
 without ``kernels`` (a bare GPU host) still run every kernel test.
+
+With ``PYBUILD_TEST_VARIANT=<variant>`` (set by ``python -m pybuild test --variant``, or by hand on
+a machine that received built variants) nothing is built: that variant's folder is loaded as built.
 """
 
 from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -36,8 +40,21 @@ def ensure_built(kernel_dir: Path) -> None:
         raise RuntimeError(f"building {kernel_dir} failed:\n{proc.stdout}\n{proc.stderr}")
 
 
+def test_variant() -> str | None:
+    """The variant named by ``PYBUILD_TEST_VARIANT``, if any."""
+    return os.environ.get("PYBUILD_TEST_VARIANT") or None
+
+
 def variant_dir_for(kernel_dir: Path, backend: str | None = None) -> Path:
-    """The built variant this process would load: CUDA where available, else CPU."""
+    """The built variant this process would load: the one ``PYBUILD_TEST_VARIANT`` names, else CUDA
+    where available, else CPU."""
+    named = test_variant()
+    if named:
+        found = kernel_dir / "build" / named
+        if not (found / "metadata.json").is_file():
+            raise RuntimeError(f"PYBUILD_TEST_VARIANT={named}: {found} is not built; build it first "
+                               f"(python -m pybuild build {kernel_dir} --variant {named})")
+        return found
     manifest = load_manifest(kernel_dir)
     variants = kernel_host_variants(manifest)
     if backend is None:
@@ -65,7 +82,7 @@ def _import_variant(variant_dir: Path) -> ModuleType:
 def load_built_kernel(kernel_dir: Path, backend: str | None = None, build: bool = True) -> ModuleType:
     """Build (if needed) and load ``kernel_dir``'s host variant; CUDA where a GPU is present."""
     kernel_dir = Path(kernel_dir).resolve()
-    if build:
+    if build and not test_variant():
         ensure_built(kernel_dir)
     variant_dir = variant_dir_for(kernel_dir, backend)
     try:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Iterator, Sequence
+import threading
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -65,6 +66,43 @@ class Reporter:
                                 completed=fraction or 0.0)
 
             yield update
+
+    @contextmanager
+    def tasks(self) -> Iterator[Callable[[str], Callable[[str, float | None], None]]]:
+        """Several progress lines at once (parallel work): yields ``new_task(label)`` which returns
+        that task's ``update(message, fraction)``; ``update`` may be called from any thread."""
+        if self.quiet or not sys.stderr.isatty():
+            lock = threading.Lock()
+
+            def new_plain(label: str) -> Callable[[str, float | None], None]:
+                last: list[str] = []
+
+                def update(message: str, fraction: float | None) -> None:
+                    phase = message.split(" [")[0]
+                    with lock:
+                        if not self.quiet and (not last or last[-1] != phase):
+                            last.append(phase)
+                            err_console.print(escape(f"  {label}: {message}"))
+
+                return update
+
+            yield new_plain
+            return
+        with Progress(
+            SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn(),
+            console=err_console, transient=True,
+        ) as progress:
+
+            def new_live(label: str) -> Callable[[str, float | None], None]:
+                task_id = progress.add_task(label, total=None)
+
+                def update(message: str, fraction: float | None) -> None:
+                    progress.update(task_id, description=escape(f"{label}: {message}"),
+                                    total=None if fraction is None else 1.0, completed=fraction or 0.0)
+
+                return update
+
+            yield new_live
 
     def table(self, title: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
         if self.json_mode:

@@ -29,9 +29,9 @@ _NOARCH_NAME = {"cann": "npu"}
 CXX_ABIS = ("cxx11", "cxx98")
 SYSTEMS = ("x86_64-linux", "aarch64-linux", "aarch64-darwin")
 #: torch releases a matrix may name (a new release: add it here once its wheels are out).
-KNOWN_TORCH = tuple(f"2.{minor}" for minor in range(0, 14))
+KNOWN_TORCH = tuple(f"2.{minor}" for minor in range(0, 16))
 #: CUDA toolkits torch has published wheels for (a new one: add it here and to manifest.CUDA_CAPABILITIES).
-KNOWN_CUDA = ("11.8", "12.1", "12.4", "12.6", "12.8", "12.9", "13.0")
+KNOWN_CUDA = ("11.8", "12.1", "12.4", "12.6", "12.8", "12.9", "13.0", "13.2")
 EXCLUDE_KEYS = ("torch", "backend", "backend-version", "cxx-abi", "system", "reason")
 
 _BACKEND_PREFIX = {"cuda": "cu", "rocm": "rocm", "xpu": "xpu"}

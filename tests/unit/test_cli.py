@@ -147,7 +147,7 @@ def test_build_refuses_bad_arguments_before_any_work(guide_kernel: Path, tmp_pat
     other = _renamed_copy(guide_kernel, tmp_path / "other", "img2gray-two")
     toml = other / "build.toml"
     assert main(["build", str(guide_kernel), str(other), "--variant", "torch299-cxx11-cpu-x86_64-linux"]) == 2
-    assert "--variant torch299-cxx11-cpu-x86_64-linux: not a variant this machine builds" in capsys.readouterr().err
+    assert "--variant torch299-cxx11-cpu-x86_64-linux: not a variant of variants.json for img2gray" in capsys.readouterr().err
     # two folders with the same kernel name (its builds, metadata and Hub repo would collide)
     twin = tmp_path / "twin"
     shutil.copytree(guide_kernel, twin)

@@ -55,6 +55,17 @@ endmacro()
 function(pybuild_torch_libraries out_var)
   set(_libs ${TORCH_LIBRARIES})
   list(FILTER _libs EXCLUDE REGEX "(nvrtc|-NOTFOUND$)")
+  if(NOT PYBUILD_BACKEND STREQUAL "cuda" AND (TORCH_CUDA_LIBRARIES OR TARGET torch_cuda))
+    # A CPU variant compiled against a CUDA build of torch (the same release's CPU build being out
+    # of reach) must load under the CPU build too: link torch's CPU libraries by file, since the
+    # `torch` target forces libtorch_cuda.so in; the caller adds torch's headers and flags by hand.
+    set(_libs "")
+    foreach(_name torch torch_cpu c10)
+      find_library(PYBUILD_LIB_${_name} ${_name} PATHS "${TORCH_INSTALL_PREFIX}/lib" NO_DEFAULT_PATH REQUIRED)
+      list(APPEND _libs "${PYBUILD_LIB_${_name}}")
+    endforeach()
+    set(PYBUILD_TORCH_BY_FILE ON PARENT_SCOPE)
+  endif()
   set(${out_var} "${_libs}" PARENT_SCOPE)
 endfunction()
 

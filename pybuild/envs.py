@@ -1,0 +1,402 @@
+"""Per-variant build environments, made with uv from registry packages, cached by variant.
+
+Each variant of the matrix builds in a virtual environment of its own: the variant's torch (its
+torch minor and its CUDA release exactly), CMake, ninja and, for CUDA, the variant's nvcc (the
+machine's when its version matches, else NVIDIA's ``nvidia-cuda-nvcc`` wheel of that version).
+
+Planning is pure (:func:`plan_env`: a variant, the indexes and the machine in, the packages to
+install or the reason no index serves them out); :func:`ensure_env` makes the environment under
+the user cache dir once and afterwards only reads its marker file. uv's own cache holds each
+wheel once and links it into every environment that installs it.
+"""
+
+from __future__ import annotations
+
+import configparser
+import functools
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from urllib.parse import urlparse
+
+from .errors import ToolchainError
+from .fsutil import dir_size, locked
+from .host import Toolchain, cuda_toolkit_root, find_nvcc, host_system, nvcc_version, torch_info_at
+from .variants import Variant
+
+#: The CUDA release of each torch minor's wheels on PyPI (the `cuda-toolkit` pin in the metadata of
+#: its manylinux x86_64/aarch64 wheels: 2.11.0 13.0.2, 2.12.1 13.0.2, 2.13.0 13.0.3, 2.14.1 13.0.3,
+#: 2.15.0 13.2.2). PyPI has no other CUDA release and no CPU build of these on Linux.
+PYPI_TORCH_CUDA: dict[str, str] = {"2.11": "13.0", "2.12": "13.0", "2.13": "13.0", "2.14": "13.0", "2.15": "13.2"}
+#: PyTorch's own index: one sub-index per backend (``/cu126``, ``/cpu``, ``/rocm7.1``, ``/xpu``).
+PYTORCH_INDEX = "https://download.pytorch.org/whl"
+PYPI = "https://pypi.org/simple"
+#: Always in an environment: the build tools (pybuild's CMake floor is 3.22).
+BUILD_PACKAGES = ("cmake>=3.22", "ninja")
+MARKER = "pybuild-env.json"
+ENV_SCHEMA = 1
+
+
+@dataclass(frozen=True)
+class IndexConfig:
+    """Where packages come from: PyPI (uv's default index), PyTorch's index if configured
+    (``PYBUILD_TORCH_INDEX_URL``), and flat wheel folders (pip's ``find-links``, mirrored for uv)."""
+
+    torch_index: str | None = None
+    find_links: tuple[str, ...] = ()
+    local_wheels: tuple[str, ...] = ()  # file names of the torch wheels found in local find-links folders
+
+
+@dataclass(frozen=True)
+class HostFacts:
+    system: str  # "x86_64-linux"
+    python: str  # the interpreter environments are made with
+    python_tag: str  # "cp311"
+    nvcc_version: str | None  # the machine's nvcc, "13.0"
+    nvcc: str | None
+
+
+@dataclass(frozen=True)
+class EnvPlan:
+    """What one variant's environment holds and where it comes from."""
+
+    variant: str
+    requirements: tuple[str, ...]
+    uv_args: tuple[str, ...]  # index options for `uv pip install`
+    torch_cuda: str | None  # the CUDA release the installed torch must report (None: a CPU build)
+    nvcc: str | None  # the machine's nvcc (path) when it serves the variant; None: from a wheel or not needed
+    python: str
+    source: str  # one line: where torch comes from
+
+    @property
+    def key(self) -> str:
+        data = {**asdict(self), "schema": ENV_SCHEMA}
+        return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()
+
+    @property
+    def dirname(self) -> str:
+        return f"{self.variant}-{self.key[:10]}"
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """A variant no reachable index serves (or this machine cannot build), and the one-line why."""
+
+    variant: str
+    reason: str
+
+
+def _cuda_nodot(version: str) -> str:
+    return version.replace(".", "")
+
+
+def _torch_subindex(variant: Variant) -> str:
+    if variant.backend == "cuda":
+        return f"cu{_cuda_nodot(variant.backend_version or '')}"
+    if variant.backend == "rocm":
+        return f"rocm{variant.backend_version}"
+    return variant.backend  # cpu, xpu
+
+
+def _local_torch_wheel(variant: Variant, config: IndexConfig, python_tag: str) -> str | None:
+    """A CPU torch wheel of the variant's minor for this Python in a local find-links folder."""
+    from packaging.utils import InvalidWheelFilename, parse_wheel_filename
+
+    arch = (variant.system or "").split("-")[0]
+    for name in config.local_wheels:
+        try:
+            dist, version, _, tags = parse_wheel_filename(name)
+        except InvalidWheelFilename:
+            continue
+        if dist != "torch" or version.local != "cpu" or f"{version.major}.{version.minor}" != variant.torch:
+            continue
+        if any(t.interpreter == python_tag and t.platform.endswith(arch) for t in tags):
+            return str(version)
+    return None
+
+
+def nvcc_requirements(cuda: str) -> tuple[str, ...]:
+    """NVIDIA's wheels that make a working nvcc of CUDA ``cuda`` ("12.6", "13.2"), pinned to it."""
+    if cuda.startswith("12."):
+        return (f"nvidia-cuda-nvcc-cu12=={cuda}.*", f"nvidia-cuda-runtime-cu12=={cuda}.*",
+                f"nvidia-cuda-cccl-cu12=={cuda}.*")
+    return tuple(f"{p}=={cuda}.*" for p in ("nvidia-cuda-nvcc", "nvidia-cuda-crt", "nvidia-nvvm",
+                                            "nvidia-cuda-runtime", "nvidia-cuda-cccl"))
+
+
+def plan_env(variant: Variant, config: IndexConfig, host: HostFacts) -> EnvPlan | Refusal:
+    """The packages of ``variant``'s environment, or why none can be made here. Pure."""
+    name = variant.name
+    if variant.noarch:
+        return Refusal(name, "a pure-Python variant needs no environment; `python -m pybuild build` assembles it")
+    if variant.system != host.system:
+        return Refusal(name, f"builds on an {variant.system} machine (this one is {host.system}); "
+                             "or `nix build` with a remote builder of that system")
+    if variant.backend not in ("cpu", "cuda", "rocm", "xpu"):
+        return Refusal(name, f"the {variant.backend} backend is not built in environments on Linux")
+    torch_req = f"torch=={variant.torch}.*"
+    pypi_cuda = PYPI_TORCH_CUDA.get(variant.torch or "")
+    index_hint = f"{PYTORCH_INDEX}/{_torch_subindex(variant)}"
+    requirements = [torch_req, *BUILD_PACKAGES]
+    uv_args: list[str] = []
+    torch_cuda: str | None = None
+    if variant.backend == "cuda" and pypi_cuda == variant.backend_version:
+        source = f"PyPI (torch {variant.torch}'s CUDA {pypi_cuda} build)"
+        torch_cuda = pypi_cuda
+    elif config.torch_index:
+        uv_args += ["--extra-index-url", f"{config.torch_index.rstrip('/')}/{_torch_subindex(variant)}"]
+        source = f"{uv_args[-1]}"
+        torch_cuda = variant.backend_version if variant.backend == "cuda" else None
+        if variant.backend in ("rocm", "xpu"):
+            return Refusal(name, f"torch from {source} is there, but pybuild builds only cpu and cuda variants "
+                                 "outside Nix so far")
+    elif variant.backend == "cpu" and (local := _local_torch_wheel(variant, config, host.python_tag)):
+        requirements[0] = f"torch=={local}"
+        uv_args += [a for link in config.find_links for a in ("--find-links", link)]
+        source = f"the local CPU wheel torch {local} (find-links)"
+    elif variant.backend == "cpu" and pypi_cuda:
+        # No CPU wheel reachable: compile against the same release's CUDA wheel. A CPU variant uses
+        # only torch's CPU API, identical in both builds; `pybuild test` loads it under that torch.
+        source = f"PyPI (torch {variant.torch}'s CUDA {pypi_cuda} build: no CPU wheel of it is reachable)"
+        torch_cuda = pypi_cuda
+    else:
+        served = f"PyPI serves torch {variant.torch} only as a CUDA {pypi_cuda} build" if pypi_cuda else \
+            f"PyPI serves no torch {variant.torch} that pybuild knows of"
+        return Refusal(name, f"no reachable index serves it ({served}); PyTorch's index does: "
+                             f"PYBUILD_TORCH_INDEX_URL={PYTORCH_INDEX} (uv --extra-index-url {index_hint})")
+    nvcc: str | None = None
+    if torch_cuda:  # a CUDA variant, or a CPU one on a CUDA wheel: torch's CMake config needs the toolkit
+        if host.nvcc and host.nvcc_version == torch_cuda:
+            nvcc = host.nvcc
+        else:
+            requirements += nvcc_requirements(torch_cuda)
+    return EnvPlan(name, tuple(requirements), tuple(uv_args), torch_cuda, nvcc, host.python, source)
+
+
+# ------------------------------------------------------------------------------------------------
+# Reading the machine (I/O; the plan itself stays pure)
+
+
+def _pip_config_find_links() -> list[str]:
+    """pip's ``find-links`` from its environment variable and config files (uv does not read them)."""
+    links = os.environ.get("PIP_FIND_LINKS", "").split()
+    home = Path.home()
+    xdg = os.environ.get("XDG_CONFIG_HOME", str(home / ".config"))
+    files = [*(Path(d) / "pip" / "pip.conf" for d in os.environ.get("XDG_CONFIG_DIRS", "/etc/xdg").split(":")),
+             Path("/etc/pip.conf"), home / ".pip" / "pip.conf", Path(xdg) / "pip" / "pip.conf"]
+    if os.environ.get("PIP_CONFIG_FILE"):
+        files.append(Path(os.environ["PIP_CONFIG_FILE"]))
+    for f in files:
+        parser = configparser.ConfigParser()
+        try:
+            parser.read(f)
+        except (configparser.Error, OSError, UnicodeDecodeError):
+            continue
+        for section in ("global", "install"):
+            links += parser.get(section, "find-links", fallback="").split()
+    return list(dict.fromkeys(links))
+
+
+def index_config() -> IndexConfig:
+    """Indexes from the environment: ``PYBUILD_TORCH_INDEX_URL``, ``PYBUILD_FIND_LINKS`` (space-separated)
+    and pip's ``find-links``."""
+    links = os.environ.get("PYBUILD_FIND_LINKS", "").split() + _pip_config_find_links()
+    wheels = []
+    for link in links:
+        path = Path(urlparse(link).path) if link.startswith("file:") else Path(link)
+        if "://" in link and not link.startswith("file:"):
+            continue
+        if path.is_dir():
+            wheels += sorted(p.name for p in path.glob("torch-*.whl"))
+    return IndexConfig(torch_index=os.environ.get("PYBUILD_TORCH_INDEX_URL") or None,
+                       find_links=tuple(links), local_wheels=tuple(wheels))
+
+
+def host_facts() -> HostFacts:
+    nvcc = find_nvcc()
+    version = None
+    if nvcc is not None and nvcc.is_file():
+        try:
+            version = nvcc_version(nvcc)
+            nvcc = cuda_toolkit_root(nvcc) / "bin" / "nvcc"  # the real one, not a wrapper script
+        except ToolchainError:
+            nvcc = None
+    tag = f"cp{sys.version_info.major}{sys.version_info.minor}"
+    return HostFacts(system=host_system(), python=sys.executable, python_tag=tag, nvcc_version=version,
+                     nvcc=str(nvcc) if version else None)
+
+
+def cache_root() -> Path:
+    """``PYBUILD_CACHE_DIR``, else ``$XDG_CACHE_HOME/pybuild``, else ``~/.cache/pybuild``."""
+    if os.environ.get("PYBUILD_CACHE_DIR"):
+        return Path(os.environ["PYBUILD_CACHE_DIR"])
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "pybuild"
+
+
+def envs_dir() -> Path:
+    return cache_root() / "envs"
+
+
+# ------------------------------------------------------------------------------------------------
+# Making an environment
+
+
+@dataclass(frozen=True)
+class Env:
+    """A made environment: where it is and the toolchain it gives."""
+
+    path: Path
+    plan: EnvPlan
+    toolchain: Toolchain
+    created: bool  # made by this call (False: found in the cache)
+    packages: tuple[str, ...] = field(default=())  # extra packages installed later (e.g. for tests)
+
+    @property
+    def python(self) -> str:
+        return self.toolchain.python
+
+
+@functools.lru_cache(maxsize=1)
+def uv_bin() -> str:
+    """The uv binary: the `uv` package's, else one on PATH. Looked up once, before worker threads start
+    (the package's lookup reads sysconfig, whose first use is not thread-safe)."""
+    try:
+        from uv import find_uv_bin
+
+        return find_uv_bin()
+    except (ImportError, FileNotFoundError):
+        found = shutil.which("uv")
+        if found:
+            return found
+    raise ToolchainError("`uv` not found; install it (pip install uv): it makes the per-variant environments")
+
+
+def _run_uv(args: list[str], log: Path, what: str, env: dict[str, str] | None = None) -> None:
+    with log.open("a") as f:
+        f.write(f"$ uv {' '.join(args)}\n")
+        f.flush()
+        proc = subprocess.run([uv_bin(), *args], stdout=f, stderr=subprocess.STDOUT, env=env, check=False)
+    if proc.returncode != 0:
+        lines = [ln.strip() for ln in log.read_text(errors="replace").splitlines() if ln.strip()]
+        cause = next((ln for ln in reversed(lines) if ln.startswith(("error", "×", "╰", "Because", "hint"))),
+                     lines[-1] if lines else "")
+        raise ToolchainError(f"{what}: uv failed (exit {proc.returncode}): {cause[:300]} (full log: {log})")
+
+
+def _site_torch(path: Path) -> Path | None:
+    found = sorted(path.glob("lib/python3*/site-packages/torch/version.py"))
+    return found[0].parent if found else None
+
+
+def _wheel_nvcc(path: Path) -> Path | None:
+    found = sorted(path.glob("lib/python3*/site-packages/nvidia/*/bin/nvcc"))
+    return found[0] if found else None
+
+
+def _toolchain(path: Path, plan: EnvPlan) -> Toolchain:
+    torch_dir = _site_torch(path)
+    if torch_dir is None:
+        raise ToolchainError(f"{path}: the environment has no torch; remove it and build again")
+    nvcc = Path(plan.nvcc) if plan.nvcc else _wheel_nvcc(path)
+    env: tuple[tuple[str, str], ...] = ()
+    if nvcc is not None and plan.torch_cuda:  # torch's CMake config looks for the toolkit there first
+        root = str(nvcc.parent.parent)
+        env = (("CUDA_PATH", root), ("CUDA_HOME", root), ("CUDAToolkit_ROOT", root))
+    return Toolchain(python=str(path / "bin" / "python"), torch=torch_info_at(torch_dir), nvcc=nvcc,
+                     bin_dirs=(path / "bin",), env=env)
+
+
+def _read_marker(path: Path, plan: EnvPlan) -> dict | None:
+    try:
+        data = json.loads((path / MARKER).read_text())
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) and data.get("key") == plan.key else None
+
+
+def _verify(path: Path, plan: EnvPlan, variant: Variant) -> Toolchain:
+    """The environment holds exactly the variant's torch (minor and CUDA release), or it is refused."""
+    tc = _toolchain(path, plan)
+    info = tc.torch
+    cuda = ".".join((info.cuda or "").split(".")[:2]) or None
+    if info.major_minor != variant.torch or cuda != plan.torch_cuda:
+        got = f"torch {info.version}" + (f" (CUDA {info.cuda})" if info.cuda else " (CPU)")
+        want = f"torch {variant.torch}" + (f" (CUDA {plan.torch_cuda})" if plan.torch_cuda else " (CPU)")
+        raise ToolchainError(f"{variant.name}: {plan.source} gave {got}, not {want}; refusing to build against it")
+    if plan.torch_cuda:
+        if tc.nvcc is None:
+            raise ToolchainError(f"{variant.name}: no nvcc in {path} after installing {plan.requirements}")
+        version = nvcc_version(tc.nvcc)
+        if version != plan.torch_cuda:
+            raise ToolchainError(f"{variant.name}: nvcc {tc.nvcc} is CUDA {version}, not {plan.torch_cuda}")
+    return tc
+
+
+def ensure_env(plan: EnvPlan, variant: Variant, progress: Callable[[str], None] = lambda _: None,
+               extra: tuple[str, ...] = ()) -> Env:
+    """The environment of ``plan``: from the cache when it is complete, else made now (under a lock,
+    so parallel builds of one variant make it once). ``extra`` packages are added to it."""
+    root = envs_dir()
+    path = root / plan.dirname
+    marker = _read_marker(path, plan)
+    if marker is not None and set(extra) <= set(marker.get("extra", [])):
+        return Env(path, plan, _toolchain(path, plan), created=False, packages=tuple(marker.get("extra", [])))
+    root.mkdir(parents=True, exist_ok=True)
+    log = root / f"{plan.dirname}.log"
+    with locked(root / f"{plan.dirname}.lock"):
+        marker = _read_marker(path, plan)
+        created = marker is None
+        if created:
+            shutil.rmtree(path, ignore_errors=True)  # an environment a failed or interrupted run left
+            log.write_text(f"environment of {variant.name}: {plan.source}\n")
+            progress(f"making its environment ({plan.source})")
+            _run_uv(["venv", "--quiet", "--python", plan.python, str(path)], log, f"{variant.name}: uv venv")
+            progress(f"installing {', '.join(plan.requirements)}")
+            _run_uv(["pip", "install", "--python", str(path / "bin" / "python"), *plan.uv_args, *plan.requirements],
+                    log, f"{variant.name}: installing {' '.join(plan.requirements)}")
+            tc = _verify(path, plan, variant)
+            marker = {"key": plan.key, "plan": asdict(plan), "torch": tc.torch.version, "cuda": tc.torch.cuda,
+                      "nvcc": str(tc.nvcc) if tc.nvcc else None, "extra": []}
+        have = list(marker.get("extra", []))
+        missing = [p for p in extra if p not in have]
+        if missing:
+            progress(f"adding {', '.join(missing)}")
+            with log.open("a") as f:
+                f.write(f"adding {missing}\n")
+            _run_uv(["pip", "install", "--python", str(path / "bin" / "python"), *plan.uv_args, *have, *missing],
+                    log, f"{variant.name}: installing {' '.join(missing)}")
+            marker["extra"] = have + missing
+        (path / MARKER).write_text(json.dumps(marker, indent=1))  # last: the environment is complete
+    return Env(path, plan, _toolchain(path, plan), created=created, packages=tuple(marker["extra"]))
+
+
+def test_packages() -> tuple[str, ...]:
+    """What ``pybuild test`` adds to an environment: pytest and the ``kernels`` loader (the version
+    this Python has, so both load alike)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        loader = f"kernels=={version('kernels')}"
+    except PackageNotFoundError:
+        loader = "kernels"
+    return ("pytest", loader)
+
+
+def list_envs() -> list[tuple[Path, dict, int]]:
+    """Every complete environment in the cache: (path, marker, size in bytes)."""
+    root = envs_dir()
+    found = []
+    for d in sorted(root.iterdir()) if root.is_dir() else ():
+        try:
+            marker = json.loads((d / MARKER).read_text())
+        except (OSError, ValueError):
+            continue
+        found.append((d, marker, dir_size(d)))
+    return found

@@ -1,0 +1,144 @@
+"""Build variants of the matrix beyond this Python's torch: each in its own environment
+(:mod:`pybuild.envs`), several variants at once within the machine's cores and memory.
+
+One worker per variant makes (or finds) the variant's environment, then builds every kernel
+named for that variant with it. Variants no reachable index serves are not built; they are
+reported with the reason, and so is every result, in one summary.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from .build import BuildOptions, BuildResult, build_variant
+from .envs import Env, EnvPlan, Refusal, ensure_env, host_facts, index_config, plan_env, uv_bin
+from .errors import PybuildError, ToolchainError
+from .manifest import Manifest
+from .variants import Variant
+
+#: Memory one variant's build may take at its peak (nvcc on a CUDA file with torch's headers).
+GIB_PER_BUILD = 3
+
+
+@dataclass(frozen=True)
+class VariantJob:
+    variant: Variant
+    plan: EnvPlan
+    manifests: tuple[Manifest, ...]
+
+
+def _mem_available_gib() -> float | None:
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) / 2**20
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+def parallel_plan(n_variants: int, parallel: int | None = None, cores: int | None = None,
+                  mem_gib: float | None = None) -> tuple[int, int]:
+    """(variants built at once, compile jobs per build): at most one variant per core and per
+    ``GIB_PER_BUILD`` of available memory, unless ``parallel`` says; the cores shared among them."""
+    cores = cores or os.cpu_count() or 1
+    if parallel is None:
+        by_mem = int(mem_gib // GIB_PER_BUILD) if mem_gib is not None else cores
+        parallel = max(1, min(cores, by_mem))
+    at_once = max(1, min(parallel, n_variants))
+    return at_once, max(1, cores // at_once)
+
+
+def plan_jobs(wanted: Sequence[tuple[Manifest, Variant]]) -> tuple[list[VariantJob], list[Refusal]]:
+    """Group (kernel, variant) pairs by variant and plan each variant's environment."""
+    config, host = index_config(), host_facts()
+    if wanted:
+        uv_bin()  # found here, in the main thread, before any worker needs it
+    by_variant: dict[Variant, list[Manifest]] = {}
+    for manifest, variant in wanted:
+        by_variant.setdefault(variant, []).append(manifest)
+    jobs, refusals = [], []
+    for variant, manifests in by_variant.items():
+        plan = plan_env(variant, config, host)
+        if isinstance(plan, Refusal):
+            refusals.append(plan)
+        else:
+            jobs.append(VariantJob(variant, plan, tuple(manifests)))
+    return jobs, refusals
+
+
+NewTask = Callable[[str], Callable[[str, float | None], None]]
+Notify = Callable[[str], None]
+
+
+def _run_job(job: VariantJob, options: BuildOptions, new_task: NewTask, notify: Notify,
+             keep_going: bool) -> list[BuildResult]:
+    results: list[BuildResult] = []
+    env_update = None
+    start = time.monotonic()
+    try:
+        def env_progress(message: str) -> None:
+            nonlocal env_update
+            env_update = env_update or new_task(f"{job.variant.name}")
+            env_update(message, None)
+
+        env: Env = ensure_env(job.plan, job.variant, progress=env_progress)
+        if env.created:
+            notify(f"{job.variant.name}: environment made in {time.monotonic() - start:.0f} s "
+                   f"(torch {env.toolchain.torch.version}) -> {env.path}")
+    except PybuildError as e:
+        notify(f"error: {job.variant.name}: {e}")
+        return [BuildResult(m.name, job.variant.name, "failed", time.monotonic() - start, 0,
+                            m.root / "build" / job.variant.name, str(e), e.exit_code) for m in job.manifests]
+    for manifest in job.manifests:
+        label = f"{manifest.name} {job.variant.name}"
+        t0 = time.monotonic()
+        update: Callable[[str, float | None], None] | None = None
+
+        def progress(message: str, fraction: float | None, label: str = label) -> None:
+            nonlocal update
+            update = update or new_task(label)
+            update(message, fraction)
+
+        try:
+            result = build_variant(manifest, job.variant, options, progress=progress, toolchain=env.toolchain)
+        except PybuildError as e:
+            notify(f"error: {label}: {e}")
+            results.append(BuildResult(manifest.name, job.variant.name, "failed", time.monotonic() - t0, 0,
+                                       manifest.root / "build" / job.variant.name, str(e), e.exit_code))
+            if not keep_going:
+                break
+            continue
+        results.append(result)
+        if result.status == "up to date":
+            notify(f"{label}: up to date ({result.seconds:.2f} s)")
+        else:
+            notify(f"{label}: built in {result.seconds:.1f} s under torch {env.toolchain.torch.version} "
+                   f"-> {result.path}")
+    return results
+
+
+def build_in_envs(jobs: Sequence[VariantJob], options: BuildOptions, new_task: NewTask, notify: Notify,
+                  parallel: int | None = None, keep_going: bool = True) -> list[BuildResult]:
+    """Build every job, up to :func:`parallel_plan` variants at once; results in the jobs' order."""
+    if not jobs:
+        return []
+    at_once, per_build = parallel_plan(len(jobs), parallel, mem_gib=_mem_available_gib())
+    if options.jobs is None:
+        options = replace(options, jobs=per_build)
+    if at_once > 1:
+        notify(f"building {len(jobs)} variants, {at_once} at a time, {options.jobs} compile job(s) each")
+    with ThreadPoolExecutor(max_workers=at_once) as pool:
+        futures = [pool.submit(_run_job, job, options, new_task, notify, keep_going) for job in jobs]
+        return [r for f in futures for r in f.result()]
+
+
+def refusal_error(refusals: Sequence[Refusal]) -> ToolchainError:
+    first = refusals[0]
+    more = f" (and {len(refusals) - 1} more variants)" if len(refusals) > 1 else ""
+    return ToolchainError(f"{first.variant}: {first.reason}{more}")

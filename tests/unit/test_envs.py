@@ -1,0 +1,159 @@
+"""Per-variant environments: the variant -> packages mapping (pure), pip's find-links mirrored for
+uv, the parallel plan, the CLI refusing a variant no index serves. No network, nothing installed."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pybuild.__main__ import main
+from pybuild.envs import (
+    PYPI_TORCH_CUDA,
+    EnvPlan,
+    HostFacts,
+    IndexConfig,
+    Refusal,
+    index_config,
+    nvcc_requirements,
+    plan_env,
+)
+from pybuild.matrix import parallel_plan
+from pybuild.variants import parse_variant_name
+
+HOST = HostFacts(system="x86_64-linux", python="/usr/bin/python3", python_tag="cp311", nvcc_version="13.0",
+                 nvcc="/usr/local/cuda-13.0/bin/nvcc")
+NO_NVCC = HostFacts(system="x86_64-linux", python="/usr/bin/python3", python_tag="cp311", nvcc_version=None, nvcc=None)
+PYPI_ONLY = IndexConfig()
+LOCAL_CPU = IndexConfig(find_links=("/opt/wheels",),
+                        local_wheels=("torch-2.13.0+cpu-cp311-cp311-manylinux_2_28_x86_64.whl",
+                                      "torch-2.13.0+cpu-cp312-cp312-manylinux_2_28_x86_64.whl"))
+TORCH_INDEX = IndexConfig(torch_index="https://download.pytorch.org/whl/")
+
+# (variant, config, host, requirements, uv args, CUDA the torch must report, nvcc)
+PLANS = [
+    ("torch214-cxx11-cu130-x86_64-linux", PYPI_ONLY, HOST, ("torch==2.14.*", "cmake>=3.22", "ninja"), (),
+     "13.0", "/usr/local/cuda-13.0/bin/nvcc"),
+    ("torch211-cxx11-cu130-x86_64-linux", PYPI_ONLY, NO_NVCC,
+     ("torch==2.11.*", "cmake>=3.22", "ninja", *nvcc_requirements("13.0")), (), "13.0", None),
+    # CPU: the local CPU wheel of that release, found through pip's find-links
+    ("torch213-cxx11-cpu-x86_64-linux", LOCAL_CPU, HOST, ("torch==2.13.0+cpu", "cmake>=3.22", "ninja"),
+     ("--find-links", "/opt/wheels"), None, None),
+    # CPU without a reachable CPU wheel: the same release's CUDA wheel, with a toolkit for its CMake config
+    ("torch214-cxx11-cpu-x86_64-linux", LOCAL_CPU, HOST, ("torch==2.14.*", "cmake>=3.22", "ninja"), (),
+     "13.0", "/usr/local/cuda-13.0/bin/nvcc"),
+    # PyTorch's index configured: CUDA 12.6 from its cu126 sub-index, nvcc 12.6 from NVIDIA's wheels
+    ("torch211-cxx11-cu126-x86_64-linux", TORCH_INDEX, HOST,
+     ("torch==2.11.*", "cmake>=3.22", "ninja", *nvcc_requirements("12.6")),
+     ("--extra-index-url", "https://download.pytorch.org/whl/cu126"), "12.6", None),
+    ("torch213-cxx11-cpu-x86_64-linux", TORCH_INDEX, HOST, ("torch==2.13.*", "cmake>=3.22", "ninja"),
+     ("--extra-index-url", "https://download.pytorch.org/whl/cpu"), None, None),
+]
+
+
+@pytest.mark.parametrize(("name", "config", "host", "reqs", "uv_args", "cuda", "nvcc"), PLANS,
+                         ids=[f"{p[0]}-{i}" for i, p in enumerate(PLANS)])
+def test_variant_to_packages(name: str, config: IndexConfig, host: HostFacts, reqs: tuple[str, ...],
+                             uv_args: tuple[str, ...], cuda: str | None, nvcc: str | None) -> None:
+    plan = plan_env(parse_variant_name(name), config, host)
+    assert isinstance(plan, EnvPlan), plan
+    assert (plan.requirements, plan.uv_args, plan.torch_cuda, plan.nvcc) == (reqs, uv_args, cuda, nvcc)
+    assert plan.dirname.startswith(f"{name}-")
+
+
+# (variant, config, exact fragment of the one-line reason)
+REFUSALS = [
+    ("torch211-cxx11-cu126-x86_64-linux", PYPI_ONLY,
+     "no reachable index serves it (PyPI serves torch 2.11 only as a CUDA 13.0 build); PyTorch's index does: "
+     "PYBUILD_TORCH_INDEX_URL=https://download.pytorch.org/whl (uv --extra-index-url "
+     "https://download.pytorch.org/whl/cu126)"),
+    ("torch213-cxx11-cu132-x86_64-linux", PYPI_ONLY, "uv --extra-index-url https://download.pytorch.org/whl/cu132"),
+    ("torch213-cxx11-rocm71-x86_64-linux", PYPI_ONLY, "uv --extra-index-url https://download.pytorch.org/whl/rocm7.1"),
+    ("torch213-cxx11-rocm71-x86_64-linux", TORCH_INDEX, "pybuild builds only cpu and cuda variants outside Nix"),
+    ("torch213-cxx11-cu130-aarch64-linux", PYPI_ONLY, "builds on an aarch64-linux machine (this one is x86_64-linux)"),
+    ("torch299-cxx11-cpu-x86_64-linux", PYPI_ONLY, "PyPI serves no torch 2.99 that pybuild knows of"),
+    ("torch-cuda", PYPI_ONLY, "a pure-Python variant needs no environment"),
+]
+
+
+@pytest.mark.parametrize(("name", "config", "fragment"), REFUSALS, ids=[f"{r[0]}-{i}" for i, r in enumerate(REFUSALS)])
+def test_variants_no_index_serves_are_refused(name: str, config: IndexConfig, fragment: str) -> None:
+    plan = plan_env(parse_variant_name(name), config, HOST)
+    assert isinstance(plan, Refusal)
+    assert fragment in plan.reason
+
+
+def test_environment_identity_follows_its_contents() -> None:
+    v = parse_variant_name("torch214-cxx11-cu130-x86_64-linux")
+    a = plan_env(v, PYPI_ONLY, HOST)
+    b = plan_env(v, PYPI_ONLY, NO_NVCC)  # nvcc from a wheel: another environment
+    assert isinstance(a, EnvPlan) and isinstance(b, EnvPlan)
+    assert a.key == plan_env(v, PYPI_ONLY, HOST).key  # type: ignore[union-attr]
+    assert a.dirname != b.dirname
+
+
+def test_every_x86_64_variant_of_the_matrix_is_planned_or_refused_with_a_reason() -> None:
+    from pybuild.variants import find_variants_file, load_matrix
+
+    matrix = load_matrix(find_variants_file(Path(__file__).parent))
+    planned = {v.torch for v in matrix.variants if isinstance(plan_env(v, LOCAL_CPU, HOST), EnvPlan)}
+    # PyPI's CUDA build of every torch the matrix lists is known (else its CUDA variants are refused)
+    assert {v.torch for v in matrix.variants} <= set(PYPI_TORCH_CUDA)
+    assert planned == {v.torch for v in matrix.variants}
+
+
+def test_pip_find_links_are_mirrored_for_uv(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    wheels = tmp_path / "wheels"
+    wheels.mkdir()
+    (wheels / "torch-2.13.0+cpu-cp311-cp311-manylinux_2_28_x86_64.whl").write_bytes(b"")
+    (wheels / "numpy-2.0.0-cp311-cp311-manylinux_2_28_x86_64.whl").write_bytes(b"")
+    conf = tmp_path / "pip.conf"
+    conf.write_text(f"[global]\nfind-links = {wheels}\nextra-index-url = file:///elsewhere\n")
+    monkeypatch.setenv("PIP_CONFIG_FILE", str(conf))
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setenv("XDG_CONFIG_DIRS", str(tmp_path / "none"))
+    monkeypatch.delenv("PIP_FIND_LINKS", raising=False)
+    monkeypatch.delenv("PYBUILD_FIND_LINKS", raising=False)
+    monkeypatch.setenv("PYBUILD_TORCH_INDEX_URL", "")
+    config = index_config()
+    assert str(wheels) in config.find_links
+    assert "torch-2.13.0+cpu-cp311-cp311-manylinux_2_28_x86_64.whl" in config.local_wheels
+    assert not any(w.startswith("numpy") for w in config.local_wheels)
+    assert config.torch_index is None
+
+
+@pytest.mark.parametrize(("n", "parallel", "cores", "mem", "expected"), [
+    (9, None, 2, 22.0, (2, 1)),   # two cores: two variants at once, one compile job each
+    (9, None, 16, 7.0, (2, 8)),   # memory bounds it: 3 GiB per build
+    (1, None, 16, 64.0, (1, 16)),  # one variant gets every core
+    (9, 1, 2, 22.0, (1, 2)),      # --parallel 1
+    (9, None, 2, 1.0, (1, 2)),    # little memory: still one at a time
+])
+def test_parallel_plan(n: int, parallel: int | None, cores: int, mem: float, expected: tuple[int, int]) -> None:
+    assert parallel_plan(n, parallel, cores=cores, mem_gib=mem) == expected
+
+
+def test_build_refuses_a_variant_no_index_serves_before_any_work(capsys: pytest.CaptureFixture[str],
+                                                                   monkeypatch: pytest.MonkeyPatch,
+                                                                   tmp_path: Path) -> None:
+    monkeypatch.setenv("PYBUILD_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.delenv("PYBUILD_TORCH_INDEX_URL", raising=False)
+    kernel = Path(__file__).resolve().parents[2] / "kernels" / "img2gray"
+    rc = main(["build", str(kernel), "--variant", "torch211-cxx11-cu126-x86_64-linux"])
+    err = capsys.readouterr().err
+    assert rc == 5
+    assert "torch211-cxx11-cu126-x86_64-linux: no reachable index serves it" in err
+    assert "--extra-index-url https://download.pytorch.org/whl/cu126" in err
+    assert not (tmp_path / "cache").exists()  # no environment made
+    assert not (kernel / "build" / "torch211-cxx11-cu126-x86_64-linux").exists()
+
+
+def test_test_command_refuses_the_same_way(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+                                           tmp_path: Path) -> None:
+    monkeypatch.setenv("PYBUILD_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.delenv("PYBUILD_TORCH_INDEX_URL", raising=False)
+    kernel = Path(__file__).resolve().parents[2] / "kernels" / "img2gray"
+    assert main(["test", str(kernel), "--variant", "torch213-cxx11-cu132-x86_64-linux"]) == 5
+    assert "whl/cu132" in capsys.readouterr().err
+    assert main(["build", str(kernel), "--variant", "torch213-cxx11-cpu-x86_64-linux", "--", "-x"]) == 2
+    assert "arguments after `--` are only for `test`" in capsys.readouterr().err
