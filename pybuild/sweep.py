@@ -32,7 +32,7 @@ from .errors import UsageError
 from .sweep_shapes import Distribution, Shape, draw_images, draw_rows
 
 MAX_SETS = 32  # input sets per shape (fewer than the bench's: hundreds of shapes)
-SLOW_MS = 0.2  # a call slower than this on the device is a slow one
+SLOW_MS = 0.5  # a call slower than this on the device is a slow one (the host issues any call faster)
 ROUND_BUDGET_MS = 8.0  # device time one implementation's graph may take per round (slow peers get fewer sets)
 LARGE = 16 << 20  # from here on fewer rounds and replays
 THRESHOLDS = {"graph": 0.95, "plain": 1.0}  # ours / best peer in graphs; ours / eager in plain calls
@@ -140,19 +140,22 @@ def _time_rounds(impls: dict[str, Callable[..., Any]], arg_sets: list, device: s
 
 
 def _slowest_call_ms(impls: dict[str, Callable[..., Any]], args: tuple[Any, ...]) -> float:
-    """One call of each implementation (compiling it where it compiles), timed with device events;
-    the slowest of the second calls."""
+    """Each implementation called once (compiling it where it compiles), then three times back to
+    back between device events: the slowest per-call time. Where the device takes longer than the
+    host to issue a call this is the device's time; else (small inputs) it is the host's."""
     import torch
 
     worst = 0.0
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     for fn in impls.values():
         fn(*args)
+        torch.cuda.synchronize()
         start.record()
-        fn(*args)
+        for _ in range(3):
+            fn(*args)
         end.record()
         end.synchronize()
-        worst = max(worst, start.elapsed_time(end))
+        worst = max(worst, start.elapsed_time(end) / 3)
     return worst
 
 
@@ -168,8 +171,8 @@ def run_shape(op: SweepOp, shape: Shape, impls: dict[str, Callable[..., Any]], d
     sets = 2
     if device == "cuda":
         sets = n_sets(shape.bytes, l2_bytes)
-        # Fewer sets and replays where a peer is slow (torch eager on some shapes: ms per call). A
-        # plain call's time is the host's below SLOW_MS, so only slower ones say anything here.
+        # Fewer sets and replays where a peer is slow (torch eager on some shapes: ms per call). Below
+        # SLOW_MS a call's time may be the host's (Dynamo's guards), which says nothing here.
         slowest = _slowest_call_ms(impls, first)
         if slowest > SLOW_MS and sets * slowest * reps > ROUND_BUDGET_MS:
             sets = max(2, min(sets, int(ROUND_BUDGET_MS / (slowest * reps))))

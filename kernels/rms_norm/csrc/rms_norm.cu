@@ -360,7 +360,7 @@ __global__ void __launch_bounds__(kRowsThreads) rms_norm_rows_kernel(T* __restri
   for (int64_t i = rest; i < hi; i += group) y[i] = U::scale(x[i], w[i], rstd);
 }
 
-// Short rows (up to 128 units of BYTES): `group` (a power of two <= 32) consecutive lanes per
+// Short rows (up to 256 units of BYTES): `group` (a power of two <= 32) consecutive lanes per
 // row, UPT units each, and RPT rows per group, all loaded before any is reduced. Row k of a group
 // is k * (rows per RPT-slice of the block) away from row 0, so each load of a warp covers
 // 32 / group consecutive rows, one contiguous span.
@@ -637,10 +637,10 @@ DeviceInfo device_info() {
 constexpr int kMaxSplit = 8;                    // blocks of a cluster per row: the portable size
 constexpr int64_t kMinSplitBytes = 4 << 10;     // of x per block when rows are too few to fill the device
 constexpr int64_t kMinPartBytes = 8 << 10;      // of x per block of the two-kernel path
-constexpr int kGroupMaxUnits = 128;             // rows of up to this many units take the group kernel
+constexpr int kGroupMaxUnits = 256;             // rows of up to this many units take the group kernel
 
 // Units of BYTES each thread of rms_norm_rows_kernel holds in registers.
-constexpr int rows_cpt(int bytes) { return bytes == 16 ? 4 : bytes == 8 ? 8 : bytes == 4 ? 16 : 8; }
+constexpr int rows_cpt(int bytes) { return bytes == 16 ? 4 : bytes == 8 ? 4 : 8; }
 
 enum class Path { kTiny, kPacks, kGroup, kRows, kPartials };
 
@@ -786,9 +786,11 @@ void launch_units(T* o, const T* x, const T* w, float* partial, int64_t rows, in
     const int units = static_cast<int>(hidden / Unit<T, BYTES>::kVec);
     const int group = next_pow2(units < 32 ? units : 32);
     const int upt = (units + group - 1) / group;
+    // 4 to 8 units in flight per thread: UPT of each of RPT rows.
     if (upt == 1) launch_group<T, BYTES, 1, 4>(o, x, w, rows, hidden, group, inv_h, eps, s, pdl);
-    else if (upt == 2) launch_group<T, BYTES, 2, 2>(o, x, w, rows, hidden, group, inv_h, eps, s, pdl);
-    else launch_group<T, BYTES, 4, 1>(o, x, w, rows, hidden, group, inv_h, eps, s, pdl);
+    else if (upt == 2) launch_group<T, BYTES, 2, 4>(o, x, w, rows, hidden, group, inv_h, eps, s, pdl);
+    else if (upt <= 4) launch_group<T, BYTES, 4, 2>(o, x, w, rows, hidden, group, inv_h, eps, s, pdl);
+    else launch_group<T, BYTES, 8, 1>(o, x, w, rows, hidden, group, inv_h, eps, s, pdl);
   } else if (p.path == Path::kPartials && partial != nullptr) {
     launch_partials<T, BYTES>(o, x, w, partial, rows, hidden, p.parts, inv_h, eps, s, pdl);
   } else {
