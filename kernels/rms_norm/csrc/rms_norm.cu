@@ -21,8 +21,19 @@
 // L2 or larger: then with an L2 evict-last policy, which measured 1.00-1.03x faster from 134 MB of
 // x on an H200 (and 0.9-0.99x on x smaller than L2; benchmarks/explore/duel.py); devices with less
 // memory bandwidth per SM, such as an H100, always stream. Sums and products are fp32.
-// Other shapes (odd hidden, unaligned views, very long rows) take a two-pass kernel, one block per
-// row, whose second read of the row is served by L1/L2.
+// These paths are kept where the device has rows enough: rows of 16 KB and more that are fewer
+// than the SMs, and all other shapes, take the paths below, chosen by plan_of (one plan for the
+// launch and for the workspace query):
+//   - rows of 2, 4 or 8 bytes (hidden 1, 2, 4 in 16-bit dtypes; 1, 2 in fp32): several rows to a
+//     16-byte pack (rms_norm_tiny_kernel);
+//   - rows that are not whole 16-byte packs or not 16-byte aligned take the widest unit their
+//     width and pointers allow (8, 4 bytes or one element): up to 256 units in coalesced lane
+//     groups with several rows per group (rms_norm_group_kernel), longer ones as below;
+//   - a row per block, or shared by a thread-block cluster of up to 8 blocks (sm_90) when the row
+//     is more than a block holds in registers or the rows are too few to give every SM about two
+//     blocks (rms_norm_rows_kernel); wider still, two kernels that meet in a workspace
+//     (rms_norm_partial_kernel, rms_norm_apply_kernel). Found by `python -m pybuild bench
+//     rms_norm --sweep`: 3 rows of 151936 bf16 had taken one block each.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cooperative_groups.h>
@@ -275,14 +286,11 @@ struct Unit {
 };
 
 // Rows of any width and alignment, in units of BYTES (16, 8, 4 bytes or one element; the widest
-// that the row width and the pointers allow). Two layouts:
-//   - group < blockDim.x: a row per `group` (<= 32) threads of a warp, blockDim.x / group rows per
-//     block, reduced with shuffles (short rows);
-//   - group == blockDim.x: a row, or a 1/split part of one, per block. With split > 1 (sm_90 and
-//     later) the split blocks of a row form a thread-block cluster: each reduces its part, the
-//     parts' sums meet through distributed shared memory, and every block writes its own part.
-//     This is the path for rows too few to fill the device (3 rows of 151936 bf16 took 462 us as
-//     one block per row; a cluster of 8 blocks per row spreads them over 24 SMs).
+// that the row width and the pointers allow). The launcher passes group == blockDim.x: a row, or
+// a 1/split part of one, per block. With split > 1 (sm_90 and later) the split blocks of a row
+// form a thread-block cluster: each reduces its part, the parts' sums meet through distributed
+// shared memory, and every block writes its own part. (group < blockDim.x, a row per `group` <= 32
+// lanes reduced with shuffles, is the layout rms_norm_group_kernel took over.)
 // The first CPT units of a thread stay in registers from the load to the store; units past those
 // (rows longer than the block holds) are read again for the store, from L2.
 template <typename T, int BYTES, int CPT>
