@@ -280,6 +280,33 @@ def _configure_dynamo() -> None:
             setattr(torch._dynamo.config, knob, 1 << 16)
 
 
+def _method(device: str, compile_: bool) -> dict[str, Any]:
+    """How the sweep measured, for the JSON."""
+    return {
+        "device": device,
+        "implementations": {
+            "ours": "the kernel as a user calls it",
+            "eager": "the plain-torch reference in eager mode (also the correctness reference)",
+            "compile": "torch.compile(eager): one compiled function for every shape of the op, as a user "
+                       "gets by default (it turns dynamic once sizes vary)" if compile_ else None,
+            "compile-static": "torch.compile(eager, dynamic=False), compiled for each shape" if compile_ else None,
+        },
+        "graph": f"CUDA graph of one call per input set ({MAX_SETS} sets at most, past {bench.L2_MULTIPLE}x L2 "
+                 f"where that fits), median of replays / calls; 20 replays per round, 10 from "
+                 f"{LARGE >> 20} MiB; fewer sets and replays (3 at least) where an implementation takes over "
+                 f"{SLOW_MS:g} ms a call and would take more than {ROUND_BUDGET_MS:g} ms a round" if device == "cuda"
+                 else "median wall-clock per call",
+        "plain": "calls from Python on the current stream, device events, median; ours and eager every round, "
+                 "the compiled ones in the first" if device == "cuda" else None,
+        "rounds": "5 interleaved rounds (3 from 16 MiB), odd rounds in reverse order; every figure is the "
+                  "median round" if device == "cuda" else "1",
+        "bytes": "inputs read once + outputs written once, per call",
+        "graph_ratio": "best peer's graph time / ours (peers: eager, compile, compile-static)",
+        "plain_ratio": "eager's plain-call time / ours",
+        "thresholds": THRESHOLDS,
+    }
+
+
 def run(kernels: Sequence[tuple[str, Any, Any]], device: str, dist: Distribution, compile_: bool, workers: int,
         command: str, log: Callable[[str], None],
         on_shape: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
@@ -296,29 +323,7 @@ def run(kernels: Sequence[tuple[str, Any, Any]], device: str, dist: Distribution
         "schema": 1, "kind": "sweep", "command": command,
         "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "environment": env,
         "distribution": dist.describe(),
-        "method": {
-            "device": device,
-            "implementations": {
-                "ours": "the kernel as a user calls it",
-                "eager": "the plain-torch reference in eager mode (also the correctness reference)",
-                "compile": "torch.compile(eager): one compiled function for every shape of the op, as a user "
-                           "gets by default (it turns dynamic once sizes vary)" if compile_ else None,
-                "compile-static": "torch.compile(eager, dynamic=False), compiled for each shape" if compile_ else None,
-            },
-            "graph": f"CUDA graph of one call per input set ({MAX_SETS} sets at most, past {bench.L2_MULTIPLE}x L2 "
-                     f"where that fits), median of replays / calls; 20 replays per round, 10 from "
-                     f"{LARGE >> 20} MiB; fewer sets and replays (3 at least) where an implementation takes over "
-                     f"{SLOW_MS:g} ms a call and would take more than {ROUND_BUDGET_MS:g} ms a round" if device == "cuda"
-                     else "median wall-clock per call",
-            "plain": "calls from Python on the current stream, device events, median; ours and eager every round, "
-                     "the compiled ones in the first" if device == "cuda" else None,
-            "rounds": "5 interleaved rounds (3 from 16 MiB), odd rounds in reverse order; every figure is the "
-                      "median round" if device == "cuda" else "1",
-            "bytes": "inputs read once + outputs written once, per call",
-            "graph_ratio": "best peer's graph time / ours (peers: eager, compile, compile-static)",
-            "plain_ratio": "eager's plain-call time / ours",
-            "thresholds": THRESHOLDS,
-        },
+        "method": _method(device, compile_),
         "results": [],
     }
     if device == "cuda":
