@@ -32,7 +32,7 @@ from .errors import UsageError
 from .sweep_shapes import Distribution, Shape, draw_images, draw_rows
 
 MAX_SETS = 32  # input sets per shape (fewer than the bench's: hundreds of shapes)
-SLOW_MS = 0.2  # a call slower than this on the device is a slow one
+SLOW_MS = 0.5  # a call slower than this on the device is a slow one (the host issues any call faster)
 ROUND_BUDGET_MS = 8.0  # device time one implementation's graph may take per round (slow peers get fewer sets)
 LARGE = 16 << 20  # from here on fewer rounds and replays
 THRESHOLDS = {"graph": 0.95, "plain": 1.0}  # ours / best peer in graphs; ours / eager in plain calls
@@ -140,19 +140,22 @@ def _time_rounds(impls: dict[str, Callable[..., Any]], arg_sets: list, device: s
 
 
 def _slowest_call_ms(impls: dict[str, Callable[..., Any]], args: tuple[Any, ...]) -> float:
-    """One call of each implementation (compiling it where it compiles), timed with device events;
-    the slowest of the second calls."""
+    """Each implementation called once (compiling it where it compiles), then three times back to
+    back between device events: the slowest per-call time. Where the device takes longer than the
+    host to issue a call this is the device's time; else (small inputs) it is the host's."""
     import torch
 
     worst = 0.0
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     for fn in impls.values():
         fn(*args)
+        torch.cuda.synchronize()
         start.record()
-        fn(*args)
+        for _ in range(3):
+            fn(*args)
         end.record()
         end.synchronize()
-        worst = max(worst, start.elapsed_time(end))
+        worst = max(worst, start.elapsed_time(end) / 3)
     return worst
 
 
@@ -168,8 +171,8 @@ def run_shape(op: SweepOp, shape: Shape, impls: dict[str, Callable[..., Any]], d
     sets = 2
     if device == "cuda":
         sets = n_sets(shape.bytes, l2_bytes)
-        # Fewer sets and replays where a peer is slow (torch eager on some shapes: ms per call). A
-        # plain call's time is the host's below SLOW_MS, so only slower ones say anything here.
+        # Fewer sets and replays where a peer is slow (torch eager on some shapes: ms per call). Below
+        # SLOW_MS a call's time may be the host's (Dynamo's guards), which says nothing here.
         slowest = _slowest_call_ms(impls, first)
         if slowest > SLOW_MS and sets * slowest * reps > ROUND_BUDGET_MS:
             sets = max(2, min(sets, int(ROUND_BUDGET_MS / (slowest * reps))))
@@ -277,6 +280,33 @@ def _configure_dynamo() -> None:
             setattr(torch._dynamo.config, knob, 1 << 16)
 
 
+def _method(device: str, compile_: bool) -> dict[str, Any]:
+    """How the sweep measured, for the JSON."""
+    return {
+        "device": device,
+        "implementations": {
+            "ours": "the kernel as a user calls it",
+            "eager": "the plain-torch reference in eager mode (also the correctness reference)",
+            "compile": "torch.compile(eager): one compiled function for every shape of the op, as a user "
+                       "gets by default (it turns dynamic once sizes vary)" if compile_ else None,
+            "compile-static": "torch.compile(eager, dynamic=False), compiled for each shape" if compile_ else None,
+        },
+        "graph": f"CUDA graph of one call per input set ({MAX_SETS} sets at most, past {bench.L2_MULTIPLE}x L2 "
+                 f"where that fits), median of replays / calls; 20 replays per round, 10 from "
+                 f"{LARGE >> 20} MiB; fewer sets and replays (3 at least) where an implementation takes over "
+                 f"{SLOW_MS:g} ms a call and would take more than {ROUND_BUDGET_MS:g} ms a round" if device == "cuda"
+                 else "median wall-clock per call",
+        "plain": "calls from Python on the current stream, device events, median; ours and eager every round, "
+                 "the compiled ones in the first" if device == "cuda" else None,
+        "rounds": "5 interleaved rounds (3 from 16 MiB), odd rounds in reverse order; every figure is the "
+                  "median round" if device == "cuda" else "1",
+        "bytes": "inputs read once + outputs written once, per call",
+        "graph_ratio": "best peer's graph time / ours (peers: eager, compile, compile-static)",
+        "plain_ratio": "eager's plain-call time / ours",
+        "thresholds": THRESHOLDS,
+    }
+
+
 def run(kernels: Sequence[tuple[str, Any, Any]], device: str, dist: Distribution, compile_: bool, workers: int,
         command: str, log: Callable[[str], None],
         on_shape: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
@@ -293,29 +323,7 @@ def run(kernels: Sequence[tuple[str, Any, Any]], device: str, dist: Distribution
         "schema": 1, "kind": "sweep", "command": command,
         "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "environment": env,
         "distribution": dist.describe(),
-        "method": {
-            "device": device,
-            "implementations": {
-                "ours": "the kernel as a user calls it",
-                "eager": "the plain-torch reference in eager mode (also the correctness reference)",
-                "compile": "torch.compile(eager): one compiled function for every shape of the op, as a user "
-                           "gets by default (it turns dynamic once sizes vary)" if compile_ else None,
-                "compile-static": "torch.compile(eager, dynamic=False), compiled for each shape" if compile_ else None,
-            },
-            "graph": f"CUDA graph of one call per input set ({MAX_SETS} sets at most, past {bench.L2_MULTIPLE}x L2 "
-                     f"where that fits), median of replays / calls; 20 replays per round, 10 from "
-                     f"{LARGE >> 20} MiB; fewer sets and replays (3 at least) where an implementation takes over "
-                     f"{SLOW_MS:g} ms a call and would take more than {ROUND_BUDGET_MS:g} ms a round" if device == "cuda"
-                     else "median wall-clock per call",
-            "plain": "calls from Python on the current stream, device events, median; ours and eager every round, "
-                     "the compiled ones in the first" if device == "cuda" else None,
-            "rounds": "5 interleaved rounds (3 from 16 MiB), odd rounds in reverse order; every figure is the "
-                      "median round" if device == "cuda" else "1",
-            "bytes": "inputs read once + outputs written once, per call",
-            "graph_ratio": "best peer's graph time / ours (peers: eager, compile, compile-static)",
-            "plain_ratio": "eager's plain-call time / ours",
-            "thresholds": THRESHOLDS,
-        },
+        "method": _method(device, compile_),
         "results": [],
     }
     if device == "cuda":

@@ -144,3 +144,28 @@ def test_the_static_compile_gets_a_code_object_of_its_own():
 
     g = sweep.fresh(f)
     assert g.__code__ is not f.__code__ and g(1) == 2
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--sweep", "0"], "argument --sweep: expected a positive integer, got '0'"),
+    (["--sweep", "2", "--seed", "-1"], "argument --seed: expected 0 or a positive integer, got '-1'"),
+    (["--sweep", "2", "--max-mib", "0"], "argument --max-mib: expected a positive integer"),
+])
+def test_bad_sweep_flags_are_one_line_and_exit_2(argv, message):
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "-m", "pybuild", "bench", "img2gray", *argv], capture_output=True,
+                          text=True, check=False)
+    assert proc.returncode == 2
+    assert message in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_a_benchmark_file_without_sweep_ops_is_one_usage_error():
+    from pybuild.errors import UsageError
+
+    class NoSweep:
+        __file__ = "benchmarks/k.py"
+
+    with pytest.raises(UsageError, match=r"benchmarks/k.py: defines no sweep_ops\(kernel, device\)"):
+        sweep.sweep_ops_of(NoSweep(), None, "cpu")

@@ -12,7 +12,9 @@
 // (pdl.cuh). Packs are kept as raw registers (uint4 / uint2) and read as elements only to compute.
 // The row of pack c is c / (d / VEC), a multiply-high and a shift with a divisor prepared on the
 // host; no per-element integer division. Otherwise the same kernel runs with the widest pack the
-// half-row width and the pointers allow: 8 or 4 bytes, else one element (any d, any alignment).
+// half-row width and the pointers allow: 8 or 4 bytes, else one element (any d, any alignment),
+// several per thread (one element per thread ran odd d at 0.64-0.75x torch.compile on an H100;
+// benchmarks/results/NOTES.md has what the sweep measured since).
 // Arithmetic is fp32: exp is __expf, the logistic division __fdividef (x / inf = 0 as needed for
 // large negative inputs). erf is the branch-free Abramowitz & Stegun 7.1.26 formula (|error| <
 // 1.5e-7, about one fp32 ulp of 1): erff branches on |x|, which diverges within warps on real
@@ -309,11 +311,11 @@ void launch_typed(void* out, const void* in, int64_t rows, int64_t d, cudaStream
   if (addresses % 16 == 0 && d % kVec == 0) {
     launch_packs16<T, A>(o, i, rows, d, stream, pdl);
   } else if (addresses % 8 == 0 && half_bytes % 8 == 0) {
-    launch_unrolled<T, A, 8, 256, 1>(o, i, rows, d, stream, pdl);
+    launch_unrolled<T, A, 8, 256, 2>(o, i, rows, d, stream, pdl);
   } else if (sizeof(T) < 4 && addresses % 4 == 0 && half_bytes % 4 == 0) {
-    launch_unrolled<T, A, 4, 256, 1>(o, i, rows, d, stream, pdl);
-  } else {
-    launch_unrolled<T, A, sizeof(T), 256, 1>(o, i, rows, d, stream, pdl);
+    launch_unrolled<T, A, 4, 256, 4>(o, i, rows, d, stream, pdl);
+  } else {  // 4 elements of each half per thread (8 in 16-bit dtypes spilled registers)
+    launch_unrolled<T, A, sizeof(T), 256, 4>(o, i, rows, d, stream, pdl);
   }
 }
 

@@ -21,8 +21,19 @@
 // L2 or larger: then with an L2 evict-last policy, which measured 1.00-1.03x faster from 134 MB of
 // x on an H200 (and 0.9-0.99x on x smaller than L2; benchmarks/explore/duel.py); devices with less
 // memory bandwidth per SM, such as an H100, always stream. Sums and products are fp32.
-// Other shapes (odd hidden, unaligned views, very long rows) take a two-pass kernel, one block per
-// row, whose second read of the row is served by L1/L2.
+// These paths are kept where the device has rows enough: rows of 16 KB and more that are fewer
+// than the SMs, and all other shapes, take the paths below, chosen by plan_of (one plan for the
+// launch and for the workspace query):
+//   - rows of 2, 4 or 8 bytes (hidden 1, 2, 4 in 16-bit dtypes; 1, 2 in fp32): several rows to a
+//     16-byte pack (rms_norm_tiny_kernel);
+//   - rows that are not whole 16-byte packs or not 16-byte aligned take the widest unit their
+//     width and pointers allow (8, 4 bytes or one element): up to 256 units in coalesced lane
+//     groups with several rows per group (rms_norm_group_kernel), longer ones as below;
+//   - a row per block, or shared by a thread-block cluster of up to 8 blocks (sm_90) when the row
+//     is more than a block holds in registers or the rows are too few to give every SM about two
+//     blocks (rms_norm_rows_kernel); wider still, two kernels that meet in a workspace
+//     (rms_norm_partial_kernel, rms_norm_apply_kernel). Found by `python -m pybuild bench
+//     rms_norm --sweep`: 3 rows of 151936 bf16 had taken one block each.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cooperative_groups.h>
@@ -275,14 +286,11 @@ struct Unit {
 };
 
 // Rows of any width and alignment, in units of BYTES (16, 8, 4 bytes or one element; the widest
-// that the row width and the pointers allow). Two layouts:
-//   - group < blockDim.x: a row per `group` (<= 32) threads of a warp, blockDim.x / group rows per
-//     block, reduced with shuffles (short rows);
-//   - group == blockDim.x: a row, or a 1/split part of one, per block. With split > 1 (sm_90 and
-//     later) the split blocks of a row form a thread-block cluster: each reduces its part, the
-//     parts' sums meet through distributed shared memory, and every block writes its own part.
-//     This is the path for rows too few to fill the device (3 rows of 151936 bf16 took 462 us as
-//     one block per row; a cluster of 8 blocks per row spreads them over 24 SMs).
+// that the row width and the pointers allow). The launcher passes group == blockDim.x: a row, or
+// a 1/split part of one, per block. With split > 1 (sm_90 and later) the split blocks of a row
+// form a thread-block cluster: each reduces its part, the parts' sums meet through distributed
+// shared memory, and every block writes its own part. (group < blockDim.x, a row per `group` <= 32
+// lanes reduced with shuffles, is the layout rms_norm_group_kernel took over.)
 // The first CPT units of a thread stay in registers from the load to the store; units past those
 // (rows longer than the block holds) are read again for the store, from L2.
 template <typename T, int BYTES, int CPT>
@@ -360,7 +368,7 @@ __global__ void __launch_bounds__(kRowsThreads) rms_norm_rows_kernel(T* __restri
   for (int64_t i = rest; i < hi; i += group) y[i] = U::scale(x[i], w[i], rstd);
 }
 
-// Short rows (up to 128 units of BYTES): `group` (a power of two <= 32) consecutive lanes per
+// Short rows (up to 256 units of BYTES): `group` (a power of two <= 32) consecutive lanes per
 // row, UPT units each, and RPT rows per group, all loaded before any is reduced. Row k of a group
 // is k * (rows per RPT-slice of the block) away from row 0, so each load of a warp covers
 // 32 / group consecutive rows, one contiguous span.
@@ -637,10 +645,10 @@ DeviceInfo device_info() {
 constexpr int kMaxSplit = 8;                    // blocks of a cluster per row: the portable size
 constexpr int64_t kMinSplitBytes = 4 << 10;     // of x per block when rows are too few to fill the device
 constexpr int64_t kMinPartBytes = 8 << 10;      // of x per block of the two-kernel path
-constexpr int kGroupMaxUnits = 128;             // rows of up to this many units take the group kernel
+constexpr int kGroupMaxUnits = 256;             // rows of up to this many units take the group kernel
 
 // Units of BYTES each thread of rms_norm_rows_kernel holds in registers.
-constexpr int rows_cpt(int bytes) { return bytes == 16 ? 4 : bytes == 8 ? 8 : bytes == 4 ? 16 : 8; }
+constexpr int rows_cpt(int bytes) { return bytes == 16 ? 4 : bytes == 8 ? 4 : 8; }
 
 enum class Path { kTiny, kPacks, kGroup, kRows, kPartials };
 
@@ -786,9 +794,11 @@ void launch_units(T* o, const T* x, const T* w, float* partial, int64_t rows, in
     const int units = static_cast<int>(hidden / Unit<T, BYTES>::kVec);
     const int group = next_pow2(units < 32 ? units : 32);
     const int upt = (units + group - 1) / group;
+    // 4 to 8 units in flight per thread: UPT of each of RPT rows.
     if (upt == 1) launch_group<T, BYTES, 1, 4>(o, x, w, rows, hidden, group, inv_h, eps, s, pdl);
-    else if (upt == 2) launch_group<T, BYTES, 2, 2>(o, x, w, rows, hidden, group, inv_h, eps, s, pdl);
-    else launch_group<T, BYTES, 4, 1>(o, x, w, rows, hidden, group, inv_h, eps, s, pdl);
+    else if (upt == 2) launch_group<T, BYTES, 2, 4>(o, x, w, rows, hidden, group, inv_h, eps, s, pdl);
+    else if (upt <= 4) launch_group<T, BYTES, 4, 2>(o, x, w, rows, hidden, group, inv_h, eps, s, pdl);
+    else launch_group<T, BYTES, 8, 1>(o, x, w, rows, hidden, group, inv_h, eps, s, pdl);
   } else if (p.path == Path::kPartials && partial != nullptr) {
     launch_partials<T, BYTES>(o, x, w, partial, rows, hidden, p.parts, inv_h, eps, s, pdl);
   } else {
