@@ -54,7 +54,8 @@ def replace_dir(staging: Path, final: Path) -> None:
 
 def remove_tree(path: Path) -> None:
     """Remove ``path`` (a folder tree of any depth, a file or a link; never what a link points to),
-    without recursion. A missing path is fine."""
+    without recursion. A missing path is fine, and so is anything in it vanishing meanwhile (removed
+    by someone else)."""
     try:
         os.unlink(path)
         return
@@ -63,7 +64,10 @@ def remove_tree(path: Path) -> None:
     except (IsADirectoryError, PermissionError):
         pass  # a folder (Linux says EISDIR, POSIX allows EPERM)
     flags = os.O_RDONLY | os.O_DIRECTORY | getattr(os, "O_NOFOLLOW", 0)
-    stack = [(os.open(path, flags), "")]  # (open folder, its name in the parent)
+    try:
+        stack = [(os.open(path, flags), "")]  # (open folder, its name in the parent)
+    except FileNotFoundError:
+        return
     try:
         while stack:
             fd, _ = stack[-1]
@@ -75,7 +79,10 @@ def remove_tree(path: Path) -> None:
                 with contextlib.suppress(FileNotFoundError):
                     os.unlink(entry.name, dir_fd=fd)
             if sub is not None:
-                stack.append((os.open(sub, flags, dir_fd=fd), sub))
+                try:
+                    stack.append((os.open(sub, flags, dir_fd=fd), sub))
+                except FileNotFoundError:
+                    pass  # removed meanwhile: scan this folder again
                 continue
             os.close(fd)
             _, name = stack.pop()
@@ -85,7 +92,8 @@ def remove_tree(path: Path) -> None:
     finally:
         for fd, _ in stack:
             os.close(fd)
-    os.rmdir(path)
+    with contextlib.suppress(FileNotFoundError):
+        os.rmdir(path)
 
 
 @contextlib.contextmanager

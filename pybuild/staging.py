@@ -60,32 +60,43 @@ def _owner_variant(name: str) -> str | None:
     return None
 
 
-def _owner_gone(kernel_root: Path, variant: str) -> bool:
-    """True when no live run holds ``variant``'s lock (taken and released at once to find out)."""
+@contextlib.contextmanager
+def _lock_if_free(kernel_root: Path, variant: str) -> Iterator[bool]:
+    """Take ``variant``'s lock if no live run holds it, and hold it for the block: yields True when
+    taken (its owner is gone and no other cleaner is removing its leftovers right now)."""
     path = lock_path(kernel_root, variant)
     try:
         fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
     except OSError:
-        return False  # cannot tell: keep it
+        yield False  # cannot tell: keep it
+        return
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        return False
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            yield False
+            return
+        yield True
     finally:
         os.close(fd)  # releases the lock if it was taken
-    return True
 
 
 def remove_dead_leftovers(kernel_root: Path, held: str | None = None) -> list[Path]:
     """Remove the staging folders and swapped-out trees of runs that are gone. ``held`` is the variant
-    whose lock the caller holds (no one else can be staging it), if any."""
+    whose lock the caller holds (no one else can be staging it), if any. A dead run's leftovers are
+    removed under its variant's lock, so two runs clearing them take turns (the second finds them gone)."""
     removed = []
     for p in leftovers(kernel_root):
         variant = _owner_variant(p.name)
         assert variant is not None
-        if variant == held or _owner_gone(kernel_root, variant):
+        if variant == held:
             remove_tree(p)
             removed.append(p)
+            continue
+        with _lock_if_free(kernel_root, variant) as free:
+            if free and os.path.lexists(p):
+                remove_tree(p)
+                removed.append(p)
     return removed
 
 

@@ -80,3 +80,32 @@ def test_a_failed_configure_names_its_cause_and_a_missing_compiler_is_the_toolch
     env["CAUSE"] = "The CMAKE_CXX_COMPILER: /nonexistent/g++ is not a full path to an existing compiler tool."
     with pytest.raises(ToolchainError, match=r"/nonexistent/g\+\+ is not a full path.*check the CXX compiler \(\$CXX"):
         _run_logged([str(fake), "-S", "src"], log, cwd=tmp_path, env=env)
+
+
+def test_two_runs_clearing_the_same_dead_staging_never_fail(tmp_path: Path) -> None:
+    """Runs of two other variants start together and both find one dead run's staging: one removes it,
+    the other finds it gone or being removed; neither fails."""
+    import multiprocessing
+
+    ctx = multiprocessing.get_context("fork")
+    for round_ in range(10):
+        dead = tmp_path / "build" / f".staging.x.999999.{round_:08x}"
+        for i in range(30):
+            deep_tree(dead / f"p{i}", 20)
+        errors = ctx.Queue()
+
+        def clear(variant: str) -> None:
+            try:
+                with variant_lock(tmp_path, variant):
+                    pass
+            except BaseException as e:  # noqa: BLE001 (reported to the test)
+                errors.put(f"{type(e).__name__}: {e}")
+
+        procs = [ctx.Process(target=clear, args=(v,)) for v in ("a", "b", "c")]
+        for p in procs:
+            p.start()
+        for p in procs:
+            p.join(timeout=60)
+        failed = [] if errors.empty() else [errors.get(timeout=1)]
+        assert not failed, f"round {round_}: {failed}"
+        assert all(p.exitcode == 0 for p in procs) and not dead.exists()
