@@ -556,20 +556,25 @@ def _commit(hub: Hub, plan: ReleasePlan, tip: str, remote: dict[str, RemoteFile]
             )
             return str(info.oid)
         except Exception as e:  # noqa: BLE001
+            # Whatever failed, the commit may have gone through (an answer lost, even on the last try):
+            # a branch that moved to exactly this release is this run's commit, to be tagged.
+            try:
+                branches, _ = hub.refs()
+                now = branches.get(plan.branch)
+                landed = now is not None and now != tip and not differences(plan, hub.tree(now))
+            except Exception:  # noqa: BLE001 (cannot tell: the original error decides)
+                now, landed = tip, False
+            if landed:
+                assert now is not None
+                hub.info(f"  the commit went through although its answer was lost ({describe(e)}): {now[:12]}")
+                return now
             if _status_code(e) == 412:
                 msg = (f"{plan.repo_id}: branch {plan.branch} moved while publishing (someone else pushed to it); "
                        "nothing was tagged; run the same command again")
                 raise PublishError(msg) from None
-            if not is_transient(e):
+            if not is_transient(e) or attempt > hub.retries:
                 raise
-            if attempt > hub.retries:
-                raise
-            branches, _ = hub.refs()
-            now = branches.get(plan.branch)
             if now != tip:
-                if now is not None and not differences(plan, hub.tree(now)):
-                    hub.info(f"  the commit went through although its answer was lost ({describe(e)}): {now[:12]}")
-                    return now
                 msg = (f"{plan.repo_id}: branch {plan.branch} moved to {str(now)[:12]} during the upload; "
                        "nothing was tagged; run the same command again")
                 raise PublishError(msg) from None

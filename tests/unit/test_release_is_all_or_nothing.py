@@ -170,3 +170,25 @@ def test_publish_plan_from_python_rolls_back_too(kernel: Path, tmp_path: Path, m
         with pytest.raises(Exception):
             publish_plan(api, plan, retries=2, info=lambda m: None, sleep=lambda s: None)
         assert release_refs(hub) == {"branches": {}, "tags": {}}
+
+
+@pytest.mark.parametrize("route", ["commit", "create_tag"])
+def test_a_lost_answer_on_the_last_attempt_completes_the_release(kernel: Path, tmp_path: Path, monkeypatch,
+                                                                 capsys, route: str) -> None:
+    """The first try fails, the retry goes through but its answer is lost: the run finds its write on the
+    Hub and completes the release (a half release, v1 moved without its tag, was left before)."""
+    variants = one_variant_matrix(tmp_path / "variants.json")
+    monkeypatch.setattr("time.sleep", lambda s: None)
+    with HubServer() as hub:
+        use_hub_in_process(monkeypatch, hub.endpoint, tmp_path / "hf")
+        assert main(argv(kernel, variants, "1.0.0")) == 0
+        (kernel / "csrc" / "new.cpp").write_text("// new\n")
+        hub.faults.fail_next(route, 503)
+        hub.faults.drop_next(route, after_apply=True)
+        code = main(argv(kernel, variants, "1.0.1"))
+        err = capsys.readouterr().err
+        after = release_refs(hub)
+        assert not hub.faults.pending
+        assert code == 0, err
+        assert after["tags"].get("v1.0.1") == after["branches"]["v1"], after
+        assert "csrc/new.cpp" in hub.store.get_repo(KERNEL, REPO).commits[after["tags"]["v1.0.1"]].files
