@@ -503,7 +503,13 @@ def _publish(hub: Hub, plan: ReleasePlan, step: Callable[[str, float | None], No
         _tag(hub, plan, commit)
     except BaseException as e:
         if status == "published":  # this run moved the branch: move it back, so that nothing is half-released
-            _annotate(e, _roll_back(hub, plan, commit, None if created_branch else tip))
+            state = _roll_back(hub, plan, commit, None if created_branch else tip)
+            if state is None:  # the tag went through (its answer and the check were lost): released
+                if isinstance(e, Exception):
+                    hub.info(f"  tag {plan.tag} went through although its answer was lost ({describe(e)})")
+                    return PublishResult(status, commit, plan.branch, plan.tag, url)
+                state = f"the release is complete: tag {plan.tag} and branch {plan.branch} point at {commit[:12]}"
+            _annotate(e, state)
         raise
     return PublishResult(status, commit, plan.branch, plan.tag, url)
 
@@ -515,12 +521,15 @@ def _annotate(exc: BaseException, state: str) -> None:
         exc.pybuild_state = state  # type: ignore[attr-defined]
 
 
-def _roll_back(hub: Hub, plan: ReleasePlan, ours: str, previous: str | None) -> str:
+def _roll_back(hub: Hub, plan: ReleasePlan, ours: str, previous: str | None) -> str | None:
     """Put branch ``plan.branch`` back where it was before this run's commit ``ours`` (remove it if
-    this run created it); what the remote holds now, as a phrase."""
+    this run created it); what the remote holds now, as a phrase. None when tag ``plan.tag`` already
+    points at ``ours`` (a tag whose answer was lost): the release is complete and stays."""
     api, p = hub.api, plan
     try:
-        branches, _ = hub.refs()
+        branches, tags = hub.refs()
+        if tags.get(p.tag) == ours:
+            return None
         now = branches.get(p.branch)
         if now != ours:
             return (f"branch {p.branch} was moved by someone else meanwhile (to {str(now)[:12]}) and is left as it "

@@ -192,3 +192,23 @@ def test_a_lost_answer_on_the_last_attempt_completes_the_release(kernel: Path, t
         assert code == 0, err
         assert after["tags"].get("v1.0.1") == after["branches"]["v1"], after
         assert "csrc/new.cpp" in hub.store.get_repo(KERNEL, REPO).commits[after["tags"]["v1.0.1"]].files
+
+
+def test_a_tag_created_though_its_answer_and_the_check_were_lost_keeps_the_release(
+        kernel: Path, tmp_path: Path, monkeypatch, capsys) -> None:
+    """create_tag goes through but its answer is lost, and reading the refs to check fails too: the
+    rollback must not move v1 away from a commit the new tag points at."""
+    variants = one_variant_matrix(tmp_path / "variants.json")
+    monkeypatch.setattr("time.sleep", lambda s: None)
+    with HubServer() as hub:
+        use_hub_in_process(monkeypatch, hub.endpoint, tmp_path / "hf")
+        assert main(argv(kernel, variants, "1.0.0")) == 0
+        (kernel / "csrc" / "new.cpp").write_text("// new\n")
+        hub.faults.drop_next("create_tag", after_apply=True)
+        hub.faults.fail_next("refs", 503, times=2, skip=1)  # the publish's first read passes, _tag's check fails
+        code = main(argv(kernel, variants, "1.0.1"))
+        err = capsys.readouterr().err
+        after = release_refs(hub)
+        assert not hub.faults.pending, hub.faults.triggered
+        assert after["tags"].get("v1.0.1") == after["branches"]["v1"], (after, err)
+        assert code == 0, err
