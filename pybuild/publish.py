@@ -181,16 +181,20 @@ def select_files(manifest: Manifest) -> list[tuple[str, Path]]:
             found = _own_file(root, rel)
             if found is not None:
                 chosen[rel] = found
+
+    def skipped(path: Path) -> bool:
+        rel = path.relative_to(root)
+        return _excluded(rel) or _hidden_in_build(rel)
+
     for d in (*SOURCE_DIRS, "build"):
         base = root / d
         if base.is_symlink():
             raise _refuse_link(base)
         if not base.is_dir():
             continue
-        for p, st in safeload.walk(base, PublishError):  # never descends into a symlinked folder
+        # never descends into a symlinked folder, nor into a staging folder or an excluded part
+        for p, st in safeload.walk(base, PublishError, prune=skipped):
             rel = p.relative_to(root)
-            if _excluded(rel) or _hidden_in_build(rel):
-                continue
             if stat.S_ISLNK(st.st_mode):
                 raise _refuse_link(p)
             if stat.S_ISDIR(st.st_mode):
