@@ -109,3 +109,34 @@ def test_two_runs_clearing_the_same_dead_staging_never_fail(tmp_path: Path) -> N
         failed = [] if errors.empty() else [errors.get(timeout=1)]
         assert not failed, f"round {round_}: {failed}"
         assert all(p.exitcode == 0 for p in procs) and not dead.exists()
+
+
+def test_a_failing_caller_takes_the_compilers_along(tmp_path: Path) -> None:
+    """An exception (or Ctrl-C) while pybuild reads a build's output kills the build's whole process
+    group at once, not only when pybuild exits."""
+    import time
+
+    import pytest
+
+    from pybuild.build import _run_logged
+
+    pids: list[int] = []
+
+    def on_line(line: str) -> None:
+        pids.append(int(line))
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        _run_logged(["sh", "-c", "sleep 60 & echo $!; wait"], tmp_path / "log", None, on_line)
+
+    def alive(pid: int) -> bool:
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+        except FileNotFoundError:
+            return False
+
+    deadline = time.monotonic() + 10
+    while alive(pids[0]) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not alive(pids[0]), "the compiler outlived the exception"
