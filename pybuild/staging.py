@@ -9,7 +9,8 @@
   to tmpfs, a bind mount), so the final swap is one atomic rename.
 * A staging folder is removed only by its owner, or once its owner is provably gone: its variant's
   lock can be taken. Every run, of any variant, first removes what dead runs left (their staging
-  folders, old trees swapped out but not yet deleted), and leaves the staging of live runs alone.
+  folders, old trees swapped out but not yet deleted; an old tree whose replacement never arrived is
+  put back as ``build/<variant>``), and leaves the staging of live runs alone.
 """
 
 from __future__ import annotations
@@ -90,14 +91,25 @@ def remove_dead_leftovers(kernel_root: Path, held: str | None = None) -> list[Pa
         variant = _owner_variant(p.name)
         assert variant is not None
         if variant == held:
-            remove_tree(p)
+            _clear(kernel_root, p, variant)
             removed.append(p)
             continue
         with _lock_if_free(kernel_root, variant) as free:
             if free and os.path.lexists(p):
-                remove_tree(p)
+                _clear(kernel_root, p, variant)
                 removed.append(p)
     return removed
+
+
+def _clear(kernel_root: Path, p: Path, variant: str) -> None:
+    """Remove a dead run's leftover ``p`` (its variant's lock held); but an old tree swapped out by the
+    non-atomic fallback of replace_dir whose run died before the new tree took its place is the only
+    copy of build/<variant>: put it back."""
+    final = kernel_root / BUILD_DIR / variant
+    if _LEFTOVER[1].match(p.name) and p.parent == final.parent and not os.path.lexists(final):
+        os.rename(p, final)
+        return
+    remove_tree(p)
 
 
 @contextlib.contextmanager

@@ -140,3 +140,20 @@ def test_a_failing_caller_takes_the_compilers_along(tmp_path: Path) -> None:
     while alive(pids[0]) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not alive(pids[0]), "the compiler outlived the exception"
+
+
+def test_a_tree_swapped_out_by_a_killed_fallback_swap_is_put_back(tmp_path: Path) -> None:
+    """Without RENAME_EXCHANGE, replace_dir renames build/<v> aside then the new tree in: a kill between
+    the two leaves only build/.<v>.old-*, the sole copy of the variant, which the next run restores."""
+    for held in ("v", "other"):
+        old = tmp_path / "build" / ".v.old-1234abcd"
+        old.mkdir(parents=True)
+        (old / "metadata.json").write_text("{}")
+        with variant_lock(tmp_path, held):
+            pass
+        assert (tmp_path / "build" / "v" / "metadata.json").exists() and not old.exists(), held
+        old.mkdir()  # beside a build/v: a leftover to delete
+        with variant_lock(tmp_path, held):
+            pass
+        assert not old.exists() and (tmp_path / "build" / "v" / "metadata.json").exists()
+        remove_tree(tmp_path / "build" / "v")
