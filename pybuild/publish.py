@@ -538,16 +538,44 @@ def _roll_back(hub: Hub, plan: ReleasePlan, ours: str, previous: str | None) -> 
         if now != ours:
             return (f"branch {p.branch} was moved by someone else meanwhile (to {str(now)[:12]}) and is left as it "
                     "is; nothing was tagged")
-        hub.call(f"delete branch {p.branch}", lambda: api.delete_branch(p.repo_id, branch=p.branch,
-                                                                          repo_type=p.repo_type))
         if previous is None:
+            hub.call(f"delete branch {p.branch}", lambda: api.delete_branch(p.repo_id, branch=p.branch,
+                                                                              repo_type=p.repo_type))
             return f"branch {p.branch}, which this run had created, was removed again: nothing was released"
-        hub.call(f"restore branch {p.branch}", lambda: api.create_branch(
-            p.repo_id, branch=p.branch, revision=previous, repo_type=p.repo_type, exist_ok=False))
-        return f"branch {p.branch} was rolled back to {previous[:12]}: nothing was released"
+        undo = _restore_commit(hub, plan, ours, previous)
+        return (f"branch {p.branch} was rolled back by commit {undo[:12]}, which restores the files of "
+                f"{previous[:12]}: nothing was released")
     except Exception as e:  # noqa: BLE001 (the original error matters more)
         return (f"rolling back branch {p.branch} failed too ({describe(e)}): it points at {ours[:12]}, the complete "
                 f"release without its tag; run the same command again to tag it")
+
+
+def _restore_commit(hub: Hub, plan: ReleasePlan, ours: str, previous: str) -> str:
+    """A commit on top of ``ours`` whose files are those of ``previous``: the branch moves back in content
+    without ever disappearing (users of it see the old release or the new one, never no branch)."""
+    import tempfile
+
+    from huggingface_hub import CommitOperationAdd, CommitOperationDelete
+
+    api, p = hub.api, plan
+    before, now = hub.tree(previous), hub.tree(ours)
+    ops: list[Any] = [CommitOperationDelete(path_in_repo=f) for f in sorted(set(now) - set(before))]
+    with tempfile.TemporaryDirectory(prefix="pybuild-rollback-") as tmp:
+        for f in sorted(f for f, r in before.items() if now.get(f) != r):
+            local = hub.call(f"download {f} of {previous[:12]}", lambda f=f: api.hf_hub_download(
+                p.repo_id, f, repo_type=p.repo_type, revision=previous, local_dir=tmp))
+            ops.append(CommitOperationAdd(path_in_repo=f, path_or_fileobj=local))
+        try:
+            info = api.create_commit(p.repo_id, repo_type=p.repo_type, revision=p.branch, parent_commit=ours,
+                                     operations=ops, commit_message=f"Roll back {p.kernel} {p.version}",
+                                     commit_description=f"Tagging {p.tag} failed: restores the files of {previous}.")
+            return str(info.oid)
+        except Exception:
+            branches, _ = hub.refs()  # an answer lost: the commit may have gone through
+            landed = branches.get(p.branch)
+            if landed not in (None, ours) and hub.tree(landed) == before:
+                return str(landed)
+            raise
 
 
 def _bump(version: str) -> str:
