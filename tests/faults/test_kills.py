@@ -211,9 +211,12 @@ def test_a_killed_build_takes_its_compiler_along(tmp_path: Path) -> None:
             os.kill(compiler, 0)
         except ProcessLookupError:
             break
-        with open(f"/proc/{compiler}/stat") as f:
-            if f.read().split(")")[-1].split()[0] == "Z":  # a zombie waiting for its parent: gone
-                break
+        try:
+            with open(f"/proc/{compiler}/stat") as f:
+                if f.read().split(")")[-1].split()[0] == "Z":  # a zombie waiting for its parent: gone
+                    break
+        except (FileNotFoundError, ProcessLookupError):
+            break  # reaped between the two looks: gone
         time.sleep(0.05)
     else:
         os.kill(compiler, signal.SIGKILL)
