@@ -13,8 +13,9 @@ Hub through ``huggingface_hub`` only, and is safe to run again at any point:
 
 Transient failures (HTTP 5xx/429, dropped connections, timeouts) are retried with exponential
 backoff, a bounded number of times. Before a commit is retried the branch is read again, so a commit
-whose response was lost is recognised rather than made twice. A failed run leaves no tag, and no
-branch that it created.
+whose response was lost is recognised rather than made twice (after a failed last try too). A failed
+run leaves no tag, and no branch that it created; a branch it moved gets one more commit that
+restores its previous files (it never disappears).
 """
 
 from __future__ import annotations
