@@ -187,6 +187,15 @@ def select_files(manifest: Manifest) -> list[tuple[str, Path]]:
         rel = path.relative_to(root)
         return _excluded(rel) or _hidden_in_build(rel)
 
+    # Include folders are uploaded (above) file by file; a symlinked folder in one is refused by name,
+    # not left out (the release could not rebuild without it).
+    for inc in (*manifest.torch_include, *(i for k in manifest.kernels for i in k.include)):
+        base = root / inc
+        if _own_file(root, inc) is None and base.is_dir():
+            for p, st in safeload.walk(base, PublishError, prune=skipped):
+                if stat.S_ISLNK(st.st_mode):
+                    raise _refuse_link(p)
+
     for d in (*SOURCE_DIRS, "build"):
         base = root / d
         if base.is_symlink():

@@ -120,3 +120,16 @@ def test_publish_never_enters_staging_folders_or_excluded_parts(kernel: Path) ->
         (folder / "sub" / os.fsdecode(b"bad-\xff-name")).write_bytes(b"")
     paths = [rel for rel, _ in select_files(load_manifest(kernel))]
     assert paths and not any(".staging." in p or "__pycache__" in p for p in paths)
+
+
+def test_a_symlinked_folder_in_an_include_folder_is_refused_not_left_out(kernel: Path, outside: Path) -> None:
+    """An include folder outside csrc/ is uploaded for rebuilds: a symlinked folder in it is refused by
+    name (it was silently left out: the release could not rebuild, or the link would be followed)."""
+    toml = kernel / "build.toml"
+    toml.write_text(toml.read_text().replace('src = ["csrc/tinyk_cpu.cpp"]',
+                                             'src = ["csrc/tinyk_cpu.cpp"]\ninclude = ["include"]'))
+    (kernel / "include").mkdir()
+    (kernel / "include" / "real.h").write_text("#pragma once\n")
+    (kernel / "include" / "ext").symlink_to(outside)
+    with pytest.raises(PublishError, match=r"include/ext"):
+        select_files(load_manifest(kernel))
