@@ -24,7 +24,7 @@ import secrets
 from collections.abc import Iterator
 from pathlib import Path
 
-from .errors import BuildError, PybuildError
+from .errors import PybuildError
 from .fsutil import locked, remove_tree
 
 WORK_DIR = ".pybuild"
@@ -126,14 +126,15 @@ def read_only_message(build_dir: Path, e: OSError | None = None) -> str:
             "(remount read-write, fix its permissions) or point build/ at a writable folder")
 
 
-def check_writable(build_dir: Path, error: type[PybuildError] = BuildError) -> None:
-    """Refuse a ``build/`` that exists but cannot be written (a read-only mount), before any work."""
+def check_writable(build_dir: Path, error: type[PybuildError] = PybuildError) -> None:
+    """Refuse a ``build/`` that exists but cannot be written (a read-only mount), before any work: a
+    file-system error (exit 1), whichever command meets it."""
     if build_dir.is_dir() and not os.access(build_dir, os.W_OK | os.X_OK):
         raise error(read_only_message(build_dir))
 
 
 @contextlib.contextmanager
-def owned_staging(kernel_root: Path, variant: str, error: type[PybuildError] = BuildError) -> Iterator[Path]:
+def owned_staging(kernel_root: Path, variant: str, error: type[PybuildError] = PybuildError) -> Iterator[Path]:
     """A new staging folder for ``variant`` in ``build/`` (the caller holds :func:`variant_lock`),
     removed again if the block fails before the staging folder was swapped in."""
     build = kernel_root / BUILD_DIR
