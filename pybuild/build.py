@@ -231,7 +231,7 @@ def build_variant(
         return BuildResult(manifest.name, variant.name, "up to date", time.monotonic() - start, dir_size(final), final)
     cmake, ninja = cmake_and_ninja()  # the whole toolchain before anything is written
 
-    with variant_lock(root, variant.name):
+    with variant_lock(root, variant.name, lambda: progress(f"waiting for another build of {variant.name}", None)):
         if not options.force and is_up_to_date(final, stamp, key):  # built by the run this one waited for
             return BuildResult(manifest.name, variant.name, "up to date", time.monotonic() - start, dir_size(final),
                                final)

@@ -21,7 +21,7 @@ import fcntl
 import os
 import re
 import secrets
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from .errors import PybuildError
@@ -113,9 +113,10 @@ def _clear(kernel_root: Path, p: Path, variant: str) -> None:
 
 
 @contextlib.contextmanager
-def variant_lock(kernel_root: Path, variant: str) -> Iterator[None]:
-    """Hold ``variant``'s lock (waiting for another run of it); first clear what dead runs left."""
-    with locked(lock_path(kernel_root, variant)):
+def variant_lock(kernel_root: Path, variant: str, on_wait: Callable[[], None] | None = None) -> Iterator[None]:
+    """Hold ``variant``'s lock (waiting for another run of it, after calling ``on_wait``); first clear
+    what dead runs left."""
+    with locked(lock_path(kernel_root, variant), on_wait):
         remove_dead_leftovers(kernel_root, variant)
         yield
 

@@ -157,3 +157,22 @@ def test_a_tree_swapped_out_by_a_killed_fallback_swap_is_put_back(tmp_path: Path
             pass
         assert not old.exists() and (tmp_path / "build" / "v" / "metadata.json").exists()
         remove_tree(tmp_path / "build" / "v")
+
+
+def test_a_run_that_must_wait_for_the_lock_says_so(tmp_path: Path) -> None:
+    import threading
+
+    said: list[str] = []
+    with variant_lock(tmp_path, "v", lambda: said.append("waiting")):
+        pass
+    assert said == []  # free: no message
+    with variant_lock(tmp_path, "v"):
+        def second_run() -> None:
+            with variant_lock(tmp_path, "v", lambda: said.append("waiting")):
+                pass
+
+        t = threading.Thread(target=second_run)
+        t.start()
+        t.join(0.5)
+    t.join(5)
+    assert said == ["waiting"]
