@@ -17,6 +17,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -208,12 +209,18 @@ def _run_logged(cmd: list[str], log: Path, cwd: Path | None, on_line: Callable[[
                                 text=True, env=env, errors="replace", start_new_session=True)
         assert proc.stdout is not None
         tail: list[str] = []
-        for line in proc.stdout:
-            f.write(line)
-            tail = (tail + [line.rstrip()])[-25:]
-            if on_line:
-                on_line(line)
-        rc = proc.wait()
+        try:
+            for line in proc.stdout:
+                f.write(line)
+                tail = (tail + [line.rstrip()])[-25:]
+                if on_line:
+                    on_line(line)
+            rc = proc.wait()
+        except BaseException:  # Ctrl-C or an error of the caller: take the whole group along, now
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+            raise
     if rc != 0:
         at = next((i for i, t in enumerate(tail) if re.search(r"error|Error|ERROR|fatal", t)), None)
         first = tail[at].strip() if at is not None else (tail[-1].strip() if tail else "")
@@ -258,7 +265,7 @@ def build_variant(
         return BuildResult(manifest.name, variant.name, "up to date", time.monotonic() - start, dir_size(final), final)
     cmake, ninja = toolchain.cmake_and_ninja()  # the whole toolchain before anything is written
 
-    with variant_lock(root, variant.name):
+    with variant_lock(root, variant.name, lambda: progress(f"waiting for another build of {variant.name}", None)):
         if not options.force and is_up_to_date(final, stamp, key):  # built by the run this one waited for
             return BuildResult(manifest.name, variant.name, "up to date", time.monotonic() - start, dir_size(final),
                                final)

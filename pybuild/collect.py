@@ -162,14 +162,15 @@ def _same(final: Path, staging: Path, digest: dict[str, str]) -> bool:
 def collect_one(item: Incoming) -> Collected:
     """Copy one verified variant into its kernel's ``build/`` atomically."""
     final = item.kernel_dir / BUILD_DIR / item.variant
-    check_writable(final.parent, CollectError)
+    check_writable(final.parent)
     # the lock `pybuild build` takes for this variant; staging in build/, as a build's
     with variant_lock(item.kernel_dir, item.variant), \
-            owned_staging(item.kernel_dir, item.variant, CollectError) as staging:
+            owned_staging(item.kernel_dir, item.variant) as staging:
         try:
             _copy_writable(item.source, staging)
         except shutil.Error as e:
-            first = e.args[0][0] if e.args and isinstance(e.args[0], list) and e.args[0] else e
+            errors = e.args[0] if e.args and isinstance(e.args[0], list) else []
+            first = f"{errors[0][0]}: {errors[0][2]}" if errors and len(errors[0]) == 3 else e
             raise CollectError(f"{item.source}: could not be copied ({first}); build/ is unchanged") from None
         problems = digest_mismatches(staging, item.digest)
         if problems:

@@ -10,7 +10,7 @@ import os
 import shutil
 import stat
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 _AT_FDCWD = -100
@@ -54,7 +54,8 @@ def replace_dir(staging: Path, final: Path) -> None:
 
 def remove_tree(path: Path) -> None:
     """Remove ``path`` (a folder tree of any depth, a file or a link; never what a link points to),
-    without recursion. A missing path is fine."""
+    without recursion. A missing path is fine, and so is anything in it vanishing meanwhile (removed
+    by someone else)."""
     try:
         os.unlink(path)
         return
@@ -63,7 +64,10 @@ def remove_tree(path: Path) -> None:
     except (IsADirectoryError, PermissionError):
         pass  # a folder (Linux says EISDIR, POSIX allows EPERM)
     flags = os.O_RDONLY | os.O_DIRECTORY | getattr(os, "O_NOFOLLOW", 0)
-    stack = [(os.open(path, flags), "")]  # (open folder, its name in the parent)
+    try:
+        stack = [(os.open(path, flags), "")]  # (open folder, its name in the parent)
+    except FileNotFoundError:
+        return
     try:
         while stack:
             fd, _ = stack[-1]
@@ -75,7 +79,10 @@ def remove_tree(path: Path) -> None:
                 with contextlib.suppress(FileNotFoundError):
                     os.unlink(entry.name, dir_fd=fd)
             if sub is not None:
-                stack.append((os.open(sub, flags, dir_fd=fd), sub))
+                try:
+                    stack.append((os.open(sub, flags, dir_fd=fd), sub))
+                except FileNotFoundError:
+                    pass  # removed meanwhile: scan this folder again
                 continue
             os.close(fd)
             _, name = stack.pop()
@@ -85,15 +92,22 @@ def remove_tree(path: Path) -> None:
     finally:
         for fd, _ in stack:
             os.close(fd)
-    os.rmdir(path)
+    with contextlib.suppress(FileNotFoundError):
+        os.rmdir(path)
 
 
 @contextlib.contextmanager
-def locked(path: Path) -> Iterator[None]:
-    """An exclusive advisory lock on ``path`` for the duration of the block."""
+def locked(path: Path, on_wait: Callable[[], None] | None = None) -> Iterator[None]:
+    """An exclusive advisory lock on ``path`` for the duration of the block; ``on_wait`` is called
+    first if another holder makes this one wait."""
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("a") as f:
-        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            if on_wait is not None:
+                on_wait()
+            fcntl.flock(f, fcntl.LOCK_EX)
         try:
             yield
         finally:

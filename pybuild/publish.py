@@ -13,8 +13,9 @@ Hub through ``huggingface_hub`` only, and is safe to run again at any point:
 
 Transient failures (HTTP 5xx/429, dropped connections, timeouts) are retried with exponential
 backoff, a bounded number of times. Before a commit is retried the branch is read again, so a commit
-whose response was lost is recognised rather than made twice. A failed run leaves no tag, and no
-branch that it created.
+whose response was lost is recognised rather than made twice (after a failed last try too). A failed
+run leaves no tag, and no branch that it created; a branch it moved gets one more commit that
+restores its previous files (it never disappears).
 """
 
 from __future__ import annotations
@@ -181,16 +182,29 @@ def select_files(manifest: Manifest) -> list[tuple[str, Path]]:
             found = _own_file(root, rel)
             if found is not None:
                 chosen[rel] = found
+
+    def skipped(path: Path) -> bool:
+        rel = path.relative_to(root)
+        return _excluded(rel) or _hidden_in_build(rel)
+
+    # Include folders are uploaded (above) file by file; a symlinked folder in one is refused by name,
+    # not left out (the release could not rebuild without it).
+    for inc in (*manifest.torch_include, *(i for k in manifest.kernels for i in k.include)):
+        base = root / inc
+        if _own_file(root, inc) is None and base.is_dir():
+            for p, st in safeload.walk(base, PublishError, prune=skipped):
+                if stat.S_ISLNK(st.st_mode):
+                    raise _refuse_link(p)
+
     for d in (*SOURCE_DIRS, "build"):
         base = root / d
         if base.is_symlink():
             raise _refuse_link(base)
         if not base.is_dir():
             continue
-        for p, st in safeload.walk(base, PublishError):  # never descends into a symlinked folder
+        # never descends into a symlinked folder, nor into a staging folder or an excluded part
+        for p, st in safeload.walk(base, PublishError, prune=skipped):
             rel = p.relative_to(root)
-            if _excluded(rel) or _hidden_in_build(rel):
-                continue
             if stat.S_ISLNK(st.st_mode):
                 raise _refuse_link(p)
             if stat.S_ISDIR(st.st_mode):
@@ -503,7 +517,13 @@ def _publish(hub: Hub, plan: ReleasePlan, step: Callable[[str, float | None], No
         _tag(hub, plan, commit)
     except BaseException as e:
         if status == "published":  # this run moved the branch: move it back, so that nothing is half-released
-            _annotate(e, _roll_back(hub, plan, commit, None if created_branch else tip))
+            state = _roll_back(hub, plan, commit, None if created_branch else tip)
+            if state is None:  # the tag went through (its answer and the check were lost): released
+                if isinstance(e, Exception):
+                    hub.info(f"  tag {plan.tag} went through although its answer was lost ({describe(e)})")
+                    return PublishResult(status, commit, plan.branch, plan.tag, url)
+                state = f"the release is complete: tag {plan.tag} and branch {plan.branch} point at {commit[:12]}"
+            _annotate(e, state)
         raise
     return PublishResult(status, commit, plan.branch, plan.tag, url)
 
@@ -515,26 +535,57 @@ def _annotate(exc: BaseException, state: str) -> None:
         exc.pybuild_state = state  # type: ignore[attr-defined]
 
 
-def _roll_back(hub: Hub, plan: ReleasePlan, ours: str, previous: str | None) -> str:
+def _roll_back(hub: Hub, plan: ReleasePlan, ours: str, previous: str | None) -> str | None:
     """Put branch ``plan.branch`` back where it was before this run's commit ``ours`` (remove it if
-    this run created it); what the remote holds now, as a phrase."""
+    this run created it); what the remote holds now, as a phrase. None when tag ``plan.tag`` already
+    points at ``ours`` (a tag whose answer was lost): the release is complete and stays."""
     api, p = hub.api, plan
     try:
-        branches, _ = hub.refs()
+        branches, tags = hub.refs()
+        if tags.get(p.tag) == ours:
+            return None
         now = branches.get(p.branch)
         if now != ours:
             return (f"branch {p.branch} was moved by someone else meanwhile (to {str(now)[:12]}) and is left as it "
                     "is; nothing was tagged")
-        hub.call(f"delete branch {p.branch}", lambda: api.delete_branch(p.repo_id, branch=p.branch,
-                                                                          repo_type=p.repo_type))
         if previous is None:
+            hub.call(f"delete branch {p.branch}", lambda: api.delete_branch(p.repo_id, branch=p.branch,
+                                                                              repo_type=p.repo_type))
             return f"branch {p.branch}, which this run had created, was removed again: nothing was released"
-        hub.call(f"restore branch {p.branch}", lambda: api.create_branch(
-            p.repo_id, branch=p.branch, revision=previous, repo_type=p.repo_type, exist_ok=False))
-        return f"branch {p.branch} was rolled back to {previous[:12]}: nothing was released"
+        undo = _restore_commit(hub, plan, ours, previous)
+        return (f"branch {p.branch} was rolled back by commit {undo[:12]}, which restores the files of "
+                f"{previous[:12]}: nothing was released")
     except Exception as e:  # noqa: BLE001 (the original error matters more)
         return (f"rolling back branch {p.branch} failed too ({describe(e)}): it points at {ours[:12]}, the complete "
                 f"release without its tag; run the same command again to tag it")
+
+
+def _restore_commit(hub: Hub, plan: ReleasePlan, ours: str, previous: str) -> str:
+    """A commit on top of ``ours`` whose files are those of ``previous``: the branch moves back in content
+    without ever disappearing (users of it see the old release or the new one, never no branch)."""
+    import tempfile
+
+    from huggingface_hub import CommitOperationAdd, CommitOperationDelete
+
+    api, p = hub.api, plan
+    before, now = hub.tree(previous), hub.tree(ours)
+    ops: list[Any] = [CommitOperationDelete(path_in_repo=f) for f in sorted(set(now) - set(before))]
+    with tempfile.TemporaryDirectory(prefix="pybuild-rollback-") as tmp:
+        for f in sorted(f for f, r in before.items() if now.get(f) != r):
+            local = hub.call(f"download {f} of {previous[:12]}", lambda f=f: api.hf_hub_download(
+                p.repo_id, f, repo_type=p.repo_type, revision=previous, local_dir=tmp))
+            ops.append(CommitOperationAdd(path_in_repo=f, path_or_fileobj=local))
+        try:
+            info = api.create_commit(p.repo_id, repo_type=p.repo_type, revision=p.branch, parent_commit=ours,
+                                     operations=ops, commit_message=f"Roll back {p.kernel} {p.version}",
+                                     commit_description=f"Tagging {p.tag} failed: restores the files of {previous}.")
+            return str(info.oid)
+        except Exception:
+            branches, _ = hub.refs()  # an answer lost: the commit may have gone through
+            landed = branches.get(p.branch)
+            if landed not in (None, ours) and hub.tree(landed) == before:
+                return str(landed)
+            raise
 
 
 def _bump(version: str) -> str:
@@ -556,20 +607,25 @@ def _commit(hub: Hub, plan: ReleasePlan, tip: str, remote: dict[str, RemoteFile]
             )
             return str(info.oid)
         except Exception as e:  # noqa: BLE001
+            # Whatever failed, the commit may have gone through (an answer lost, even on the last try):
+            # a branch that moved to exactly this release is this run's commit, to be tagged.
+            try:
+                branches, _ = hub.refs()
+                now = branches.get(plan.branch)
+                landed = now is not None and now != tip and not differences(plan, hub.tree(now))
+            except Exception:  # noqa: BLE001 (cannot tell: the original error decides)
+                now, landed = tip, False
+            if landed:
+                assert now is not None
+                hub.info(f"  the commit went through although its answer was lost ({describe(e)}): {now[:12]}")
+                return now
             if _status_code(e) == 412:
                 msg = (f"{plan.repo_id}: branch {plan.branch} moved while publishing (someone else pushed to it); "
                        "nothing was tagged; run the same command again")
                 raise PublishError(msg) from None
-            if not is_transient(e):
+            if not is_transient(e) or attempt > hub.retries:
                 raise
-            if attempt > hub.retries:
-                raise
-            branches, _ = hub.refs()
-            now = branches.get(plan.branch)
             if now != tip:
-                if now is not None and not differences(plan, hub.tree(now)):
-                    hub.info(f"  the commit went through although its answer was lost ({describe(e)}): {now[:12]}")
-                    return now
                 msg = (f"{plan.repo_id}: branch {plan.branch} moved to {str(now)[:12]} during the upload; "
                        "nothing was tagged; run the same command again")
                 raise PublishError(msg) from None

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import os
 import stat
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -137,11 +137,12 @@ def loads_toml(text: str, where: str, error: ErrorType = InputLimitError) -> dic
     return data
 
 
-def walk(root: Path, error: ErrorType = InputLimitError,
-         max_depth: int = MAX_TREE_DEPTH) -> Iterator[tuple[Path, os.stat_result]]:
+def walk(root: Path, error: ErrorType = InputLimitError, max_depth: int = MAX_TREE_DEPTH,
+         prune: Callable[[Path], bool] | None = None) -> Iterator[tuple[Path, os.stat_result]]:
     """Every entry under ``root`` with its ``lstat``, parents before children, without following
     symlinked folders and without recursion. A name that is not UTF-8 or a folder deeper than
-    ``max_depth`` raises ``error`` naming it."""
+    ``max_depth`` raises ``error`` naming it. An entry for which ``prune(path)`` is true is neither
+    yielded nor, if a folder, entered (nothing in it is looked at)."""
     stack: list[tuple[Path, int]] = [(root, 0)]
     while stack:
         folder, depth = stack.pop()
@@ -149,6 +150,8 @@ def walk(root: Path, error: ErrorType = InputLimitError,
             entries = sorted(it, key=lambda e: e.name, reverse=True)
         for entry in entries:
             path = Path(entry.path)
+            if prune is not None and prune(path):
+                continue
             try:
                 entry.name.encode("utf-8")
             except UnicodeEncodeError:

@@ -9,7 +9,8 @@
   to tmpfs, a bind mount), so the final swap is one atomic rename.
 * A staging folder is removed only by its owner, or once its owner is provably gone: its variant's
   lock can be taken. Every run, of any variant, first removes what dead runs left (their staging
-  folders, old trees swapped out but not yet deleted), and leaves the staging of live runs alone.
+  folders, old trees swapped out but not yet deleted; an old tree whose replacement never arrived is
+  put back as ``build/<variant>``), and leaves the staging of live runs alone.
 """
 
 from __future__ import annotations
@@ -20,10 +21,10 @@ import fcntl
 import os
 import re
 import secrets
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from .errors import BuildError, PybuildError
+from .errors import PybuildError
 from .fsutil import locked, remove_tree
 
 WORK_DIR = ".pybuild"
@@ -60,39 +61,62 @@ def _owner_variant(name: str) -> str | None:
     return None
 
 
-def _owner_gone(kernel_root: Path, variant: str) -> bool:
-    """True when no live run holds ``variant``'s lock (taken and released at once to find out)."""
+@contextlib.contextmanager
+def _lock_if_free(kernel_root: Path, variant: str) -> Iterator[bool]:
+    """Take ``variant``'s lock if no live run holds it, and hold it for the block: yields True when
+    taken (its owner is gone and no other cleaner is removing its leftovers right now)."""
     path = lock_path(kernel_root, variant)
     try:
         fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
     except OSError:
-        return False  # cannot tell: keep it
+        yield False  # cannot tell: keep it
+        return
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        return False
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            yield False
+            return
+        yield True
     finally:
         os.close(fd)  # releases the lock if it was taken
-    return True
 
 
 def remove_dead_leftovers(kernel_root: Path, held: str | None = None) -> list[Path]:
     """Remove the staging folders and swapped-out trees of runs that are gone. ``held`` is the variant
-    whose lock the caller holds (no one else can be staging it), if any."""
+    whose lock the caller holds (no one else can be staging it), if any. A dead run's leftovers are
+    removed under its variant's lock, so two runs clearing them take turns (the second finds them gone)."""
     removed = []
     for p in leftovers(kernel_root):
         variant = _owner_variant(p.name)
         assert variant is not None
-        if variant == held or _owner_gone(kernel_root, variant):
-            remove_tree(p)
+        if variant == held:
+            _clear(kernel_root, p, variant)
             removed.append(p)
+            continue
+        with _lock_if_free(kernel_root, variant) as free:
+            if free and os.path.lexists(p):
+                _clear(kernel_root, p, variant)
+                removed.append(p)
     return removed
 
 
+def _clear(kernel_root: Path, p: Path, variant: str) -> None:
+    """Remove a dead run's leftover ``p`` (its variant's lock held); but an old tree swapped out by the
+    non-atomic fallback of replace_dir whose run died before the new tree took its place is the only
+    copy of build/<variant>: put it back."""
+    final = kernel_root / BUILD_DIR / variant
+    if _LEFTOVER[1].match(p.name) and p.parent == final.parent and not os.path.lexists(final):
+        os.rename(p, final)
+        return
+    remove_tree(p)
+
+
 @contextlib.contextmanager
-def variant_lock(kernel_root: Path, variant: str) -> Iterator[None]:
-    """Hold ``variant``'s lock (waiting for another run of it); first clear what dead runs left."""
-    with locked(lock_path(kernel_root, variant)):
+def variant_lock(kernel_root: Path, variant: str, on_wait: Callable[[], None] | None = None) -> Iterator[None]:
+    """Hold ``variant``'s lock (waiting for another run of it, after calling ``on_wait``); first clear
+    what dead runs left."""
+    with locked(lock_path(kernel_root, variant), on_wait):
         remove_dead_leftovers(kernel_root, variant)
         yield
 
@@ -103,14 +127,15 @@ def read_only_message(build_dir: Path, e: OSError | None = None) -> str:
             "(remount read-write, fix its permissions) or point build/ at a writable folder")
 
 
-def check_writable(build_dir: Path, error: type[PybuildError] = BuildError) -> None:
-    """Refuse a ``build/`` that exists but cannot be written (a read-only mount), before any work."""
+def check_writable(build_dir: Path, error: type[PybuildError] = PybuildError) -> None:
+    """Refuse a ``build/`` that exists but cannot be written (a read-only mount), before any work: a
+    file-system error (exit 1), whichever command meets it."""
     if build_dir.is_dir() and not os.access(build_dir, os.W_OK | os.X_OK):
         raise error(read_only_message(build_dir))
 
 
 @contextlib.contextmanager
-def owned_staging(kernel_root: Path, variant: str, error: type[PybuildError] = BuildError) -> Iterator[Path]:
+def owned_staging(kernel_root: Path, variant: str, error: type[PybuildError] = PybuildError) -> Iterator[Path]:
     """A new staging folder for ``variant`` in ``build/`` (the caller holds :func:`variant_lock`),
     removed again if the block fails before the staging folder was swapped in."""
     build = kernel_root / BUILD_DIR

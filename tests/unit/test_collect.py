@@ -223,3 +223,17 @@ def test_two_kernel_folders_with_one_name_place_nothing(farm: Path, result: Path
     assert "both name the kernel 'img2gray'" in err and "img2gray_copy/build.toml" in err, err
     assert not (farm / "kernels" / "img2gray" / "build").exists()
     assert not (farm / "kernels" / "img2gray_copy" / "build").exists()
+
+
+def test_a_failed_copy_names_the_file_and_the_cause(farm: Path, result: Path, monkeypatch) -> None:
+    """shutil.copytree reports (source, destination, why) per file: the message shows `source: why`."""
+    import pybuild.collect
+
+    def failing_copy(source: Path, dest: Path) -> None:
+        raise shutil.Error([(str(source / "x.so"), str(dest / "x.so"), "[Errno 5] Input/output error")])
+
+    monkeypatch.setattr(pybuild.collect, "_copy_writable", failing_copy)
+    with pytest.raises(CollectError) as e:
+        collect(result, farm)
+    assert f"{result / VARIANT / 'x.so'}: [Errno 5] Input/output error" in str(e.value), e.value
+    assert "('" not in str(e.value)

@@ -80,3 +80,99 @@ def test_a_failed_configure_names_its_cause_and_a_missing_compiler_is_the_toolch
     env["CAUSE"] = "The CMAKE_CXX_COMPILER: /nonexistent/g++ is not a full path to an existing compiler tool."
     with pytest.raises(ToolchainError, match=r"/nonexistent/g\+\+ is not a full path.*check the CXX compiler \(\$CXX"):
         _run_logged([str(fake), "-S", "src"], log, cwd=tmp_path, env=env)
+
+
+def test_two_runs_clearing_the_same_dead_staging_never_fail(tmp_path: Path) -> None:
+    """Runs of two other variants start together and both find one dead run's staging: one removes it,
+    the other finds it gone or being removed; neither fails."""
+    import multiprocessing
+
+    ctx = multiprocessing.get_context("fork")
+    for round_ in range(10):
+        dead = tmp_path / "build" / f".staging.x.999999.{round_:08x}"
+        for i in range(30):
+            deep_tree(dead / f"p{i}", 20)
+        errors = ctx.Queue()
+
+        def clear(variant: str) -> None:
+            try:
+                with variant_lock(tmp_path, variant):
+                    pass
+            except BaseException as e:  # noqa: BLE001 (reported to the test)
+                errors.put(f"{type(e).__name__}: {e}")
+
+        procs = [ctx.Process(target=clear, args=(v,)) for v in ("a", "b", "c")]
+        for p in procs:
+            p.start()
+        for p in procs:
+            p.join(timeout=60)
+        failed = [] if errors.empty() else [errors.get(timeout=1)]
+        assert not failed, f"round {round_}: {failed}"
+        assert all(p.exitcode == 0 for p in procs) and not dead.exists()
+
+
+def test_a_failing_caller_takes_the_compilers_along(tmp_path: Path) -> None:
+    """An exception (or Ctrl-C) while pybuild reads a build's output kills the build's whole process
+    group at once, not only when pybuild exits."""
+    import time
+
+    import pytest
+
+    from pybuild.build import _run_logged
+
+    pids: list[int] = []
+
+    def on_line(line: str) -> None:
+        pids.append(int(line))
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        _run_logged(["sh", "-c", "sleep 60 & echo $!; wait"], tmp_path / "log", None, on_line)
+
+    def alive(pid: int) -> bool:
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+        except FileNotFoundError:
+            return False
+
+    deadline = time.monotonic() + 10
+    while alive(pids[0]) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not alive(pids[0]), "the compiler outlived the exception"
+
+
+def test_a_tree_swapped_out_by_a_killed_fallback_swap_is_put_back(tmp_path: Path) -> None:
+    """Without RENAME_EXCHANGE, replace_dir renames build/<v> aside then the new tree in: a kill between
+    the two leaves only build/.<v>.old-*, the sole copy of the variant, which the next run restores."""
+    for held in ("v", "other"):
+        old = tmp_path / "build" / ".v.old-1234abcd"
+        old.mkdir(parents=True)
+        (old / "metadata.json").write_text("{}")
+        with variant_lock(tmp_path, held):
+            pass
+        assert (tmp_path / "build" / "v" / "metadata.json").exists() and not old.exists(), held
+        old.mkdir()  # beside a build/v: a leftover to delete
+        with variant_lock(tmp_path, held):
+            pass
+        assert not old.exists() and (tmp_path / "build" / "v" / "metadata.json").exists()
+        remove_tree(tmp_path / "build" / "v")
+
+
+def test_a_run_that_must_wait_for_the_lock_says_so(tmp_path: Path) -> None:
+    import threading
+
+    said: list[str] = []
+    with variant_lock(tmp_path, "v", lambda: said.append("waiting")):
+        pass
+    assert said == []  # free: no message
+    with variant_lock(tmp_path, "v"):
+        def second_run() -> None:
+            with variant_lock(tmp_path, "v", lambda: said.append("waiting")):
+                pass
+
+        t = threading.Thread(target=second_run)
+        t.start()
+        t.join(0.5)
+    t.join(5)
+    assert said == ["waiting"]

@@ -110,3 +110,26 @@ def test_the_dry_run_lists_exactly_the_files_and_sizes_a_release_holds(kernel: P
     expected = {rel: p.stat().st_size for rel, p in select_files(load_manifest(kernel))}
     assert {k: v for k, v in listed.items() if k != "README.md"} == expected
     assert "tests/test_tinyk.py" in listed and listed["tests/test_tinyk.py"] == len("def test(): pass\n")
+
+
+def test_publish_never_enters_staging_folders_or_excluded_parts(kernel: Path) -> None:
+    """A concurrent build's staging folder (or __pycache__) may hold anything, or vanish while publish
+    lists the files: publish never opens it (a name that is not UTF-8 inside proves it)."""
+    for folder in (kernel / "build" / ".staging.torch-cpu.1234.abcd1234", kernel / "torch-ext" / "__pycache__"):
+        (folder / "sub").mkdir(parents=True)
+        (folder / "sub" / os.fsdecode(b"bad-\xff-name")).write_bytes(b"")
+    paths = [rel for rel, _ in select_files(load_manifest(kernel))]
+    assert paths and not any(".staging." in p or "__pycache__" in p for p in paths)
+
+
+def test_a_symlinked_folder_in_an_include_folder_is_refused_not_left_out(kernel: Path, outside: Path) -> None:
+    """An include folder outside csrc/ is uploaded for rebuilds: a symlinked folder in it is refused by
+    name (it was silently left out: the release could not rebuild, or the link would be followed)."""
+    toml = kernel / "build.toml"
+    toml.write_text(toml.read_text().replace('src = ["csrc/tinyk_cpu.cpp"]',
+                                             'src = ["csrc/tinyk_cpu.cpp"]\ninclude = ["include"]'))
+    (kernel / "include").mkdir()
+    (kernel / "include" / "real.h").write_text("#pragma once\n")
+    (kernel / "include" / "ext").symlink_to(outside)
+    with pytest.raises(PublishError, match=r"include/ext"):
+        select_files(load_manifest(kernel))
