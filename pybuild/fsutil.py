@@ -7,7 +7,6 @@ import ctypes
 import errno
 import fcntl
 import os
-import shutil
 import stat
 import uuid
 from collections.abc import Callable, Iterator

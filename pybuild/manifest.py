@@ -16,7 +16,7 @@ from typing import Any
 
 from . import safeload
 from .errors import ManifestError
-from .editions import CURRENT_EDITION, FARM_DEPENDS, UPSTREAM_DEPENDS, Edition, detect, edition_label
+from .editions import FARM_DEPENDS, UPSTREAM_DEPENDS, Edition, detect
 from .variants import (BACKENDS, NOARCH_BACKENDS, TVM_FFI_VERSION, Variant, noarch_variant, stable_abi_variant,
                        tvm_ffi_variant)
 

@@ -22,7 +22,6 @@ import pytest
 from pybuild.build import BuildOptions, build_variant
 from pybuild.check import check_variant
 from pybuild.manifest import load_manifest
-from pybuild.metadata import read_metadata
 from pybuild.staging import leftovers
 from pybuild.variants import parse_variant_name
 from tests.fakebuild import make_kernel, make_variant, one_variant_matrix
