@@ -32,6 +32,8 @@ Edition = Literal[5, 4, 3, "farm"]
 EDITIONS: tuple[Edition, ...] = (5, 4, 3, "farm")
 CURRENT_EDITION = 5
 FRAMEWORKS = ("torch", "torch-noarch", "tvm-ffi")
+#: [torch-noarch] keys upstream spells with underscores (also read with dashes here).
+NOARCH_SPELLINGS = ("cuda_capabilities", "rocm_archs")
 
 
 @dataclass(frozen=True)
@@ -105,7 +107,10 @@ def _frameworks(edition: Edition) -> dict[str, Table]:
         torch.update({"cxx-flags": "str_list",
                       "stable-abi": "version" if edition == 4 else "version_or_backend_table"})
         tvm["cxx-flags"] = "str_list"
-        out["torch-noarch"] = Table({"pyext": "str_list", "cuda-capabilities": "str_list", "rocm-archs": "str_list"})
+        # upstream's TorchNoarch has no kebab-case renaming: it reads `cuda_capabilities`, `rocm_archs`;
+        # the farm also takes the dashed spelling of every other table (not both at once)
+        out["torch-noarch"] = Table({"pyext": "str_list", "cuda-capabilities": "str_list", "rocm-archs": "str_list",
+                                     "cuda_capabilities": "str_list", "rocm_archs": "str_list"})
     return out
 
 
@@ -230,6 +235,11 @@ def validate(data: dict[str, Any], edition: Edition) -> str | None:
         err = _check_table(data[f], schema.frameworks[f], f)
         if err:
             return err
+    noarch = data.get("torch-noarch")
+    for key in NOARCH_SPELLINGS:
+        if isinstance(noarch, dict) and key in noarch and key.replace("_", "-") in noarch:
+            return (f"both `{key}` and `{key.replace('_', '-')}` in [torch-noarch]; they are the same key, "
+                    "keep one")
     kernels = data.get("kernel", {})
     if not isinstance(kernels, dict):
         return "`kernel` must be tables like [kernel.<name>]"

@@ -566,7 +566,7 @@ def _to_model(data: dict[str, Any], edition: Edition, path: Path) -> Manifest:
             if key in torch.table:
                 torch.fail(f"`{key}` in [torch] does not apply to a pure-Python kernel: its torch-<backend> "
                            "variants load with any torch version; drop it")
-    noarch_caps = torch.str_list("cuda-capabilities") if framework == "torch-noarch" else ()
+    noarch_caps = _noarch_list(torch, "cuda_capabilities") if framework == "torch-noarch" else ()
     for c in noarch_caps:
         hint = _unknown_cuda_capability(c)
         if hint:
@@ -577,7 +577,7 @@ def _to_model(data: dict[str, Any], edition: Edition, path: Path) -> Manifest:
         framework=framework, torch_cxx_flags=torch.str_list("cxx-flags"),
         stable_abi=_stable_abi(path, torch, backends_filter) if framework == "torch" else (),
         noarch_cuda_capabilities=noarch_caps,
-        noarch_rocm_archs=torch.str_list("rocm-archs") if framework == "torch-noarch" else (),
+        noarch_rocm_archs=_noarch_list(torch, "rocm_archs") if framework == "torch-noarch" else (),
     )
     pkg = f"{manifest.package_dir}/{manifest.python_name}/__init__.py"
     if not (root / pkg).is_file():
@@ -586,6 +586,11 @@ def _to_model(data: dict[str, Any], edition: Edition, path: Path) -> Manifest:
         raise ManifestError(f"{path}: `backends` in [general] leaves no backend that a [kernel.*] section builds")
     _check_python_depends(manifest)
     return manifest
+
+
+def _noarch_list(reader: _Reader, key: str) -> tuple[str, ...]:
+    """A [torch-noarch] list in upstream's spelling (``cuda_capabilities``) or the dashed one."""
+    return reader.str_list(key) if key in reader.table else reader.str_list(key.replace("_", "-"))
 
 
 def _check_python_depends(manifest: Manifest) -> None:

@@ -157,6 +157,15 @@ def test_edition5_noarch_with_empty_kernel_table_and_metadata_archs(kdir: Path) 
     assert [v.name for v in m.variants(())] == ["torch-cuda", "torch-npu"]  # the loader's name for cann
 
 
+@pytest.mark.parametrize("caps,archs", [("cuda_capabilities", "rocm_archs"), ("cuda-capabilities", "rocm-archs")])
+def test_torch_noarch_takes_upstreams_underscore_keys_and_the_dashed_ones(kdir: Path, caps: str, archs: str) -> None:
+    head = '[general]\nname = "demo"\nversion = 1\nedition = 5\nlicense = "MIT"\nbackends = ["cuda", "rocm"]\n'
+    m = parse(kdir, head + f'[torch-noarch]\n{caps} = ["9.0"]\n{archs} = ["gfx942"]\n')
+    assert (m.noarch_cuda_capabilities, m.noarch_rocm_archs) == (("9.0",), ("gfx942",))
+    with pytest.raises(ManifestError, match="both `cuda_capabilities` and `cuda-capabilities` in \\[torch-noarch\\]"):
+        parse(kdir, head + '[torch-noarch]\ncuda_capabilities = ["9.0"]\ncuda-capabilities = ["9.0"]\n')
+
+
 def test_the_farms_own_format_keeps_working() -> None:
     m = load_manifest(Path(__file__).resolve().parents[2] / "kernels" / "img2gray")
     assert m.edition == "farm" and m.backends == ("cuda", "cpu")
