@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import tomlkit
-from tomlkit.items import Table
+from tomlkit.items import InlineTable, Table
 
 from .editions import CURRENT_EDITION, detect, edition_label
 from .errors import ManifestError
@@ -56,8 +56,7 @@ def migrate_text(text: str, path: Path) -> Migration:
     if edition == CURRENT_EDITION:
         return Migration(path, text, text, edition)
     doc = tomlkit.parse(text)
-    general = doc["general"]
-    assert isinstance(general, Table)
+    general = _as_table(doc, "general")
     if "license" not in general:
         raise ManifestError(f"{path}: edition {CURRENT_EDITION} requires `license` in [general]; add the kernel's "
                             "license, e.g. license = \"Apache-2.0\", then migrate")
@@ -86,6 +85,21 @@ def migrate_text(text: str, path: Path) -> Migration:
         raise ManifestError(f"{path}: migrating from {edition_label(edition)} would change {', '.join(diff)}; "  # type: ignore[arg-type]
                             "please report this and migrate by hand")
     return Migration(path, text, new_text, edition)
+
+
+def _as_table(doc: Any, key: str) -> Table:
+    """``doc[key]`` as a ``[key]`` table: an inline table (``general = { name = "x" }``) is rewritten as one."""
+    value = doc[key]
+    if isinstance(value, Table):
+        return value
+    if not isinstance(value, InlineTable):  # the manifest parsed, so [general] is a table of some kind
+        raise ManifestError(f"`{key}` is written in a form migrate cannot rewrite; write it as a [{key}] table, "
+                            "then migrate")
+    table = tomlkit.table()
+    for k, v in value.items():
+        table[k] = v
+    doc[key] = table
+    return doc[key]
 
 
 def _array(items: Any) -> Any:

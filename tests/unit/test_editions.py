@@ -270,6 +270,13 @@ def test_migrate_v4_and_edition5_is_a_no_op(kdir: Path) -> None:
     assert not migrate_text(V5, kdir / "build.toml").changed
 
 
+def test_migrate_rewrites_an_inline_general_as_a_table(kdir: Path) -> None:
+    text = ('# top\ngeneral = { name = "demo", license = "MIT", backends = ["cuda"] }\n\n[torch]\n'
+            'src = ["torch-ext/torch_binding.cpp"]\n\n[kernel.k]\nbackend = "cuda"\nsrc = ["csrc/k.cu"]\n')
+    old, new, m = round_trip(kdir, text)
+    assert old.edition == "farm" and new.backends == ("cuda",) and "[general]\n" in m.new and "# top" in m.new
+
+
 def test_migrate_refuses_without_a_license(kdir: Path) -> None:
     with pytest.raises(ManifestError, match="edition 5 requires `license` in \\[general\\]"):
         migrate_text('[general]\nname = "demo"\nbackends = ["cuda"]\n', kdir / "build.toml")
