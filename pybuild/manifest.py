@@ -248,6 +248,14 @@ class Manifest:
         return sorted(found)
 
 
+def farm_depends_fix(dep: str) -> str:
+    """How to say a farm-only `depends` name (``cutlass``, ``cub``) in upstream's editions."""
+    if dep == "cub":
+        return "drop it (CUB comes with the CUDA toolkit and needs no `depends`)"
+    return ("vendor its headers into the kernel folder and list them in `include`, or name upstream's pinned "
+            "version, e.g. \"cutlass_3_6\" (which this farm does not provide to a build)")
+
+
 def _suggest(key: str, allowed: tuple[str, ...]) -> str:
     close = difflib.get_close_matches(key, allowed, n=1)
     return f"did you mean `{close[0]}`?" if close else f"allowed keys: {', '.join(allowed)}"
@@ -478,17 +486,22 @@ def _pyext(reader: _Reader, section: str) -> tuple[str, ...]:
     return tuple(pyext)
 
 
-def _kernel_model(path: Path, root: Path, kname: str, table: dict[str, Any], name: str) -> KernelSpec:
+def _kernel_model(path: Path, root: Path, kname: str, table: dict[str, Any], name: str,
+                  edition: Edition = "farm") -> KernelSpec:
     section = f"kernel.{kname}"
     if not KERNEL_SECTION_RE.fullmatch(kname):
         raise ManifestError(f"{path}: [kernel.*] section {kname!r}: kernel names use letters, digits, '_' and '-'")
     r = _table(path, section, table)
     backend = r.get("backend", str, required=True)
     depends = r.str_list("depends")
+    known = KNOWN_DEPENDS if edition == "farm" else UPSTREAM_DEPENDS  # upstream's editions: its names only
     for d in depends:
-        if d not in KNOWN_DEPENDS:
-            close = difflib.get_close_matches(d, KNOWN_DEPENDS, n=1)
-            hint = f"did you mean {close[0]!r}?" if close else f"known: {', '.join(KNOWN_DEPENDS)}"
+        if d in FARM_DEPENDS and d not in known:
+            r.fail(f"`depends` in [{section}] names {d!r}, a name of the farm's own format that upstream's "
+                   f"editions refuse; {farm_depends_fix(d)}")
+        if d not in known:
+            close = difflib.get_close_matches(d, known, n=1)
+            hint = f"did you mean {close[0]!r}?" if close else f"known: {', '.join(known)}"
             r.fail(f"`depends` in [{section}] names unknown dependency {d!r}; {hint}")
     src = r.str_list("src", required=True)
     if not src:
@@ -548,7 +561,7 @@ def _to_model(data: dict[str, Any], edition: Edition, path: Path) -> Manifest:
     minver, maxver = _parse_version(torch, "minver"), _parse_version(torch, "maxver")
     if minver and maxver and minver > maxver:
         torch.fail(f"`minver` {minver} is above `maxver` {maxver} in [{section}]; no torch version is left")
-    kernels = tuple(_kernel_model(path, root, k, t, name) for k, t in kernel_tables.items())
+    kernels = tuple(_kernel_model(path, root, k, t, name, edition) for k, t in kernel_tables.items())
     if framework != "torch-noarch" and not kernels or framework == "torch-noarch" and not backends_filter \
             and "torch-noarch" not in data:
         raise ManifestError(

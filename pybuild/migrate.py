@@ -16,9 +16,9 @@ from typing import Any
 import tomlkit
 from tomlkit.items import InlineTable, Table
 
-from .editions import CURRENT_EDITION, detect, edition_label
+from .editions import CURRENT_EDITION, FARM_DEPENDS, UPSTREAM_DEPENDS, detect, edition_label
 from .errors import ManifestError
-from .manifest import Manifest, parse_manifest
+from .manifest import Manifest, farm_depends_fix, parse_manifest
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -55,6 +55,11 @@ def migrate_text(text: str, path: Path) -> Migration:
     edition, _ = detect(data)
     if edition == CURRENT_EDITION:
         return Migration(path, text, text, edition)
+    for k in old.kernels:
+        for d in k.depends:
+            if d in FARM_DEPENDS and d not in UPSTREAM_DEPENDS:
+                raise ManifestError(f"{path}: `depends` in [kernel.{k.name}] names {d!r}, which has no equivalent in "
+                                    f"edition {CURRENT_EDITION}; {farm_depends_fix(d)}, then migrate")
     doc = tomlkit.parse(text)
     general = _as_table(doc, "general")
     if "license" not in general:

@@ -193,6 +193,10 @@ REFUSALS = [
      "missing `depends` in [kernel.k_cpu]"),
     (lambda t: t.replace('depends = ["torch", "metal-cpp"]', 'depends = ["torch", "cutlass_9_9"]'),
      "unknown dependency 'cutlass_9_9'"),
+    (lambda t: t.replace('depends = ["torch", "metal-cpp"]', 'depends = ["torch", "cutlass"]'),
+     "names 'cutlass', a name of the farm's own format that upstream's editions refuse"),
+    (lambda t: t.replace('depends = ["torch", "metal-cpp"]', 'depends = ["torch", "cub"]'),
+     "names 'cub', a name of the farm's own format that upstream's editions refuse; drop it"),
     (lambda t: t.replace('backend = "metal"', 'backend = "neuron"'), "`backend` in [kernel.k_metal] is 'neuron', an unknown backend"),
     (lambda t: t.replace('cuda-capabilities = ["8.0", "9.0"]', 'cuda-capabilities = ["99999.0"]'),
      "has '99999.0', which no supported CUDA toolkit knows"),
@@ -275,6 +279,16 @@ def test_migrate_rewrites_an_inline_general_as_a_table(kdir: Path) -> None:
             'src = ["torch-ext/torch_binding.cpp"]\n\n[kernel.k]\nbackend = "cuda"\nsrc = ["csrc/k.cu"]\n')
     old, new, m = round_trip(kdir, text)
     assert old.edition == "farm" and new.backends == ("cuda",) and "[general]\n" in m.new and "# top" in m.new
+
+
+@pytest.mark.parametrize("dep", ["cutlass", "cub"])
+def test_migrate_refuses_a_farm_only_dependency(kdir: Path, dep: str) -> None:
+    text = ('[general]\nname = "demo"\nlicense = "MIT"\n[torch]\nsrc = ["torch-ext/torch_binding.cpp"]\n'
+            f'[kernel.k]\nbackend = "cuda"\ndepends = ["torch", "{dep}"]\nsrc = ["csrc/k.cu"]\n')
+    assert parse(kdir, text).kernels[0].depends == ("torch", dep)  # the farm's format keeps its names
+    with pytest.raises(ManifestError, match=f"`depends` in \\[kernel.k\\] names '{dep}', which has no equivalent "
+                                            "in edition 5; .*then migrate$"):
+        migrate_text(text, kdir / "build.toml")
 
 
 def test_migrate_refuses_without_a_license(kdir: Path) -> None:
