@@ -44,7 +44,10 @@ class Migration:
 
 def _comparable(m: Manifest) -> Manifest:
     """The model without what only records the edition (and pure-Python noise of the old formats)."""
-    return dataclasses.replace(m, edition=CURRENT_EDITION, license_set=True, backends_filter=m.backends)
+    linked = ("torch",) if m.edition == "farm" else ()  # the farm's format links torch, listed or not
+    kernels = tuple(dataclasses.replace(k, depends=tuple(sorted({*linked, *k.depends}))) for k in m.kernels)
+    return dataclasses.replace(m, edition=CURRENT_EDITION, license_set=True, backends_filter=m.backends,
+                               kernels=kernels)
 
 
 def migrate_text(text: str, path: Path) -> Migration:
@@ -79,9 +82,12 @@ def migrate_text(text: str, path: Path) -> Migration:
                 noarch[key] = value
             del doc["torch"]
         doc["torch-noarch"] = noarch
-    for table in (doc.get("kernel") or {}).values():
-        if "depends" not in table:
-            table["depends"] = _array(())  # optional in the farm's format, required from v3 on
+    if edition == "farm":  # the farm links torch into every section; upstream only through depends = ["torch"]
+        for table in (doc.get("kernel") or {}).values():
+            if "depends" not in table:
+                table["depends"] = _array(("torch",))  # optional in the farm's format, required from v3 on
+            elif "torch" not in table["depends"]:
+                table["depends"].insert(0, "torch")
     new_text = tomlkit.dumps(doc)
     new = parse_manifest(new_text, path)
     if _comparable(new) != _comparable(old):

@@ -253,6 +253,7 @@ def test_migrate_farm_format_keeps_comments_and_meaning(kdir: Path) -> None:
     assert "# my kernel" in m.new and "# chosen" in m.new and "# the CUDA part" in m.new
     assert "universal" not in m.new and "edition = 5" in m.new
     assert [k.src for k in new.kernels] == [k.src for k in old.kernels]
+    assert [k.depends for k in new.kernels] == [("torch",)]  # upstream links torch only through depends
     assert "+edition = 5" in m.diff()
 
 
@@ -289,6 +290,16 @@ def test_migrate_refuses_a_farm_only_dependency(kdir: Path, dep: str) -> None:
     with pytest.raises(ManifestError, match=f"`depends` in \\[kernel.k\\] names '{dep}', which has no equivalent "
                                             "in edition 5; .*then migrate$"):
         migrate_text(text, kdir / "build.toml")
+
+
+def test_migrate_keeps_torch_linked_into_the_farms_sections_and_v3_as_it_is(kdir: Path) -> None:
+    text = ('[general]\nname = "demo"\nlicense = "MIT"\n[torch]\nsrc = ["torch-ext/torch_binding.cpp"]\n'
+            '[kernel.k]\nbackend = "cuda"\ndepends = []\nsrc = ["csrc/k.cu"]\n')
+    old, new, m = round_trip(kdir, text)
+    assert old.edition == "farm" and new.kernels[0].depends == ("torch",)
+    text = text.replace('license = "MIT"', 'license = "MIT"\nbackends = ["cuda"]')
+    old, new, m = round_trip(kdir, text)  # v3's depends = [] means what edition 5's does: left alone
+    assert old.edition == 3 and new.kernels[0].depends == () and "depends = []" in m.new
 
 
 def test_migrate_refuses_without_a_license(kdir: Path) -> None:
