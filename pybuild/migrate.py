@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import Any
 
 import tomlkit
-from tomlkit.items import InlineTable, Table
+from tomlkit.container import Container
+from tomlkit.items import Comment, InlineTable, Table, Whitespace
 
 from .editions import CURRENT_EDITION, FARM_DEPENDS, UPSTREAM_DEPENDS, detect, edition_label
 from .errors import ManifestError
@@ -70,11 +71,13 @@ def migrate_text(text: str, path: Path) -> Migration:
                             "license, e.g. license = \"Apache-2.0\", then migrate")
     if "universal" in general:
         del general["universal"]  # false (true is refused when parsing): the default of every edition
+    added: dict[str, Any] = {}
     if "version" not in general:
-        general["version"] = old.version
+        added["version"] = old.version
     if "backends" not in general:
-        general["backends"] = _array(old.backends)
-    general["edition"] = CURRENT_EDITION
+        added["backends"] = _array(old.backends)
+    added["edition"] = CURRENT_EDITION
+    _add_keys(doc, "general", added)
     if old.noarch and "torch-noarch" not in doc:
         noarch = tomlkit.table()
         if "torch" in doc:  # the old formats' [torch] with only `pyext`: the same keys in [torch-noarch]
@@ -83,9 +86,10 @@ def migrate_text(text: str, path: Path) -> Migration:
             del doc["torch"]
         doc["torch-noarch"] = noarch
     if edition == "farm":  # the farm links torch into every section; upstream only through depends = ["torch"]
-        for table in (doc.get("kernel") or {}).values():
+        kernels = doc.get("kernel") or {}
+        for name, table in list(kernels.items()):
             if "depends" not in table:
-                table["depends"] = _array(("torch",))  # optional in the farm's format, required from v3 on
+                _add_keys(kernels, name, {"depends": _array(("torch",))})  # optional in the farm's format only
             elif "torch" not in table["depends"]:
                 table["depends"].insert(0, "torch")
     new_text = tomlkit.dumps(doc)
@@ -111,6 +115,34 @@ def _as_table(doc: Any, key: str) -> Table:
         table[k] = v
     doc[key] = table
     return doc[key]
+
+
+def _add_keys(parent: Any, name: str, keys: dict[str, Any]) -> None:
+    """Add ``keys`` to the table ``parent[name]`` right after its last key. tomlkit keeps the comments
+    and blank lines above the next table's header at the end of this one: appended keys would land
+    below them, under the wrong header. So the table is rebuilt with the keys before that tail."""
+    table = parent[name]
+    body = [(k, v) for k, v in table.value.body if k is not None or isinstance(v, (Comment, Whitespace))] \
+        if isinstance(table, Table) else []
+    last = max((i for i, (k, _) in enumerate(body) if k is not None), default=-1)
+    if last == len(body) - 1:  # an inline table, or nothing after the last key: append
+        for k, v in keys.items():
+            table[k] = v
+        return
+    out = Table(Container(), table.trivia, table.is_aot_element(), table.is_super_table(),
+                display_name=table.display_name)
+    for k, v in body[: last + 1]:
+        out.add(k, v) if k is not None else out.add(v)
+    for k, v in keys.items():
+        out[k] = v
+    for _, v in body[last + 1:]:
+        if isinstance(v, Comment) and v is body[-1][1]:  # end on whitespace, or tomlkit adds a blank line
+            trail, v.trivia.trail = v.trivia.trail, ""
+            out.add(v)
+            out.add(Whitespace(trail))
+        else:
+            out.add(v)
+    parent[name] = out
 
 
 def _array(items: Any) -> Any:

@@ -246,14 +246,20 @@ def round_trip(kdir: Path, text: str):  # noqa: ANN201
 
 
 def test_migrate_farm_format_keeps_comments_and_meaning(kdir: Path) -> None:
-    text = ('# my kernel\n[general]\nname = "demo"\nuniversal = false\nlicense = "MIT"  # chosen\n\n[torch]\n'
-            'src = ["torch-ext/torch_binding.cpp"]\n\n# the CUDA part\n[kernel.k]\nbackend = "cuda"\nsrc = ["csrc/k.cu"]\n')
+    text = ('# my kernel\n[general]\nname = "demo"\nuniversal = false\nlicense = "MIT"  # chosen\n\n# the binding\n'
+            '[torch]\nsrc = ["torch-ext/torch_binding.cpp"]\n\n# the CUDA part\n[kernel.k]\nbackend = "cuda"\n'
+            'src = ["csrc/k.cu"]\n\n# the CPU part\n[kernel.c]\nbackend = "cpu"\nsrc = ["csrc/k_cpu.cpp"]\n')
     old, new, m = round_trip(kdir, text)
-    assert (old.edition, new.backends, new.version) == ("farm", ("cuda",), 1)
-    assert "# my kernel" in m.new and "# chosen" in m.new and "# the CUDA part" in m.new
+    assert (old.edition, new.backends, new.version) == ("farm", ("cuda", "cpu"), 1)
+    assert m.new.startswith("# my kernel\n[general]\n") and 'license = "MIT"  # chosen\n' in m.new
+    assert 'edition = 5\n\n# the binding\n[torch]\n' in m.new  # new keys above the next table's comment
+    assert 'src = ["csrc/k.cu"]\ndepends = ["torch"]\n\n# the CUDA part' not in m.new
+    assert '# the CUDA part\n[kernel.k]\nbackend = "cuda"\nsrc = ["csrc/k.cu"]\ndepends = ["torch"]\n\n# the CPU part\n' \
+        '[kernel.c]\n' in m.new
+    assert m.new.endswith('src = ["csrc/k_cpu.cpp"]\ndepends = ["torch"]\n')  # the final newline, once
     assert "universal" not in m.new and "edition = 5" in m.new
     assert [k.src for k in new.kernels] == [k.src for k in old.kernels]
-    assert [k.depends for k in new.kernels] == [("torch",)]  # upstream links torch only through depends
+    assert [k.depends for k in new.kernels] == [("torch",), ("torch",)]  # upstream links torch only through depends
     assert "+edition = 5" in m.diff()
 
 
