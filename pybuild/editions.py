@@ -277,6 +277,9 @@ def detect(data: dict[str, Any]) -> tuple[Edition | None, str | None]:
     errors: dict[Edition, str] = {}
     for candidate in (4, 3, "farm"):
         err = validate(data, candidate)
+        if err is None and candidate == 3 and "license" not in general and validate(data, "farm") is None \
+                and all(b in KERNEL_BACKENDS for b in general.get("backends", ())):
+            return "farm", None  # v3 needs a license; without one it is the farm's format, whose default is Apache-2.0
         if err is None:
             return candidate, None
         errors[candidate] = err

@@ -421,6 +421,9 @@ def _general_model(path: Path, data: dict[str, Any], edition: Edition) -> dict[s
         general.fail("`universal = true` in [general] asks for the legacy torch-universal variant, which this farm "
                      "does not build; for a pure-Python kernel drop it, leave out [kernel.*] sections and list "
                      "`backends` in [general] (e.g. backends = [\"cuda\", \"cpu\"]): it builds torch-cuda, torch-cpu")
+    if edition == 3 and "license" not in general.table:  # upstream's v3 conversion refuses it too
+        general.fail("missing `license` in [general], which kernel-builder's v3 format requires to build; add the "
+                     "kernel's license, e.g. license = \"Apache-2.0\"")
     version = general.get("version", int, 1)
     if version < 1:
         general.fail(f"`version` in [general] must be a positive integer (the v<N> branch); found {version}")

@@ -145,8 +145,8 @@ def test_edition4_reads_without_edition_and_stable_abi_as_one_version(kdir: Path
 
 
 def test_edition3_noarch_is_the_absence_of_a_framework(kdir: Path) -> None:
-    m = parse(kdir, '[general]\nname = "demo"\nbackends = ["cuda", "neuron", "tpu"]\n')
-    assert (m.edition, m.noarch, m.version, m.license_set) == (3, True, 1, False)
+    m = parse(kdir, '[general]\nname = "demo"\nlicense = "MIT"\nbackends = ["cuda", "neuron", "tpu"]\n')
+    assert (m.edition, m.noarch, m.version, m.license) == (3, True, 1, "MIT")
     assert [v.name for v in m.variants(())] == ["torch-cuda", "torch-neuron", "torch-tpu"]
 
 
@@ -164,6 +164,16 @@ def test_torch_noarch_takes_upstreams_underscore_keys_and_the_dashed_ones(kdir: 
     assert (m.noarch_cuda_capabilities, m.noarch_rocm_archs) == (("9.0",), ("gfx942",))
     with pytest.raises(ManifestError, match="both `cuda_capabilities` and `cuda-capabilities` in \\[torch-noarch\\]"):
         parse(kdir, head + '[torch-noarch]\ncuda_capabilities = ["9.0"]\ncuda-capabilities = ["9.0"]\n')
+
+
+def test_edition3_without_a_license_is_refused_as_upstream_refuses_it(kdir: Path) -> None:
+    with pytest.raises(ManifestError, match=r"missing `license` in \[general\], which kernel-builder's v3 format"):
+        parse(kdir, '[general]\nname = "demo"\nbackends = ["cuda", "neuron"]\n')
+    with pytest.raises(ManifestError, match=r"missing `license` in \[general\], which kernel-builder's v3 format"):
+        parse(kdir, '[general]\nname = "demo"\nbackends = ["cuda"]\n[general.cuda]\nminver = "12.8"\n')
+    # the same keys are also the farm's own format, whose license defaults to Apache-2.0 (publish warns)
+    m = parse(kdir, '[general]\nname = "demo"\nbackends = ["cuda"]\n')
+    assert (m.edition, m.license, m.license_set) == ("farm", "Apache-2.0", False)
 
 
 def test_the_farms_own_format_keeps_working() -> None:
