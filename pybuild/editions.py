@@ -145,7 +145,8 @@ def did_you_mean(key: str, allowed: tuple[str, ...]) -> str:
 _KIND_WORDS = {"str": "a string", "int": "an integer (e.g. 1)", "bool": "true or false",
                "str_list": "a list of strings", "version": 'a "major.minor" version string like "2.11"',
                "table": "a table", "version_or_backend_table": 'a version like "2.11" or a table of backend = "2.11"',
-               "kernel_deps": 'a list of tables like { repo-id = "org/kernel", version = 1 } (or revision = "...")',
+               "kernel_deps": 'a list of tables like { repo-id = "org/kernel", version = 1 } (a whole number from 0, '
+                              'or revision = "...")',
                "git_url": 'a git URL like "https://github.com/org/repo.git" or "git@github.com:org/repo.git"'}
 _GIT_SCHEMES = ("https", "http", "git", "ssh", "git+ssh", "git+https", "git+http")
 
@@ -165,7 +166,9 @@ def _kernel_dep_ok(dep: Any) -> bool:
         return False
     if ("version" in dep) == ("revision" in dep):
         return False
-    return isinstance(dep.get("revision", ""), str) and isinstance(dep.get("version", 0), int)
+    version = dep.get("version", 0)  # upstream's usize: a whole number from 0, never a boolean
+    return isinstance(dep.get("revision", ""), str) and isinstance(version, int) and not isinstance(version, bool) \
+        and version >= 0
 
 
 def _kind_ok(kind: Kind, value: Any) -> bool:

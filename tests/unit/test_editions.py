@@ -176,6 +176,14 @@ def test_edition3_without_a_license_is_refused_as_upstream_refuses_it(kdir: Path
     assert (m.edition, m.license, m.license_set) == ("farm", "Apache-2.0", False)
 
 
+@pytest.mark.parametrize("bad", ["true", "-1", "1.5"])
+def test_kernel_depends_version_is_a_whole_number_from_zero(kdir: Path, bad: str) -> None:
+    with pytest.raises(ManifestError, match=r"`kernel-depends` in \[general\] must be a list of tables"):
+        parse(kdir, V5.replace('{ repo-id = "example/helper", version = 1 }', f'{{ repo-id = "example/helper", version = {bad} }}'))
+    assert parse(kdir, V5.replace('"example/helper", version = 1', '"example/helper", version = 0')).kernel_depends[0] == (
+        "example/helper", 0)
+
+
 def test_the_farms_own_format_keeps_working() -> None:
     m = load_manifest(Path(__file__).resolve().parents[2] / "kernels" / "img2gray")
     assert m.edition == "farm" and m.backends == ("cuda", "cpu")
