@@ -324,16 +324,17 @@ def _check_path(reader: _Reader, root: Path, key: str, rel: str, must_be_dir: bo
         reader.fail(f"{where}: {rel!r} is not a C/C++/CUDA source or header ({', '.join(sorted(SOURCE_SUFFIXES))})")
 
 
-def _version_text(reader: _Reader, where: str, value: str) -> tuple[int, int]:
+def _version_text(reader: _Reader, where: str, value: str, example: str = "2.12") -> tuple[int, int]:
     m = re.fullmatch(r"(\d+)\.(\d+)", value, re.ASCII)
     if not m:
-        reader.fail(f'{where} must be "major.minor" like "2.12"; found {value!r}')
+        reader.fail(f'{where} must be "major.minor" like "{example}"; found {value!r}')
     return int(m[1]), int(m[2])
 
 
-def _parse_version(reader: _Reader, key: str) -> tuple[int, int] | None:
+def _parse_version(reader: _Reader, key: str, example: str = "2.12") -> tuple[int, int] | None:
+    """A "major.minor" version key; ``example`` shows one in the error (a torch version, or CUDA's "12.8")."""
     value = reader.get(key, str)
-    return None if value is None else _version_text(reader, reader.where(key), value)
+    return None if value is None else _version_text(reader, reader.where(key), value, example)
 
 
 def loader_python_depends() -> tuple[set[str], dict[str, set[str]]] | None:
@@ -435,15 +436,15 @@ def _general_model(path: Path, data: dict[str, Any], edition: Edition) -> dict[s
                 close = difflib.get_close_matches(b, allowed, n=1)
                 hint = f"did you mean {close[0]!r}?" if close else f"known: {', '.join(allowed)}"
                 general.fail(f"`backends` in [general] names unknown backend {b!r}; {hint}")
-        if not backends:
+        if not backends:  # only the farm's format may leave the key out (then: its sections' backends)
             general.fail("`backends` in [general] is empty, which leaves nothing to build; list at least one, "
-                         "e.g. backends = [\"cuda\", \"cpu\"], or drop the key")
+                         "e.g. backends = [\"cuda\", \"cpu\"]" + (", or drop the key" if edition == "farm" else ""))
         backends = tuple(backends)
     hub = _table(path, "general.hub", general.table.get("hub"))
     cuda = _table(path, "general.cuda", general.table.get("cuda"))
     per_backend = tuple((b, tuple(general.table[b]["python-depends"])) for b in ("cuda", "neuron", "tpu", "xpu")
                         if isinstance(general.table.get(b), dict) and "python-depends" in general.table[b])
-    cuda_min, cuda_max = _parse_version(cuda, "minver"), _parse_version(cuda, "maxver")
+    cuda_min, cuda_max = _parse_version(cuda, "minver", "12.8"), _parse_version(cuda, "maxver", "12.8")
     if cuda_min and cuda_max and cuda_min > cuda_max:
         cuda.fail(f"`minver` {cuda_min} is above `maxver` {cuda_max} in [general.cuda]; no CUDA toolkit is left")
     repo_id = hub.get("repo-id", str)
@@ -534,7 +535,7 @@ def _kernel_model(path: Path, root: Path, kname: str, table: dict[str, Any], nam
     return KernelSpec(name=kname, backend=backend, depends=depends, src=src, include=include,
                       cuda_capabilities=caps, cuda_flags=r.str_list("cuda-flags"), cxx_flags=r.str_list("cxx-flags"),
                       rocm_archs=rocm_archs, hip_flags=r.str_list("hip-flags"), sycl_flags=r.str_list("sycl-flags"),
-                      cuda_minver=_parse_version(r, "cuda-minver"))
+                      cuda_minver=_parse_version(r, "cuda-minver", "12.8"))
 
 
 def _to_model(data: dict[str, Any], edition: Edition, path: Path) -> Manifest:

@@ -184,6 +184,16 @@ def test_kernel_depends_version_is_a_whole_number_from_zero(kdir: Path, bad: str
         "example/helper", 0)
 
 
+def test_error_examples_fit_the_key(kdir: Path) -> None:
+    with pytest.raises(ManifestError, match=r'`cuda-minver` in \[kernel.k\] must be "major.minor" like "12.8"'):
+        parse(kdir, V5.replace('cuda-minver = "12.8"', 'cuda-minver = "12"'))
+    with pytest.raises(ManifestError, match=r'`minver` in \[general.cuda\] must be "major.minor" like "12.8"'):
+        parse(kdir, V5.replace('minver = "12.8"\nmaxver = "13.0"', 'minver = "12"\nmaxver = "13.0"'))
+    with pytest.raises(ManifestError, match=r'is empty, which leaves nothing to build; list at least one, e.g. '
+                                            r'backends = \["cuda", "cpu"\]$'):  # required from v3 on: no "drop the key"
+        parse(kdir, V5.replace('backends = ["cpu", "cuda", "metal", "rocm", "xpu"]', "backends = []"))
+
+
 def test_the_farms_own_format_keeps_working() -> None:
     m = load_manifest(Path(__file__).resolve().parents[2] / "kernels" / "img2gray")
     assert m.edition == "farm" and m.backends == ("cuda", "cpu")
