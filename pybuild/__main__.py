@@ -431,7 +431,8 @@ def _env_selection(args: argparse.Namespace, matrix, manifests: list[Manifest], 
             msg = (f"--variant {name}: not a variant of {matrix.path.name} for "
                    f"{', '.join(m.name for m in manifests)}; choose from {choices}")
             raise UsageError(msg)
-        wanted += [(m, variant) for m in kernels]
+        # the kernel's own variant: a stable-ABI one carries the matrix torch it is built with
+        wanted += [(m, next(v for v in m.variants(matrix.variants) if v == variant)) for m in kernels]
     return wanted, host_names
 
 
@@ -460,7 +461,7 @@ def cmd_test(args: argparse.Namespace) -> int:
         kernels = [m for m in manifests if v in m.variants(matrix.variants) or m.accepts(v)]
         if not kernels:
             raise UsageError(f"--variant {v.name}: not a variant of {', '.join(m.name for m in manifests)}")
-        wanted += [(m, v) for m in kernels]
+        wanted += [(m, next((k for k in m.variants(matrix.variants) if k == v), v)) for m in kernels]
     jobs, refusals = plan_jobs(wanted)  # every variant planned before anything is made
     if refusals:
         raise refusal_error(refusals)

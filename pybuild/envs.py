@@ -114,7 +114,7 @@ def _local_torch_wheel(variant: Variant, config: IndexConfig, python_tag: str) -
             dist, version, _, tags = parse_wheel_filename(name)
         except InvalidWheelFilename:
             continue
-        if dist != "torch" or version.local != "cpu" or f"{version.major}.{version.minor}" != variant.torch:
+        if dist != "torch" or version.local != "cpu" or f"{version.major}.{version.minor}" != env_torch(variant):
             continue
         if any(t.interpreter == python_tag and t.platform.endswith(arch) for t in tags):
             return str(version)
@@ -130,6 +130,12 @@ def nvcc_requirements(cuda: str) -> tuple[str, ...]:
                                             "nvidia-cuda-runtime", "nvidia-cuda-cccl"))
 
 
+def env_torch(variant: Variant) -> str | None:
+    """The torch release ``variant``'s environment holds: its own, or for a stable-ABI variant the
+    matrix torch it is built with."""
+    return variant.build_torch or variant.torch
+
+
 def plan_env(variant: Variant, config: IndexConfig, host: HostFacts) -> EnvPlan | Refusal:
     """The packages of ``variant``'s environment, or why none can be made here. Pure."""
     name = variant.name
@@ -140,14 +146,15 @@ def plan_env(variant: Variant, config: IndexConfig, host: HostFacts) -> EnvPlan 
                              "or `nix build` with a remote builder of that system")
     if variant.backend not in ("cpu", "cuda", "rocm", "xpu"):
         return Refusal(name, f"the {variant.backend} backend is not built in environments on Linux")
-    torch_req = f"torch=={variant.torch}.*"
-    pypi_cuda = PYPI_TORCH_CUDA.get(variant.torch or "")
+    torch = env_torch(variant)
+    torch_req = f"torch=={torch}.*"
+    pypi_cuda = PYPI_TORCH_CUDA.get(torch or "")
     index_hint = f"{PYTORCH_INDEX}/{_torch_subindex(variant)}"
     requirements = [torch_req, *BUILD_PACKAGES]
     uv_args: list[str] = []
     torch_cuda: str | None = None
     if variant.backend == "cuda" and pypi_cuda == variant.backend_version:
-        source = f"PyPI (torch {variant.torch}'s CUDA {pypi_cuda} build)"
+        source = f"PyPI (torch {torch}'s CUDA {pypi_cuda} build)"
         torch_cuda = pypi_cuda
     elif config.torch_index:
         uv_args += ["--extra-index-url", f"{config.torch_index.rstrip('/')}/{_torch_subindex(variant)}"]
@@ -163,11 +170,11 @@ def plan_env(variant: Variant, config: IndexConfig, host: HostFacts) -> EnvPlan 
     elif variant.backend == "cpu" and pypi_cuda:
         # No CPU wheel reachable: compile against the same release's CUDA wheel. A CPU variant uses
         # only torch's CPU API, identical in both builds; `pybuild test` loads it under that torch.
-        source = f"PyPI (torch {variant.torch}'s CUDA {pypi_cuda} build: no CPU wheel of it is reachable)"
+        source = f"PyPI (torch {torch}'s CUDA {pypi_cuda} build: no CPU wheel of it is reachable)"
         torch_cuda = pypi_cuda
     else:
-        served = f"PyPI serves torch {variant.torch} only as a CUDA {pypi_cuda} build" if pypi_cuda else \
-            f"PyPI serves no torch {variant.torch} that pybuild knows of"
+        served = f"PyPI serves torch {torch} only as a CUDA {pypi_cuda} build" if pypi_cuda else \
+            f"PyPI serves no torch {torch} that pybuild knows of"
         return Refusal(name, f"no reachable index serves it ({served}); PyTorch's index does: "
                              f"PYBUILD_TORCH_INDEX_URL={PYTORCH_INDEX} (uv --extra-index-url {index_hint})")
     nvcc: str | None = None
@@ -326,9 +333,9 @@ def _verify(path: Path, plan: EnvPlan, variant: Variant) -> Toolchain:
     tc = _toolchain(path, plan)
     info = tc.torch
     cuda = ".".join((info.cuda or "").split(".")[:2]) or None
-    if info.major_minor != variant.torch or cuda != plan.torch_cuda:
+    if info.major_minor != env_torch(variant) or cuda != plan.torch_cuda:
         got = f"torch {info.version}" + (f" (CUDA {info.cuda})" if info.cuda else " (CPU)")
-        want = f"torch {variant.torch}" + (f" (CUDA {plan.torch_cuda})" if plan.torch_cuda else " (CPU)")
+        want = f"torch {env_torch(variant)}" + (f" (CUDA {plan.torch_cuda})" if plan.torch_cuda else " (CPU)")
         raise ToolchainError(f"{variant.name}: {plan.source} gave {got}, not {want}; refusing to build against it")
     if plan.torch_cuda:
         if tc.nvcc is None:

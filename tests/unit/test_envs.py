@@ -157,3 +157,35 @@ def test_test_command_refuses_the_same_way(capsys: pytest.CaptureFixture[str], m
     assert "whl/cu132" in capsys.readouterr().err
     assert main(["build", str(kernel), "--variant", "torch213-cxx11-cpu-x86_64-linux", "--", "-x"]) == 2
     assert "arguments after `--` are only for `test`" in capsys.readouterr().err
+
+
+STABLE_KERNELS = [Path(__file__).resolve().parents[1] / "fixtures" / "edition5-stable-clamp",
+                  Path(__file__).resolve().parents[3] / "shared" / "upstream-kernel-builder" / "examples" / "kernels"
+                  / "relu-torch-stable-abi"]
+
+
+@pytest.mark.parametrize("kernel", STABLE_KERNELS, ids=["fixture", "upstream-relu-torch-stable-abi"])
+def test_stable_abi_variants_build_with_a_matrix_torch_of_their_backend(kernel: Path) -> None:
+    """Each stable-ABI variant is compiled with the newest torch of the matrix (after its excludes) that
+    has its backend version and system and is at least the stable-ABI version; its environment pins it."""
+    from pybuild.manifest import load_manifest
+    from pybuild.variants import find_variants_file, load_matrix
+
+    if not kernel.is_dir():
+        pytest.skip(f"{kernel} not found")
+    matrix = load_matrix(find_variants_file(Path(__file__).parent))
+    manifest = load_manifest(kernel)
+    stable = [v for v in manifest.variants(matrix.variants) if v.stable_abi]
+    assert stable
+    names = {v.name: v.build_torch for v in stable}
+    assert names["torch-stable-abi211-cu130-x86_64-linux"] == "2.14"
+    assert names["torch-stable-abi211-cu132-x86_64-linux"] == "2.13"  # no torch 2.11 or 2.14 for CUDA 13.2
+    assert names["torch-stable-abi211-cu126-aarch64-linux"] == "2.13"  # torch 2.11 cu126 aarch64 is excluded
+    for v in stable:
+        offering = [m.torch_tuple for m in matrix.variants
+                    if (m.backend, m.backend_version, m.system) == (v.backend, v.backend_version, v.system)
+                    and m.torch_tuple >= v.torch_tuple]
+        assert v.build_torch is not None and tuple(int(x) for x in v.build_torch.split(".")) == max(offering), v
+        plan = plan_env(v, TORCH_INDEX, HOST)
+        if isinstance(plan, EnvPlan):
+            assert plan.requirements[0] == f"torch=={v.build_torch}.*", plan
