@@ -122,15 +122,21 @@ def test_pip_find_links_are_mirrored_for_uv(tmp_path: Path, monkeypatch: pytest.
     assert config.torch_index is None
 
 
-@pytest.mark.parametrize(("n", "parallel", "cores", "mem", "expected"), [
-    (9, None, 2, 22.0, (2, 1)),   # two cores: two variants at once, one compile job each
-    (9, None, 16, 7.0, (2, 8)),   # memory bounds it: 3 GiB per build
-    (1, None, 16, 64.0, (1, 16)),  # one variant gets every core
-    (9, 1, 2, 22.0, (1, 2)),      # --parallel 1
-    (9, None, 2, 1.0, (1, 2)),    # little memory: still one at a time
+@pytest.mark.parametrize(("n", "parallel", "cores", "mem", "jobs", "expected"), [
+    (9, None, 2, 22.0, None, (2, 1)),    # two cores: two variants at once, one compile job each
+    (9, None, 16, 7.0, None, (2, 1)),    # memory bounds the compile jobs of all builds: 3 GiB each
+    (1, None, 16, 64.0, None, (1, 16)),  # one variant gets every core
+    (9, 1, 2, 22.0, None, (1, 2)),       # --parallel 1
+    (9, None, 2, 1.0, None, (1, 1)),     # little memory: one compile job
+    (9, None, 16, 64.0, 4, (4, 1)),      # --jobs 4 is the total, not per variant
+    (2, None, 16, 64.0, 8, (2, 4)),      # ... split among the variants built at once
+    (9, 2, 16, 64.0, 8, (2, 4)),         # --parallel 2 --jobs 8
 ])
-def test_parallel_plan(n: int, parallel: int | None, cores: int, mem: float, expected: tuple[int, int]) -> None:
-    assert parallel_plan(n, parallel, cores=cores, mem_gib=mem) == expected
+def test_parallel_plan(n: int, parallel: int | None, cores: int, mem: float, jobs: int | None,
+                       expected: tuple[int, int]) -> None:
+    at_once, per_build = parallel_plan(n, parallel, cores=cores, mem_gib=mem, jobs=jobs)
+    assert (at_once, per_build) == expected
+    assert at_once * per_build <= (jobs or max(1, min(cores, int(mem // 3))))  # never more than the budget
 
 
 def test_build_refuses_a_variant_no_index_serves_before_any_work(capsys: pytest.CaptureFixture[str],
