@@ -144,7 +144,11 @@ def plan_env(variant: Variant, config: IndexConfig, host: HostFacts) -> EnvPlan 
     if variant.system != host.system:
         return Refusal(name, f"builds on an {variant.system} machine (this one is {host.system}); "
                              "or `nix build` with a remote builder of that system")
-    if variant.backend not in ("cpu", "cuda", "rocm", "xpu"):
+    if variant.backend in ("rocm", "xpu"):
+        label = {"rocm": "ROCm", "xpu": "XPU"}[variant.backend]
+        return Refusal(name, f"{label} variants are built with Nix (`nix build`); pybuild's environments "
+                             "build cpu and cuda variants only")
+    if variant.backend not in ("cpu", "cuda"):
         return Refusal(name, f"the {variant.backend} backend is not built in environments on Linux")
     torch = env_torch(variant)
     torch_req = f"torch=={torch}.*"
@@ -160,9 +164,6 @@ def plan_env(variant: Variant, config: IndexConfig, host: HostFacts) -> EnvPlan 
         uv_args += ["--extra-index-url", f"{config.torch_index.rstrip('/')}/{_torch_subindex(variant)}"]
         source = f"{uv_args[-1]}"
         torch_cuda = variant.backend_version if variant.backend == "cuda" else None
-        if variant.backend in ("rocm", "xpu"):
-            return Refusal(name, f"torch from {source} is there, but pybuild builds only cpu and cuda variants "
-                                 "outside Nix so far")
     elif variant.backend == "cpu" and (local := _local_torch_wheel(variant, config, host.python_tag)):
         requirements[0] = f"torch=={local}"
         uv_args += [a for link in config.find_links for a in ("--find-links", link)]

@@ -61,6 +61,7 @@ def test_variant_to_packages(name: str, config: IndexConfig, host: HostFacts, re
     assert plan.dirname.startswith(f"{name}-")
 
 
+ROCM_REASON = "ROCm variants are built with Nix (`nix build`); pybuild's environments build cpu and cuda variants only"
 # (variant, config, exact fragment of the one-line reason)
 REFUSALS = [
     ("torch211-cxx11-cu126-x86_64-linux", PYPI_ONLY,
@@ -68,8 +69,10 @@ REFUSALS = [
      "PYBUILD_TORCH_INDEX_URL=https://download.pytorch.org/whl (uv --extra-index-url "
      "https://download.pytorch.org/whl/cu126)"),
     ("torch213-cxx11-cu132-x86_64-linux", PYPI_ONLY, "uv --extra-index-url https://download.pytorch.org/whl/cu132"),
-    ("torch213-cxx11-rocm71-x86_64-linux", PYPI_ONLY, "uv --extra-index-url https://download.pytorch.org/whl/rocm7.1"),
-    ("torch213-cxx11-rocm71-x86_64-linux", TORCH_INDEX, "pybuild builds only cpu and cuda variants outside Nix"),
+    # ROCm and XPU: the same one line whatever the indexes, not a pointer to an index that would not help
+    ("torch213-cxx11-rocm71-x86_64-linux", PYPI_ONLY, ROCM_REASON),
+    ("torch213-cxx11-rocm71-x86_64-linux", TORCH_INDEX, ROCM_REASON),
+    ("torch213-cxx11-xpu20251-x86_64-linux", TORCH_INDEX, "XPU variants are built with Nix (`nix build`)"),
     ("torch213-cxx11-cu130-aarch64-linux", PYPI_ONLY, "builds on an aarch64-linux machine (this one is x86_64-linux)"),
     ("torch299-cxx11-cpu-x86_64-linux", PYPI_ONLY, "PyPI serves no torch 2.99 that pybuild knows of"),
     ("torch-cuda", PYPI_ONLY, "a pure-Python variant needs no environment"),
@@ -81,6 +84,7 @@ def test_variants_no_index_serves_are_refused(name: str, config: IndexConfig, fr
     plan = plan_env(parse_variant_name(name), config, HOST)
     assert isinstance(plan, Refusal)
     assert fragment in plan.reason
+    assert "\n" not in plan.reason and ("PYBUILD_TORCH_INDEX_URL" not in plan.reason or "Nix" not in plan.reason)
 
 
 def test_environment_identity_follows_its_contents() -> None:
