@@ -378,11 +378,25 @@ def ensure_env(plan: EnvPlan, variant: Variant, progress: Callable[[str], None] 
             progress(f"adding {', '.join(missing)}")
             with log.open("a") as f:
                 f.write(f"adding {missing}\n")
-            _run_uv(["pip", "install", "--python", str(path / "bin" / "python"), *plan.uv_args, *have, *missing],
-                    log, f"{variant.name}: installing {' '.join(missing)}")
-            marker["extra"] = have + missing
+            merged = merge_requirements(have, extra)
+            # the plan's requirements too, so that no extra moves the environment's torch
+            _run_uv(["pip", "install", "--python", str(path / "bin" / "python"), *plan.uv_args,
+                     *plan.requirements, *merged], log, f"{variant.name}: installing {' '.join(missing)}")
+            _verify(path, plan, variant)
+            marker["extra"] = merged
         (path / MARKER).write_text(json.dumps(marker, indent=1))  # last: the environment is complete
     return Env(path, plan, _toolchain(path, plan), created=created, packages=tuple(marker["extra"]))
+
+
+def merge_requirements(have: list[str], extra: tuple[str, ...] | list[str]) -> list[str]:
+    """``have`` with ``extra`` added, one requirement per project: an extra replaces the one of the
+    same project (``kernels==0.17.3`` replaces ``kernels==0.17.2``), in ``have``'s order."""
+    from packaging.requirements import Requirement
+    from packaging.utils import canonicalize_name
+
+    merged = {canonicalize_name(Requirement(r).name): r for r in have}
+    merged.update({canonicalize_name(Requirement(r).name): r for r in extra})
+    return list(merged.values())
 
 
 def test_packages() -> tuple[str, ...]:

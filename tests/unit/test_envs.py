@@ -199,3 +199,39 @@ def test_stable_abi_variants_build_with_a_matrix_torch_of_their_backend(kernel: 
         plan = plan_env(v, TORCH_INDEX, HOST)
         if isinstance(plan, EnvPlan):
             assert plan.requirements[0] == f"torch=={v.build_torch}.*", plan
+
+
+def test_test_extras_merge_by_project() -> None:
+    from pybuild.envs import merge_requirements
+
+    assert merge_requirements(["pytest", "kernels==0.17.2"], ("pytest", "kernels==0.17.3")) == \
+        ["pytest", "kernels==0.17.3"]
+    assert merge_requirements(["Kernels==0.17.2"], ["kernels>=0.18"]) == ["kernels>=0.18"]
+
+
+def test_adding_extras_after_the_loader_changed_keeps_the_torch_pin_and_verifies(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The environment had kernels 0.17.2 for tests; this Python now has 0.17.3: one install with the
+    plan's torch pin and only the new loader, then the environment is verified again."""
+    import json
+
+    from pybuild import envs
+
+    monkeypatch.setenv("PYBUILD_CACHE_DIR", str(tmp_path))
+    v = parse_variant_name("torch213-cxx11-cpu-x86_64-linux")
+    plan = plan_env(v, LOCAL_CPU, HOST)
+    assert isinstance(plan, EnvPlan)
+    path = envs.envs_dir() / plan.dirname
+    path.mkdir(parents=True)
+    (path / envs.MARKER).write_text(json.dumps({"key": plan.key, "extra": ["pytest", "kernels==0.17.2"]}))
+    calls: list[object] = []
+    monkeypatch.setattr(envs, "_run_uv", lambda args, log, what, env=None: calls.append(("uv", args)))
+    monkeypatch.setattr(envs, "_verify", lambda p, pl, var: calls.append(("verify", p)))
+    monkeypatch.setattr(envs, "_toolchain", lambda p, pl: None)
+    env = envs.ensure_env(plan, v, extra=("pytest", "kernels==0.17.3"))
+    ((kind, args), verified) = calls
+    assert kind == "uv" and verified == ("verify", path)
+    assert args[-2 - len(plan.requirements):] == [*plan.requirements, "pytest", "kernels==0.17.3"]
+    assert "kernels==0.17.2" not in args
+    assert env.packages == ("pytest", "kernels==0.17.3")
+    assert json.loads((path / envs.MARKER).read_text())["extra"] == ["pytest", "kernels==0.17.3"]
