@@ -72,11 +72,15 @@ class EnvPlan:
     torch_cuda: str | None  # the CUDA release the installed torch must report (None: a CPU build)
     nvcc: str | None  # the machine's nvcc (path) when it serves the variant; None: from a wheel or not needed
     python: str
-    source: str  # one line: where torch comes from
+    source: str  # one line: where torch comes from (for people; not part of the key)
+    python_tag: str = ""  # "cp311": the Python the environment is made for
 
     @property
     def key(self) -> str:
+        """The environment's identity: what it installs, from where (requirements and index options),
+        the toolkit and the Python (path and version); not the wording of ``source``."""
         data = {**asdict(self), "schema": ENV_SCHEMA}
+        del data["source"]
         return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()
 
     @property
@@ -184,7 +188,7 @@ def plan_env(variant: Variant, config: IndexConfig, host: HostFacts) -> EnvPlan 
             nvcc = host.nvcc
         else:
             requirements += nvcc_requirements(torch_cuda)
-    return EnvPlan(name, tuple(requirements), tuple(uv_args), torch_cuda, nvcc, host.python, source)
+    return EnvPlan(name, tuple(requirements), tuple(uv_args), torch_cuda, nvcc, host.python, source, host.python_tag)
 
 
 # ------------------------------------------------------------------------------------------------

@@ -94,6 +94,12 @@ def test_environment_identity_follows_its_contents() -> None:
     assert isinstance(a, EnvPlan) and isinstance(b, EnvPlan)
     assert a.key == plan_env(v, PYPI_ONLY, HOST).key  # type: ignore[union-attr]
     assert a.dirname != b.dirname
+    from dataclasses import replace
+
+    other_python = replace(HOST, python_tag="cp312")  # the same interpreter path, upgraded in place
+    c = plan_env(v, PYPI_ONLY, other_python)
+    assert isinstance(c, EnvPlan) and c.key != a.key
+    assert replace(a, source="reworded").key == a.key  # the wording of `source` is not the environment
 
 
 def test_every_x86_64_variant_of_the_matrix_is_planned_or_refused_with_a_reason() -> None:
