@@ -51,6 +51,9 @@ class IndexConfig:
     torch_index: str | None = None
     find_links: tuple[str, ...] = ()
     local_wheels: tuple[str, ...] = ()  # file names of the torch wheels found in local find-links folders
+    #: pip's index-url and extra-index-url: not passed to uv (an extra index would take precedence for
+    #: every package it has, torch included), so a refusal names them
+    pip_indexes: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -180,8 +183,11 @@ def plan_env(variant: Variant, config: IndexConfig, host: HostFacts) -> EnvPlan 
     else:
         served = f"PyPI serves torch {torch} only as a CUDA {pypi_cuda} build" if pypi_cuda else \
             f"PyPI serves no torch {torch} that pybuild knows of"
+        pip = f"; pip's index-url/extra-index-url ({' '.join(config.pip_indexes)}) are not read: " \
+            "PYBUILD_TORCH_INDEX_URL takes an index laid out as PyTorch's (one sub-index per backend)" \
+            if config.pip_indexes else ""
         return Refusal(name, f"no reachable index serves it ({served}); PyTorch's index does: "
-                             f"PYBUILD_TORCH_INDEX_URL={PYTORCH_INDEX} (uv --extra-index-url {index_hint})")
+                             f"PYBUILD_TORCH_INDEX_URL={PYTORCH_INDEX} (uv --extra-index-url {index_hint}){pip}")
     nvcc: str | None = None
     if torch_cuda:  # a CUDA variant, or a CPU one on a CUDA wheel: torch's CMake config needs the toolkit
         if host.nvcc and host.nvcc_version == torch_cuda:
@@ -195,9 +201,10 @@ def plan_env(variant: Variant, config: IndexConfig, host: HostFacts) -> EnvPlan 
 # Reading the machine (I/O; the plan itself stays pure)
 
 
-def _pip_config_find_links() -> list[str]:
-    """pip's ``find-links`` from its environment variable and config files (uv does not read them)."""
-    links = os.environ.get("PIP_FIND_LINKS", "").split()
+def _pip_config_find_links(option: str = "find-links") -> list[str]:
+    """pip's ``find-links`` (or another list option, e.g. ``extra-index-url``) from its environment
+    variable and config files (uv does not read them)."""
+    links = os.environ.get("PIP_" + option.upper().replace("-", "_"), "").split()
     home = Path.home()
     xdg = os.environ.get("XDG_CONFIG_HOME", str(home / ".config"))
     files = [*(Path(d) / "pip" / "pip.conf" for d in os.environ.get("XDG_CONFIG_DIRS", "/etc/xdg").split(":")),
@@ -211,7 +218,7 @@ def _pip_config_find_links() -> list[str]:
         except (configparser.Error, OSError, UnicodeDecodeError):
             continue
         for section in ("global", "install"):
-            links += parser.get(section, "find-links", fallback="").split()
+            links += parser.get(section, option, fallback="").split()
     return list(dict.fromkeys(links))
 
 
@@ -226,8 +233,9 @@ def index_config() -> IndexConfig:
             continue
         if path.is_dir():
             wheels += sorted(p.name for p in path.glob("torch-*.whl"))
+    pip_indexes = _pip_config_find_links("index-url") + _pip_config_find_links("extra-index-url")
     return IndexConfig(torch_index=os.environ.get("PYBUILD_TORCH_INDEX_URL") or None,
-                       find_links=tuple(links), local_wheels=tuple(wheels))
+                       find_links=tuple(links), local_wheels=tuple(wheels), pip_indexes=tuple(pip_indexes))
 
 
 def host_facts() -> HostFacts:

@@ -124,12 +124,19 @@ def test_pip_find_links_are_mirrored_for_uv(tmp_path: Path, monkeypatch: pytest.
     monkeypatch.setenv("XDG_CONFIG_DIRS", str(tmp_path / "none"))
     monkeypatch.delenv("PIP_FIND_LINKS", raising=False)
     monkeypatch.delenv("PYBUILD_FIND_LINKS", raising=False)
+    monkeypatch.delenv("PIP_INDEX_URL", raising=False)
+    monkeypatch.delenv("PIP_EXTRA_INDEX_URL", raising=False)
     monkeypatch.setenv("PYBUILD_TORCH_INDEX_URL", "")
     config = index_config()
     assert str(wheels) in config.find_links
     assert "torch-2.13.0+cpu-cp311-cp311-manylinux_2_28_x86_64.whl" in config.local_wheels
     assert not any(w.startswith("numpy") for w in config.local_wheels)
     assert config.torch_index is None
+    assert config.pip_indexes == ("file:///elsewhere",)
+    # a variant no index serves: the refusal says pip's indexes are not what pybuild reads
+    plan = plan_env(parse_variant_name("torch211-cxx11-cu126-x86_64-linux"), config, HOST)
+    assert isinstance(plan, Refusal) and "\n" not in plan.reason
+    assert "pip's index-url/extra-index-url (file:///elsewhere) are not read" in plan.reason
 
 
 @pytest.mark.parametrize(("n", "parallel", "cores", "mem", "jobs", "expected"), [
