@@ -173,7 +173,8 @@ class Manifest:
             if not self.accepts(v):
                 continue
             # a stable-ABI variant is built with the newest matrix torch of its backend version and system
-            if v not in out or v.build_torch and _version_tuple(v.build_torch) > _version_tuple(out[v].build_torch or "0.0"):
+            kept = out.get(v)
+            if kept is None or v.build_torch and _version_tuple(v.build_torch) > _version_tuple(kept.build_torch or "0.0"):
                 out[v] = v
         return list(out.values())
 
