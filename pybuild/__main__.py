@@ -431,7 +431,8 @@ def _env_selection(args: argparse.Namespace, matrix, manifests: list[Manifest], 
             msg = (f"--variant {name}: not a variant of {matrix.path.name} for "
                    f"{', '.join(m.name for m in manifests)}; choose from {choices}")
             raise UsageError(msg)
-        wanted += [(m, variant) for m in kernels]
+        # the kernel's own variant: a stable-ABI one carries the matrix torch it is built with
+        wanted += [(m, next(v for v in m.variants(matrix.variants) if v == variant)) for m in kernels]
     return wanted, host_names
 
 
@@ -460,7 +461,7 @@ def cmd_test(args: argparse.Namespace) -> int:
         kernels = [m for m in manifests if v in m.variants(matrix.variants) or m.accepts(v)]
         if not kernels:
             raise UsageError(f"--variant {v.name}: not a variant of {', '.join(m.name for m in manifests)}")
-        wanted += [(m, v) for m in kernels]
+        wanted += [(m, next((k for k in m.variants(matrix.variants) if k == v), v)) for m in kernels]
     jobs, refusals = plan_jobs(wanted)  # every variant planned before anything is made
     if refusals:
         raise refusal_error(refusals)
@@ -936,11 +937,12 @@ def make_parser() -> argparse.ArgumentParser:
     p.add_argument("--all", action="store_true", help="every variant of the kernel's matrix, each in its own "
                    "environment; those no reachable index serves are listed with the reason")
     p.add_argument("--parallel", type=_int_at_least(1), metavar="N", help="variants built at once with --all/--variant "
-                   "(default: one per core and per 3 GiB of free memory)")
+                   "(default: as many as compile jobs, one per core and per 3 GiB of free memory)")
     p.add_argument("--cuda-archs", metavar="LIST", help="override CUDA capabilities for CUDA variants, e.g. 9.0 "
                    "or 8.0,9.0 (env PYBUILD_CUDA_ARCHS does the same)")
     p.add_argument("--force", action="store_true", help="rebuild even when up to date")
-    p.add_argument("-j", "--jobs", type=_int_at_least(1), metavar="N", help="parallel compile jobs (default: ninja's)")
+    p.add_argument("-j", "--jobs", type=_int_at_least(1), metavar="N", help="parallel compile jobs (default: ninja's; "
+                   "with --all/--variant, all builds together: one per core and per 3 GiB of free memory)")
     p.add_argument("-k", "--keep-going", action="store_true", help="build the other kernels after a failure")
     p.add_argument("--variants", metavar="FILE", help="variants.json to read (default: nearest one)")
     _add_output_flags(p)

@@ -51,6 +51,9 @@ class IndexConfig:
     torch_index: str | None = None
     find_links: tuple[str, ...] = ()
     local_wheels: tuple[str, ...] = ()  # file names of the torch wheels found in local find-links folders
+    #: pip's index-url and extra-index-url: not passed to uv (an extra index would take precedence for
+    #: every package it has, torch included), so a refusal names them
+    pip_indexes: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -72,11 +75,15 @@ class EnvPlan:
     torch_cuda: str | None  # the CUDA release the installed torch must report (None: a CPU build)
     nvcc: str | None  # the machine's nvcc (path) when it serves the variant; None: from a wheel or not needed
     python: str
-    source: str  # one line: where torch comes from
+    source: str  # one line: where torch comes from (for people; not part of the key)
+    python_tag: str = ""  # "cp311": the Python the environment is made for
 
     @property
     def key(self) -> str:
+        """The environment's identity: what it installs, from where (requirements and index options),
+        the toolkit and the Python (path and version); not the wording of ``source``."""
         data = {**asdict(self), "schema": ENV_SCHEMA}
+        del data["source"]
         return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()
 
     @property
@@ -114,7 +121,7 @@ def _local_torch_wheel(variant: Variant, config: IndexConfig, python_tag: str) -
             dist, version, _, tags = parse_wheel_filename(name)
         except InvalidWheelFilename:
             continue
-        if dist != "torch" or version.local != "cpu" or f"{version.major}.{version.minor}" != variant.torch:
+        if dist != "torch" or version.local != "cpu" or f"{version.major}.{version.minor}" != env_torch(variant):
             continue
         if any(t.interpreter == python_tag and t.platform.endswith(arch) for t in tags):
             return str(version)
@@ -130,6 +137,12 @@ def nvcc_requirements(cuda: str) -> tuple[str, ...]:
                                             "nvidia-cuda-runtime", "nvidia-cuda-cccl"))
 
 
+def env_torch(variant: Variant) -> str | None:
+    """The torch release ``variant``'s environment holds: its own, or for a stable-ABI variant the
+    matrix torch it is built with."""
+    return variant.build_torch or variant.torch
+
+
 def plan_env(variant: Variant, config: IndexConfig, host: HostFacts) -> EnvPlan | Refusal:
     """The packages of ``variant``'s environment, or why none can be made here. Pure."""
     name = variant.name
@@ -138,24 +151,26 @@ def plan_env(variant: Variant, config: IndexConfig, host: HostFacts) -> EnvPlan 
     if variant.system != host.system:
         return Refusal(name, f"builds on an {variant.system} machine (this one is {host.system}); "
                              "or `nix build` with a remote builder of that system")
-    if variant.backend not in ("cpu", "cuda", "rocm", "xpu"):
+    if variant.backend in ("rocm", "xpu"):
+        label = {"rocm": "ROCm", "xpu": "XPU"}[variant.backend]
+        return Refusal(name, f"{label} variants are built with Nix (`nix build`); pybuild's environments "
+                             "build cpu and cuda variants only")
+    if variant.backend not in ("cpu", "cuda"):
         return Refusal(name, f"the {variant.backend} backend is not built in environments on Linux")
-    torch_req = f"torch=={variant.torch}.*"
-    pypi_cuda = PYPI_TORCH_CUDA.get(variant.torch or "")
+    torch = env_torch(variant)
+    torch_req = f"torch=={torch}.*"
+    pypi_cuda = PYPI_TORCH_CUDA.get(torch or "")
     index_hint = f"{PYTORCH_INDEX}/{_torch_subindex(variant)}"
     requirements = [torch_req, *BUILD_PACKAGES]
     uv_args: list[str] = []
     torch_cuda: str | None = None
     if variant.backend == "cuda" and pypi_cuda == variant.backend_version:
-        source = f"PyPI (torch {variant.torch}'s CUDA {pypi_cuda} build)"
+        source = f"PyPI (torch {torch}'s CUDA {pypi_cuda} build)"
         torch_cuda = pypi_cuda
     elif config.torch_index:
         uv_args += ["--extra-index-url", f"{config.torch_index.rstrip('/')}/{_torch_subindex(variant)}"]
         source = f"{uv_args[-1]}"
         torch_cuda = variant.backend_version if variant.backend == "cuda" else None
-        if variant.backend in ("rocm", "xpu"):
-            return Refusal(name, f"torch from {source} is there, but pybuild builds only cpu and cuda variants "
-                                 "outside Nix so far")
     elif variant.backend == "cpu" and (local := _local_torch_wheel(variant, config, host.python_tag)):
         requirements[0] = f"torch=={local}"
         uv_args += [a for link in config.find_links for a in ("--find-links", link)]
@@ -163,29 +178,33 @@ def plan_env(variant: Variant, config: IndexConfig, host: HostFacts) -> EnvPlan 
     elif variant.backend == "cpu" and pypi_cuda:
         # No CPU wheel reachable: compile against the same release's CUDA wheel. A CPU variant uses
         # only torch's CPU API, identical in both builds; `pybuild test` loads it under that torch.
-        source = f"PyPI (torch {variant.torch}'s CUDA {pypi_cuda} build: no CPU wheel of it is reachable)"
+        source = f"PyPI (torch {torch}'s CUDA {pypi_cuda} build: no CPU wheel of it is reachable)"
         torch_cuda = pypi_cuda
     else:
-        served = f"PyPI serves torch {variant.torch} only as a CUDA {pypi_cuda} build" if pypi_cuda else \
-            f"PyPI serves no torch {variant.torch} that pybuild knows of"
+        served = f"PyPI serves torch {torch} only as a CUDA {pypi_cuda} build" if pypi_cuda else \
+            f"PyPI serves no torch {torch} that pybuild knows of"
+        pip = f"; pip's index-url/extra-index-url ({' '.join(config.pip_indexes)}) are not read: " \
+            "PYBUILD_TORCH_INDEX_URL takes an index laid out as PyTorch's (one sub-index per backend)" \
+            if config.pip_indexes else ""
         return Refusal(name, f"no reachable index serves it ({served}); PyTorch's index does: "
-                             f"PYBUILD_TORCH_INDEX_URL={PYTORCH_INDEX} (uv --extra-index-url {index_hint})")
+                             f"PYBUILD_TORCH_INDEX_URL={PYTORCH_INDEX} (uv --extra-index-url {index_hint}){pip}")
     nvcc: str | None = None
     if torch_cuda:  # a CUDA variant, or a CPU one on a CUDA wheel: torch's CMake config needs the toolkit
         if host.nvcc and host.nvcc_version == torch_cuda:
             nvcc = host.nvcc
         else:
             requirements += nvcc_requirements(torch_cuda)
-    return EnvPlan(name, tuple(requirements), tuple(uv_args), torch_cuda, nvcc, host.python, source)
+    return EnvPlan(name, tuple(requirements), tuple(uv_args), torch_cuda, nvcc, host.python, source, host.python_tag)
 
 
 # ------------------------------------------------------------------------------------------------
 # Reading the machine (I/O; the plan itself stays pure)
 
 
-def _pip_config_find_links() -> list[str]:
-    """pip's ``find-links`` from its environment variable and config files (uv does not read them)."""
-    links = os.environ.get("PIP_FIND_LINKS", "").split()
+def _pip_config_find_links(option: str = "find-links") -> list[str]:
+    """pip's ``find-links`` (or another list option, e.g. ``extra-index-url``) from its environment
+    variable and config files (uv does not read them)."""
+    links = os.environ.get("PIP_" + option.upper().replace("-", "_"), "").split()
     home = Path.home()
     xdg = os.environ.get("XDG_CONFIG_HOME", str(home / ".config"))
     files = [*(Path(d) / "pip" / "pip.conf" for d in os.environ.get("XDG_CONFIG_DIRS", "/etc/xdg").split(":")),
@@ -199,7 +218,7 @@ def _pip_config_find_links() -> list[str]:
         except (configparser.Error, OSError, UnicodeDecodeError):
             continue
         for section in ("global", "install"):
-            links += parser.get(section, "find-links", fallback="").split()
+            links += parser.get(section, option, fallback="").split()
     return list(dict.fromkeys(links))
 
 
@@ -214,8 +233,9 @@ def index_config() -> IndexConfig:
             continue
         if path.is_dir():
             wheels += sorted(p.name for p in path.glob("torch-*.whl"))
+    pip_indexes = _pip_config_find_links("index-url") + _pip_config_find_links("extra-index-url")
     return IndexConfig(torch_index=os.environ.get("PYBUILD_TORCH_INDEX_URL") or None,
-                       find_links=tuple(links), local_wheels=tuple(wheels))
+                       find_links=tuple(links), local_wheels=tuple(wheels), pip_indexes=tuple(pip_indexes))
 
 
 def host_facts() -> HostFacts:
@@ -326,9 +346,9 @@ def _verify(path: Path, plan: EnvPlan, variant: Variant) -> Toolchain:
     tc = _toolchain(path, plan)
     info = tc.torch
     cuda = ".".join((info.cuda or "").split(".")[:2]) or None
-    if info.major_minor != variant.torch or cuda != plan.torch_cuda:
+    if info.major_minor != env_torch(variant) or cuda != plan.torch_cuda:
         got = f"torch {info.version}" + (f" (CUDA {info.cuda})" if info.cuda else " (CPU)")
-        want = f"torch {variant.torch}" + (f" (CUDA {plan.torch_cuda})" if plan.torch_cuda else " (CPU)")
+        want = f"torch {env_torch(variant)}" + (f" (CUDA {plan.torch_cuda})" if plan.torch_cuda else " (CPU)")
         raise ToolchainError(f"{variant.name}: {plan.source} gave {got}, not {want}; refusing to build against it")
     if plan.torch_cuda:
         if tc.nvcc is None:
@@ -370,11 +390,25 @@ def ensure_env(plan: EnvPlan, variant: Variant, progress: Callable[[str], None] 
             progress(f"adding {', '.join(missing)}")
             with log.open("a") as f:
                 f.write(f"adding {missing}\n")
-            _run_uv(["pip", "install", "--python", str(path / "bin" / "python"), *plan.uv_args, *have, *missing],
-                    log, f"{variant.name}: installing {' '.join(missing)}")
-            marker["extra"] = have + missing
+            merged = merge_requirements(have, extra)
+            # the plan's requirements too, so that no extra moves the environment's torch
+            _run_uv(["pip", "install", "--python", str(path / "bin" / "python"), *plan.uv_args,
+                     *plan.requirements, *merged], log, f"{variant.name}: installing {' '.join(missing)}")
+            _verify(path, plan, variant)
+            marker["extra"] = merged
         (path / MARKER).write_text(json.dumps(marker, indent=1))  # last: the environment is complete
     return Env(path, plan, _toolchain(path, plan), created=created, packages=tuple(marker["extra"]))
+
+
+def merge_requirements(have: list[str], extra: tuple[str, ...] | list[str]) -> list[str]:
+    """``have`` with ``extra`` added, one requirement per project: an extra replaces the one of the
+    same project (``kernels==0.17.3`` replaces ``kernels==0.17.2``), in ``have``'s order."""
+    from packaging.requirements import Requirement
+    from packaging.utils import canonicalize_name
+
+    merged = {canonicalize_name(Requirement(r).name): r for r in have}
+    merged.update({canonicalize_name(Requirement(r).name): r for r in extra})
+    return list(merged.values())
 
 
 def test_packages() -> tuple[str, ...]:

@@ -161,7 +161,7 @@ class Manifest:
         ``torch-<backend>`` per backend, whatever the matrix."""
         if self.noarch:
             return [noarch_variant(b) for b in self.backends]
-        out: list[Variant] = []
+        out: dict[Variant, Variant] = {}  # in the order of first appearance
         for v in matrix_variants:
             if self.framework == "tvm-ffi" and not v.noarch:  # one per backend version and system
                 v = tvm_ffi_variant(v)
@@ -170,9 +170,13 @@ class Manifest:
                 if v.torch_tuple < stable:  # built with a torch at least that version
                     continue
                 v = stable_abi_variant(v, f"{stable[0]}.{stable[1]}")
-            if self.accepts(v) and v not in out:
-                out.append(v)
-        return out
+            if not self.accepts(v):
+                continue
+            # a stable-ABI variant is built with the newest matrix torch of its backend version and system
+            kept = out.get(v)
+            if kept is None or v.build_torch and _version_tuple(v.build_torch) > _version_tuple(kept.build_torch or "0.0"):
+                out[v] = v
+        return list(out.values())
 
     def kernels_for(self, variant: Variant | str) -> tuple[KernelSpec, ...]:
         """Kernel sections compiled into ``variant`` (or a variant of backend ``variant``): its

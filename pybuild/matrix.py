@@ -21,8 +21,8 @@ from .errors import PybuildError, ToolchainError
 from .manifest import Manifest
 from .variants import Variant
 
-#: Memory one variant's build may take at its peak (nvcc on a CUDA file with torch's headers).
-GIB_PER_BUILD = 3
+#: Memory one compile job may take at its peak (nvcc on a CUDA file with torch's headers).
+GIB_PER_JOB = 3
 
 
 @dataclass(frozen=True)
@@ -43,15 +43,16 @@ def _mem_available_gib() -> float | None:
 
 
 def parallel_plan(n_variants: int, parallel: int | None = None, cores: int | None = None,
-                  mem_gib: float | None = None) -> tuple[int, int]:
-    """(variants built at once, compile jobs per build): at most one variant per core and per
-    ``GIB_PER_BUILD`` of available memory, unless ``parallel`` says; the cores shared among them."""
+                  mem_gib: float | None = None, jobs: int | None = None) -> tuple[int, int]:
+    """(variants built at once, compile jobs per build). The compile jobs of all builds together are
+    ``jobs`` (the user's --jobs), else at most one per core and per ``GIB_PER_JOB`` of available
+    memory; they are split among the variants built at once (``parallel`` of them, if given)."""
     cores = cores or os.cpu_count() or 1
-    if parallel is None:
-        by_mem = int(mem_gib // GIB_PER_BUILD) if mem_gib is not None else cores
-        parallel = max(1, min(cores, by_mem))
-    at_once = max(1, min(parallel, n_variants))
-    return at_once, max(1, cores // at_once)
+    if jobs is None:
+        by_mem = int(mem_gib // GIB_PER_JOB) if mem_gib is not None else cores
+        jobs = max(1, min(cores, by_mem))
+    at_once = max(1, min(parallel or jobs, n_variants))
+    return at_once, max(1, jobs // at_once)
 
 
 def plan_jobs(wanted: Sequence[tuple[Manifest, Variant]]) -> tuple[list[VariantJob], list[Refusal]]:
@@ -128,9 +129,8 @@ def build_in_envs(jobs: Sequence[VariantJob], options: BuildOptions, new_task: N
     """Build every job, up to :func:`parallel_plan` variants at once; results in the jobs' order."""
     if not jobs:
         return []
-    at_once, per_build = parallel_plan(len(jobs), parallel, mem_gib=_mem_available_gib())
-    if options.jobs is None:
-        options = replace(options, jobs=per_build)
+    at_once, per_build = parallel_plan(len(jobs), parallel, mem_gib=_mem_available_gib(), jobs=options.jobs)
+    options = replace(options, jobs=per_build)
     if at_once > 1:
         notify(f"building {len(jobs)} variants, {at_once} at a time, {options.jobs} compile job(s) each")
     with ThreadPoolExecutor(max_workers=at_once) as pool:

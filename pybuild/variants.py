@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, get_args
 
@@ -57,6 +57,9 @@ class Variant:
     stable_abi: bool = False
     #: a tvm-ffi kernel: ``torch`` holds the tvm-ffi version ("0.1") it is built against
     tvm_ffi: bool = False
+    #: a stable-ABI variant: the torch release it is compiled with (a matrix torch at least ``torch``
+    #: offering its backend version and system); not part of its name or identity
+    build_torch: str | None = field(default=None, compare=False)
 
     @property
     def noarch(self) -> bool:
@@ -112,8 +115,10 @@ def tvm_ffi_variant(variant: Variant, version: str = TVM_FFI_VERSION) -> Variant
 
 
 def stable_abi_variant(variant: Variant, torch: str) -> Variant:
-    """The stable-ABI variant (built against torch ``torch``'s stable ABI) of ``variant``'s backend and system."""
-    return Variant(torch, variant.backend, variant.backend_version, None, variant.system, stable_abi=True)
+    """The stable-ABI variant (built against torch ``torch``'s stable ABI) of ``variant``'s backend and
+    system, compiled with ``variant``'s torch."""
+    return Variant(torch, variant.backend, variant.backend_version, None, variant.system, stable_abi=True,
+                   build_torch=variant.torch)
 
 
 def _version_key(version: str) -> tuple[int, ...]:

@@ -1,6 +1,7 @@
 """A real multi-variant build in per-variant environments: two CPU variants of img2gray, each
-compiled against its own torch (2.13 from the local CPU wheel, 2.14 from its CUDA wheel on PyPI),
-up to date on the second run, and tested under its own torch through the `kernels` loader.
+compiled against its own torch (2.13 from a local CPU wheel where pip's find-links has one, else its
+CUDA wheel; 2.14 from its CUDA wheel on PyPI), up to date on the second run, and tested under its own
+torch through the `kernels` loader. It skips only where pybuild itself would refuse these variants.
 
 The environments live in the user cache dir (as for users), so a warm CI machine makes them once.
 """
@@ -18,19 +19,32 @@ from pathlib import Path
 
 import pytest
 
-from pybuild.envs import index_config
+from pybuild.envs import Refusal, host_facts, index_config, plan_env, uv_bin
+from pybuild.errors import ToolchainError
+from pybuild.variants import parse_variant_name
 
 REPO = Path(__file__).resolve().parents[2]
 VARIANTS = ["torch213-cxx11-cpu-x86_64-linux", "torch214-cxx11-cpu-x86_64-linux"]
 
 pytestmark = pytest.mark.slow
 
-if os.uname().machine != "x86_64" or not shutil.which("uv") and not (Path(sys.executable).parent / "uv").exists():
-    pytest.skip("needs x86_64 and uv (pip install uv)", allow_module_level=True)
-if not any(w.startswith("torch-2.13.0+cpu-") for w in index_config().local_wheels) \
-        and not os.environ.get("PYBUILD_TORCH_INDEX_URL"):
-    pytest.skip("needs torch 2.13's CPU wheel: in a pip find-links folder or PYBUILD_TORCH_INDEX_URL",
-                allow_module_level=True)
+
+def _refused() -> str | None:
+    """Why pybuild itself would not build these variants here (the test skips only then)."""
+    try:
+        uv_bin()
+    except ToolchainError as e:
+        return str(e)
+    config, host = index_config(), host_facts()
+    for name in VARIANTS:  # the stable-ABI test builds with torch 2.14 and tests under 2.13 and 2.14 too
+        plan = plan_env(parse_variant_name(name), config, host)
+        if isinstance(plan, Refusal):
+            return f"{plan.variant}: {plan.reason}"
+    return None
+
+
+if (_why := _refused()) is not None:
+    pytest.skip(_why, allow_module_level=True)
 
 
 def pybuild(*args: str, timeout: int = 1200) -> subprocess.CompletedProcess[str]:
@@ -84,7 +98,7 @@ def test_second_run_is_up_to_date_quickly(built: tuple[Path, Path, str]) -> None
     for name in VARIANTS:
         assert f"img2gray {name}: up to date" in proc.stderr
     assert "making its environment" not in proc.stderr  # the cached environments, nothing installed
-    assert seconds < 5, f"{seconds:.1f} s"
+    assert seconds < 2, f"{seconds:.1f} s"  # the issue's acceptance: `up to date` for all in under 2 s
 
 
 def test_each_variant_passes_the_kernel_tests_under_its_own_torch(built: tuple[Path, Path, str]) -> None:
@@ -104,8 +118,9 @@ UPSTREAM = Path(os.environ.get("PYBUILD_UPSTREAM_EXAMPLES")
 @pytest.mark.skipif(not (UPSTREAM / "relu-torch-stable-abi").is_dir(),
                     reason=f"upstream kernel-builder examples not found at {UPSTREAM} (set PYBUILD_UPSTREAM_EXAMPLES)")
 def test_one_stable_abi_build_passes_its_tests_under_two_torch_releases(tmp_path: Path) -> None:
-    """upstream's relu-torch-stable-abi, built once against torch 2.11's stable ABI in torch 2.11's
-    environment, passes its own tests (get_kernel through LOCAL_KERNELS) under torch 2.13 and 2.14."""
+    """upstream's relu-torch-stable-abi, built once against torch 2.11's stable ABI in the environment of
+    the matrix's newest torch (2.14, as Nix builds it), passes its own tests (get_kernel through
+    LOCAL_KERNELS) under torch 2.13 and 2.14."""
     kernel = tmp_path / "relu-torch-stable-abi"
     shutil.copytree(UPSTREAM / "relu-torch-stable-abi", kernel)
     variants = tmp_path / "variants.json"
@@ -114,7 +129,7 @@ def test_one_stable_abi_build_passes_its_tests_under_two_torch_releases(tmp_path
     name = "torch-stable-abi211-cpu-x86_64-linux"
     proc = pybuild("build", str(kernel), "--all", "--variants", str(variants))
     assert proc.returncode == 0, proc.stderr + proc.stdout
-    assert re.search(rf"relu-torch-stable-abi {name}: built in [\d.]+ s under torch 2\.11\.", proc.stderr), proc.stderr
+    assert re.search(rf"relu-torch-stable-abi {name}: built in [\d.]+ s under torch 2\.14\.", proc.stderr), proc.stderr
     assert sorted(p.name for p in (kernel / "build").iterdir()) == [name]
     proc = pybuild("test", str(kernel), "--variant", name, "--torch", "2.13", "--torch", "2.14", "--no-build",
                    "--variants", str(variants), "--", "-q")

@@ -185,10 +185,12 @@ def test_upstream_examples_variant_names_equal_pybuilds() -> None:
             manifest = load_manifest(d)
         except ManifestError:
             continue  # refused (relu-invalid-capability): see test_upstream_examples.py
-        expected = [v.name for v in manifest.variants(matrix.variants)]
-        got = nix_eval(f"map (v: v.name) (lib.kernelVariants (lib.readKernel {d}) (lib.readMatrix {REPO}/variants.json))")
+        # a stable-ABI variant's name and the matrix torch it is built with
+        expected = [[v.name, v.build_torch if v.stable_abi else None] for v in manifest.variants(matrix.variants)]
+        got = nix_eval(f"map (v: [ v.name (if v.stableAbi or false then v.torch else null) ]) "
+                       f"(lib.kernelVariants (lib.readKernel {d}) (lib.readMatrix {REPO}/variants.json))")
         assert got == expected, d
-        seen.update(n.split("-")[0] + ("-stable" if "stable-abi" in n else "") for n in expected)
+        seen.update(n.split("-")[0] + ("-stable" if "stable-abi" in n else "") for n, _ in expected)
     assert {"torch", "torch-stable"} <= seen, seen
 
 

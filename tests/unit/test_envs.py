@@ -61,6 +61,7 @@ def test_variant_to_packages(name: str, config: IndexConfig, host: HostFacts, re
     assert plan.dirname.startswith(f"{name}-")
 
 
+ROCM_REASON = "ROCm variants are built with Nix (`nix build`); pybuild's environments build cpu and cuda variants only"
 # (variant, config, exact fragment of the one-line reason)
 REFUSALS = [
     ("torch211-cxx11-cu126-x86_64-linux", PYPI_ONLY,
@@ -68,8 +69,10 @@ REFUSALS = [
      "PYBUILD_TORCH_INDEX_URL=https://download.pytorch.org/whl (uv --extra-index-url "
      "https://download.pytorch.org/whl/cu126)"),
     ("torch213-cxx11-cu132-x86_64-linux", PYPI_ONLY, "uv --extra-index-url https://download.pytorch.org/whl/cu132"),
-    ("torch213-cxx11-rocm71-x86_64-linux", PYPI_ONLY, "uv --extra-index-url https://download.pytorch.org/whl/rocm7.1"),
-    ("torch213-cxx11-rocm71-x86_64-linux", TORCH_INDEX, "pybuild builds only cpu and cuda variants outside Nix"),
+    # ROCm and XPU: the same one line whatever the indexes, not a pointer to an index that would not help
+    ("torch213-cxx11-rocm71-x86_64-linux", PYPI_ONLY, ROCM_REASON),
+    ("torch213-cxx11-rocm71-x86_64-linux", TORCH_INDEX, ROCM_REASON),
+    ("torch213-cxx11-xpu20251-x86_64-linux", TORCH_INDEX, "XPU variants are built with Nix (`nix build`)"),
     ("torch213-cxx11-cu130-aarch64-linux", PYPI_ONLY, "builds on an aarch64-linux machine (this one is x86_64-linux)"),
     ("torch299-cxx11-cpu-x86_64-linux", PYPI_ONLY, "PyPI serves no torch 2.99 that pybuild knows of"),
     ("torch-cuda", PYPI_ONLY, "a pure-Python variant needs no environment"),
@@ -81,6 +84,7 @@ def test_variants_no_index_serves_are_refused(name: str, config: IndexConfig, fr
     plan = plan_env(parse_variant_name(name), config, HOST)
     assert isinstance(plan, Refusal)
     assert fragment in plan.reason
+    assert "\n" not in plan.reason and ("PYBUILD_TORCH_INDEX_URL" not in plan.reason or "Nix" not in plan.reason)
 
 
 def test_environment_identity_follows_its_contents() -> None:
@@ -90,6 +94,12 @@ def test_environment_identity_follows_its_contents() -> None:
     assert isinstance(a, EnvPlan) and isinstance(b, EnvPlan)
     assert a.key == plan_env(v, PYPI_ONLY, HOST).key  # type: ignore[union-attr]
     assert a.dirname != b.dirname
+    from dataclasses import replace
+
+    other_python = replace(HOST, python_tag="cp312")  # the same interpreter path, upgraded in place
+    c = plan_env(v, PYPI_ONLY, other_python)
+    assert isinstance(c, EnvPlan) and c.key != a.key
+    assert replace(a, source="reworded").key == a.key  # the wording of `source` is not the environment
 
 
 def test_every_x86_64_variant_of_the_matrix_is_planned_or_refused_with_a_reason() -> None:
@@ -114,23 +124,36 @@ def test_pip_find_links_are_mirrored_for_uv(tmp_path: Path, monkeypatch: pytest.
     monkeypatch.setenv("XDG_CONFIG_DIRS", str(tmp_path / "none"))
     monkeypatch.delenv("PIP_FIND_LINKS", raising=False)
     monkeypatch.delenv("PYBUILD_FIND_LINKS", raising=False)
+    monkeypatch.delenv("PIP_INDEX_URL", raising=False)
+    monkeypatch.delenv("PIP_EXTRA_INDEX_URL", raising=False)
     monkeypatch.setenv("PYBUILD_TORCH_INDEX_URL", "")
     config = index_config()
     assert str(wheels) in config.find_links
     assert "torch-2.13.0+cpu-cp311-cp311-manylinux_2_28_x86_64.whl" in config.local_wheels
     assert not any(w.startswith("numpy") for w in config.local_wheels)
     assert config.torch_index is None
+    assert config.pip_indexes == ("file:///elsewhere",)
+    # a variant no index serves: the refusal says pip's indexes are not what pybuild reads
+    plan = plan_env(parse_variant_name("torch211-cxx11-cu126-x86_64-linux"), config, HOST)
+    assert isinstance(plan, Refusal) and "\n" not in plan.reason
+    assert "pip's index-url/extra-index-url (file:///elsewhere) are not read" in plan.reason
 
 
-@pytest.mark.parametrize(("n", "parallel", "cores", "mem", "expected"), [
-    (9, None, 2, 22.0, (2, 1)),   # two cores: two variants at once, one compile job each
-    (9, None, 16, 7.0, (2, 8)),   # memory bounds it: 3 GiB per build
-    (1, None, 16, 64.0, (1, 16)),  # one variant gets every core
-    (9, 1, 2, 22.0, (1, 2)),      # --parallel 1
-    (9, None, 2, 1.0, (1, 2)),    # little memory: still one at a time
+@pytest.mark.parametrize(("n", "parallel", "cores", "mem", "jobs", "expected"), [
+    (9, None, 2, 22.0, None, (2, 1)),    # two cores: two variants at once, one compile job each
+    (9, None, 16, 7.0, None, (2, 1)),    # memory bounds the compile jobs of all builds: 3 GiB each
+    (1, None, 16, 64.0, None, (1, 16)),  # one variant gets every core
+    (9, 1, 2, 22.0, None, (1, 2)),       # --parallel 1
+    (9, None, 2, 1.0, None, (1, 1)),     # little memory: one compile job
+    (9, None, 16, 64.0, 4, (4, 1)),      # --jobs 4 is the total, not per variant
+    (2, None, 16, 64.0, 8, (2, 4)),      # ... split among the variants built at once
+    (9, 2, 16, 64.0, 8, (2, 4)),         # --parallel 2 --jobs 8
 ])
-def test_parallel_plan(n: int, parallel: int | None, cores: int, mem: float, expected: tuple[int, int]) -> None:
-    assert parallel_plan(n, parallel, cores=cores, mem_gib=mem) == expected
+def test_parallel_plan(n: int, parallel: int | None, cores: int, mem: float, jobs: int | None,
+                       expected: tuple[int, int]) -> None:
+    at_once, per_build = parallel_plan(n, parallel, cores=cores, mem_gib=mem, jobs=jobs)
+    assert (at_once, per_build) == expected
+    assert at_once * per_build <= (jobs or max(1, min(cores, int(mem // 3))))  # never more than the budget
 
 
 def test_build_refuses_a_variant_no_index_serves_before_any_work(capsys: pytest.CaptureFixture[str],
@@ -157,3 +180,71 @@ def test_test_command_refuses_the_same_way(capsys: pytest.CaptureFixture[str], m
     assert "whl/cu132" in capsys.readouterr().err
     assert main(["build", str(kernel), "--variant", "torch213-cxx11-cpu-x86_64-linux", "--", "-x"]) == 2
     assert "arguments after `--` are only for `test`" in capsys.readouterr().err
+
+
+STABLE_KERNELS = [Path(__file__).resolve().parents[1] / "fixtures" / "edition5-stable-clamp",
+                  Path(__file__).resolve().parents[3] / "shared" / "upstream-kernel-builder" / "examples" / "kernels"
+                  / "relu-torch-stable-abi"]
+
+
+@pytest.mark.parametrize("kernel", STABLE_KERNELS, ids=["fixture", "upstream-relu-torch-stable-abi"])
+def test_stable_abi_variants_build_with_a_matrix_torch_of_their_backend(kernel: Path) -> None:
+    """Each stable-ABI variant is compiled with the newest torch of the matrix (after its excludes) that
+    has its backend version and system and is at least the stable-ABI version; its environment pins it."""
+    from pybuild.manifest import load_manifest
+    from pybuild.variants import find_variants_file, load_matrix
+
+    if not kernel.is_dir():
+        pytest.skip(f"{kernel} not found")
+    matrix = load_matrix(find_variants_file(Path(__file__).parent))
+    manifest = load_manifest(kernel)
+    stable = [v for v in manifest.variants(matrix.variants) if v.stable_abi]
+    assert stable
+    names = {v.name: v.build_torch for v in stable}
+    assert names["torch-stable-abi211-cu130-x86_64-linux"] == "2.14"
+    assert names["torch-stable-abi211-cu132-x86_64-linux"] == "2.13"  # no torch 2.11 or 2.14 for CUDA 13.2
+    assert names["torch-stable-abi211-cu126-aarch64-linux"] == "2.13"  # torch 2.11 cu126 aarch64 is excluded
+    for v in stable:
+        offering = [m.torch_tuple for m in matrix.variants
+                    if (m.backend, m.backend_version, m.system) == (v.backend, v.backend_version, v.system)
+                    and m.torch_tuple >= v.torch_tuple]
+        assert v.build_torch is not None and tuple(int(x) for x in v.build_torch.split(".")) == max(offering), v
+        plan = plan_env(v, TORCH_INDEX, HOST)
+        if isinstance(plan, EnvPlan):
+            assert plan.requirements[0] == f"torch=={v.build_torch}.*", plan
+
+
+def test_test_extras_merge_by_project() -> None:
+    from pybuild.envs import merge_requirements
+
+    assert merge_requirements(["pytest", "kernels==0.17.2"], ("pytest", "kernels==0.17.3")) == \
+        ["pytest", "kernels==0.17.3"]
+    assert merge_requirements(["Kernels==0.17.2"], ["kernels>=0.18"]) == ["kernels>=0.18"]
+
+
+def test_adding_extras_after_the_loader_changed_keeps_the_torch_pin_and_verifies(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The environment had kernels 0.17.2 for tests; this Python now has 0.17.3: one install with the
+    plan's torch pin and only the new loader, then the environment is verified again."""
+    import json
+
+    from pybuild import envs
+
+    monkeypatch.setenv("PYBUILD_CACHE_DIR", str(tmp_path))
+    v = parse_variant_name("torch213-cxx11-cpu-x86_64-linux")
+    plan = plan_env(v, LOCAL_CPU, HOST)
+    assert isinstance(plan, EnvPlan)
+    path = envs.envs_dir() / plan.dirname
+    path.mkdir(parents=True)
+    (path / envs.MARKER).write_text(json.dumps({"key": plan.key, "extra": ["pytest", "kernels==0.17.2"]}))
+    calls: list[object] = []
+    monkeypatch.setattr(envs, "_run_uv", lambda args, log, what, env=None: calls.append(("uv", args)))
+    monkeypatch.setattr(envs, "_verify", lambda p, pl, var: calls.append(("verify", p)))
+    monkeypatch.setattr(envs, "_toolchain", lambda p, pl: None)
+    env = envs.ensure_env(plan, v, extra=("pytest", "kernels==0.17.3"))
+    ((kind, args), verified) = calls
+    assert kind == "uv" and verified == ("verify", path)
+    assert args[-2 - len(plan.requirements):] == [*plan.requirements, "pytest", "kernels==0.17.3"]
+    assert "kernels==0.17.2" not in args
+    assert env.packages == ("pytest", "kernels==0.17.3")
+    assert json.loads((path / envs.MARKER).read_text())["extra"] == ["pytest", "kernels==0.17.3"]
