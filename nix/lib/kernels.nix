@@ -37,7 +37,9 @@ let
     if value == null then
       null
     else if m == null then
-      throw "readKernel: ${file}: `${key}` in ${section} must be \"major.minor\" like \"2.12\"; found ${toJSON value}"
+      throw "readKernel: ${file}: `${key}` in ${section} must be \"major.minor\" like \"${
+        if section == "[general.cuda]" then "12.8" else "2.12"
+      }\"; found ${toJSON value}"
     else
       map toInt m;
 in

@@ -275,6 +275,9 @@ def test_flake_errors_name_the_fix(tmp_path: Path) -> None:
     (kernel / "build.toml").write_text('[general]\nname = "k"\n[torch]\nminver = "2.12.1"\n')
     err = nix_error(f"(lib.readKernel {kernel}).torchMinver")
     assert 'readKernel: k/build.toml: `minver` in [torch] must be "major.minor" like "2.12"; found "2.12.1"' in err
+    (kernel / "build.toml").write_text('[general]\nname = "k"\n[general.cuda]\nmaxver = "13"\n[torch]\n')
+    err = nix_error(f"(lib.readKernel {kernel}).cudaMaxver")
+    assert 'readKernel: k/build.toml: `maxver` in [general.cuda] must be "major.minor" like "12.8"; found "13"' in err
 
 
 def test_torch_wheels_cover_the_matrix() -> None:
