@@ -134,7 +134,8 @@ def cmd_variants(args: argparse.Namespace) -> int:
     if args.quiet:
         print("\n".join(v.name for v in variants))
         return 0
-    title = f"{len(variants)} variants from {matrix.path}" + (f" for {manifest.name}" if manifest else "")
+    noun = "variant" if len(variants) == 1 else "variants"
+    title = f"{len(variants)} {noun} from {matrix.path}" + (f" for {manifest.name}" if manifest else "")
     rows = [(v.name, v.torch or "any", v.backend_tag, v.cxx_abi or "-", v.system or "any",
              "◀ host" if v.noarch or v.name in host else "") for v in variants]
     Reporter().table(title, ["variant", "torch", "backend", "abi", "system", ""], rows)

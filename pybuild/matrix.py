@@ -132,7 +132,8 @@ def build_in_envs(jobs: Sequence[VariantJob], options: BuildOptions, new_task: N
     at_once, per_build = parallel_plan(len(jobs), parallel, mem_gib=_mem_available_gib(), jobs=options.jobs)
     options = replace(options, jobs=per_build)
     if at_once > 1:
-        notify(f"building {len(jobs)} variants, {at_once} at a time, {options.jobs} compile job(s) each")
+        noun = "variant" if len(jobs) == 1 else "variants"
+        notify(f"building {len(jobs)} {noun}, {at_once} at a time, {options.jobs} compile job(s) each")
     with ThreadPoolExecutor(max_workers=at_once) as pool:
         futures = [pool.submit(_run_job, job, options, new_task, notify, keep_going) for job in jobs]
         return [r for f in futures for r in f.result()]
