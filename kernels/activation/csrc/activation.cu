@@ -26,8 +26,10 @@
 
 #include <cstdint>
 
+#include <kernel_farm/dtypes.cuh>
+#include <kernel_farm/pdl.cuh>
+
 #include "activation.h"
-#include "pdl.cuh"
 
 namespace activation {
 
@@ -52,25 +54,9 @@ struct Div64 {
   __device__ __forceinline__ uint64_t div(uint64_t n) const { return n / divisor; }
 };
 
-template <typename T>
-__device__ __forceinline__ float to_float(T x);
-template <>
-__device__ __forceinline__ float to_float(float x) { return x; }
-template <>
-__device__ __forceinline__ float to_float(__half x) { return __half2float(x); }
-template <>
-__device__ __forceinline__ float to_float(__nv_bfloat16 x) {  // exact: bf16 is the top half of an fp32
-  return __uint_as_float(static_cast<uint32_t>(__bfloat16_as_ushort(x)) << 16);
-}
-
-template <typename T>
-__device__ __forceinline__ T from_float(float x);
-template <>
-__device__ __forceinline__ float from_float(float x) { return x; }
-template <>
-__device__ __forceinline__ __half from_float(float x) { return __float2half_rn(x); }
-template <>
-__device__ __forceinline__ __nv_bfloat16 from_float(float x) { return __float2bfloat16_rn(x); }
+using farm_dtypes::from_float;
+using farm_dtypes::Raw;
+using farm_dtypes::to_float;
 
 // erf(x), branch-free: 1 - t (a1 + a2 t + ... + a5 t^4) exp(-x^2), t = 1 / (1 + p |x|), sign of x.
 __device__ __forceinline__ float erf_as(float x) {
@@ -93,28 +79,6 @@ __device__ __forceinline__ float act(float x) {
     return __fdividef(x, 1.0f + __expf(-kGeluTanhScale * (x + kGeluTanhCubic * x * x * x)));
   }
 }
-
-// BYTES of consecutive elements as one register-sized value (loaded and stored as one access).
-template <int BYTES>
-struct RawT;
-template <>
-struct RawT<16> {
-  using type = uint4;
-};
-template <>
-struct RawT<8> {
-  using type = uint2;
-};
-template <>
-struct RawT<4> {
-  using type = uint32_t;
-};
-template <>
-struct RawT<2> {
-  using type = uint16_t;
-};
-template <int BYTES>
-using Raw = typename RawT<BYTES>::type;
 
 // How packs are loaded. kPlain: the default policy (a const __restrict__ pointer: `ld.global.nc`).
 // kStream: streaming (`.cs`, evict-first), used only while the launch is one resident wave and

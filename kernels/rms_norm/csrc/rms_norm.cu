@@ -41,7 +41,9 @@
 
 #include <cstdint>
 
-#include "pdl.cuh"
+#include <kernel_farm/dtypes.cuh>
+#include <kernel_farm/pdl.cuh>
+
 #include "rms_norm.h"
 
 namespace rms_norm {
@@ -56,25 +58,9 @@ constexpr int kTileThreads = 128;      // block size of the warp-tile path
 constexpr int kTileLoads = 2;          // 16-byte loads of x per thread there
 constexpr int kRowsThreads = 512;      // most threads per block of rms_norm_rows_kernel
 
-template <typename T>
-__device__ __forceinline__ float to_float(T x);
-template <>
-__device__ __forceinline__ float to_float(float x) { return x; }
-template <>
-__device__ __forceinline__ float to_float(__half x) { return __half2float(x); }
-template <>
-__device__ __forceinline__ float to_float(__nv_bfloat16 x) {  // exact: bf16 is the top half of an fp32
-  return __uint_as_float(static_cast<uint32_t>(__bfloat16_as_ushort(x)) << 16);
-}
-
-template <typename T>
-__device__ __forceinline__ T from_float(float x);
-template <>
-__device__ __forceinline__ float from_float(float x) { return x; }
-template <>
-__device__ __forceinline__ __half from_float(float x) { return __float2half_rn(x); }
-template <>
-__device__ __forceinline__ __nv_bfloat16 from_float(float x) { return __float2bfloat16_rn(x); }
+using farm_dtypes::from_float;
+using farm_dtypes::RawT;
+using farm_dtypes::to_float;
 
 template <typename T>
 struct alignas(16) Pack {
@@ -238,26 +224,6 @@ __global__ void __launch_bounds__(kTileThreads) rms_norm_tile_kernel(T* __restri
     }
   }
 }
-
-// BYTES of consecutive elements as one register-sized value, loaded and stored as one access.
-template <int BYTES>
-struct RawT;
-template <>
-struct RawT<16> {
-  using type = uint4;
-};
-template <>
-struct RawT<8> {
-  using type = uint2;
-};
-template <>
-struct RawT<4> {
-  using type = uint32_t;
-};
-template <>
-struct RawT<2> {
-  using type = uint16_t;
-};
 
 template <typename T, int BYTES>
 struct Unit {
