@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from pybuild.__main__ import main
-from tests.faults.corpus import deep_tree, remove_deep, snapshot
-from tests.fakebuild import host_cpu_variant, make_kernel, make_variant, one_variant_matrix
+from tests.helpers.corpus import deep_tree, remove_deep, snapshot
+from tests.helpers.fakebuild import host_cpu_variant, make_kernel, make_variant, one_variant_matrix
 
 REPO = Path(__file__).resolve().parents[2]
 DEEP = 2000  # folders: deeper than Python's recursion limit

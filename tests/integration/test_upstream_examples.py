@@ -24,7 +24,7 @@ import pytest
 
 from pybuild.errors import ManifestError
 from pybuild.manifest import Manifest, load_manifest
-from tests.loader import require_kernels_loader
+from tests.helpers.loader import require_kernels_loader
 
 REPO = Path(__file__).resolve().parents[2]
 UPSTREAM = Path(os.environ.get("PYBUILD_UPSTREAM_EXAMPLES")

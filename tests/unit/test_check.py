@@ -14,7 +14,7 @@ from pybuild.__main__ import main
 from pybuild.check import MANYLINUX, check_kernel
 from pybuild.digest import digest_files
 from pybuild.variants import load_matrix
-from tests.fakebuild import GLIBC_232, NON_ABI3, make_kernel, make_variant, one_variant_matrix
+from tests.helpers.fakebuild import GLIBC_232, NON_ABI3, make_kernel, make_variant, one_variant_matrix
 
 pytest.importorskip("kernel_abi_check")
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from pybuild.fsutil import remove_tree, replace_dir
 from pybuild.staging import leftovers, owned_staging, remove_dead_leftovers, variant_lock
-from tests.faults.corpus import deep_tree
+from tests.helpers.corpus import deep_tree
 
 
 def test_replace_dir_swaps_complete_trees(tmp_path: Path) -> None:

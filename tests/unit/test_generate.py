@@ -73,7 +73,7 @@ def test_a_file_where_a_generated_folder_goes(tmp_path: Path) -> None:
     from pybuild.errors import PybuildError
     from pybuild.generate import ProjectSpec, write_project
     from pybuild.manifest import load_manifest
-    from tests.fakebuild import make_kernel
+    from tests.helpers.fakebuild import make_kernel
 
     kernel = make_kernel(tmp_path)
     for p in list(kernel.rglob("*")):  # drop what make_kernel leaves around as a work tree would

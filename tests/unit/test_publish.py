@@ -24,18 +24,11 @@ from pybuild.publish import (
     select_files,
 )
 from pybuild.variants import load_matrix
-from tests.fakebuild import GLIBC_232, make_kernel, make_variant, one_variant_matrix
-from tests.hubfixture import DUMMY_TOKEN, HubServer, require_hub_client, use_hub_in_process
+from tests.helpers.fakebuild import GLIBC_232, make_kernel, make_variant, one_variant_matrix
+from tests.hubfixture import require_hub_client
 
 KERNEL = "kernel"
 REPO = "org/tinyk"
-
-
-@pytest.fixture
-def kernel(tmp_path: Path) -> Path:
-    k = make_kernel(tmp_path)
-    make_variant(k)
-    return k
 
 
 @pytest.fixture
@@ -181,18 +174,6 @@ def test_transient_errors() -> None:
 
 
 # --------------------------------------------------------------------------------------------- Hub
-
-
-@pytest.fixture
-def hub():
-    with HubServer() as server:
-        yield server
-
-
-@pytest.fixture
-def api(hub, monkeypatch, tmp_path):
-    use_hub_in_process(monkeypatch, hub.endpoint, tmp_path / "hf")
-    return HfApi(endpoint=hub.endpoint, token=DUMMY_TOKEN)
 
 
 class Sleeps(list):

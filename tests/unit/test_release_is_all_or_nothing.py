@@ -13,7 +13,7 @@ import pytest
 from huggingface_hub import HfApi
 
 from pybuild.__main__ import main
-from tests.fakebuild import make_kernel, make_variant, one_variant_matrix
+from tests.helpers.fakebuild import make_kernel, make_variant, one_variant_matrix
 from tests.hubfixture import DUMMY_TOKEN, HubServer, require_hub_client, use_hub_in_process
 
 KERNEL = "kernel"
