@@ -26,6 +26,7 @@
 
 #include <cstdint>
 
+#include <kernel_farm/device.cuh>
 #include <kernel_farm/dtypes.cuh>
 #include <kernel_farm/pdl.cuh>
 
@@ -195,24 +196,13 @@ DeviceShape device_shape() {
   int dev = 0;
   if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64) return DeviceShape{};
   if (!known[dev]) {
-    int sms = 0, per_sm = 0, l2 = 0, mem_khz = 0, bus_bits = 0;
+    int sms = 0, per_sm = 0, l2 = 0;
     cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
     cudaDeviceGetAttribute(&per_sm, cudaDevAttrMaxThreadsPerMultiProcessor, dev);
     cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, dev);
-    // An attribute this driver does not report is not the caller's error: clear it (and only it).
-    if (cudaDeviceGetAttribute(&mem_khz, cudaDevAttrMemoryClockRate, dev) != cudaSuccess) {
-      mem_khz = 0;
-      cudaGetLastError();
-    }
-    if (cudaDeviceGetAttribute(&bus_bits, cudaDevAttrGlobalMemoryBusWidth, dev) != cudaSuccess) {
-      bus_bits = 0;
-      cudaGetLastError();
-    }
     if (sms > 0 && per_sm > 0) cache[dev].resident_threads = int64_t{sms} * per_sm;
     if (l2 > 0) cache[dev].l2_bytes = l2;
-    if (sms > 0 && mem_khz > 0 && bus_bits > 0) {
-      cache[dev].peak_gbps_per_sm = 2.0 * mem_khz * 1e3 * (bus_bits / 8) / 1e9 / sms;
-    }
+    if (sms > 0) cache[dev].peak_gbps_per_sm = farm_device::peak_memory_gbps(dev) / sms;
     known[dev] = true;
   }
   return cache[dev];

@@ -41,6 +41,7 @@
 
 #include <cstdint>
 
+#include <kernel_farm/device.cuh>
 #include <kernel_farm/dtypes.cuh>
 #include <kernel_farm/pdl.cuh>
 
@@ -524,19 +525,10 @@ int64_t evict_last_from() {
   int dev = 0;
   if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64) return int64_t{100} << 20;
   if (cache[dev] == 0) {
-    int l2 = 0, sms = 0, mem_khz = 0, bus_bits = 0;
+    int l2 = 0, sms = 0;
     cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, dev);
     cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
-    // An attribute this driver does not report is not the caller's error: clear it (and only it).
-    if (cudaDeviceGetAttribute(&mem_khz, cudaDevAttrMemoryClockRate, dev) != cudaSuccess) {
-      mem_khz = 0;
-      cudaGetLastError();
-    }
-    if (cudaDeviceGetAttribute(&bus_bits, cudaDevAttrGlobalMemoryBusWidth, dev) != cudaSuccess) {
-      bus_bits = 0;
-      cudaGetLastError();
-    }
-    const double gbps_per_sm = sms > 0 ? 2.0 * mem_khz * 1e3 * (bus_bits / 8) / 1e9 / sms : 0.0;
+    const double gbps_per_sm = sms > 0 ? farm_device::peak_memory_gbps(dev) / sms : 0.0;
     const bool narrow = gbps_per_sm > 0.0 && gbps_per_sm < kNarrowMemoryGbpsPerSm;
     cache[dev] = narrow ? INT64_MAX : 2 * (l2 > 0 ? int64_t{l2} : int64_t{50} << 20);
   }
