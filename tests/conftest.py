@@ -9,6 +9,14 @@ REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from tests.helpers.fixtures import api, guide_kernel, hub, kernel, repo_root  # noqa: E402
+from tests.helpers.fixtures import (  # noqa: E402
+    api,
+    guide_kernel,
+    hub,
+    hub_in_process,
+    kernel,
+    repo_root,
+    variants_file,
+)
 
-__all__ = ["guide_kernel", "hub", "api", "kernel", "repo_root"]
+__all__ = ["api", "guide_kernel", "hub", "hub_in_process", "kernel", "repo_root", "variants_file"]

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from tests.helpers.fakebuild import make_kernel, make_variant
+from tests.helpers.fakebuild import make_kernel, make_variant, one_variant_matrix
 from tests.hubfixture import DUMMY_TOKEN, HubServer, use_hub_in_process
 
 REPO = Path(__file__).resolve().parents[2]
@@ -38,6 +38,12 @@ def kernel(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
+def variants_file(tmp_path: Path) -> Path:
+    """A variants.json that requires exactly this machine's CPU variant (the one ``kernel`` has built)."""
+    return one_variant_matrix(tmp_path / "variants.json")
+
+
+@pytest.fixture
 def hub() -> Iterator[HubServer]:
     """A loopback Hub, empty at the start of each test."""
     with HubServer() as server:
@@ -45,9 +51,15 @@ def hub() -> Iterator[HubServer]:
 
 
 @pytest.fixture
-def api(hub: HubServer, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Any:
-    """An ``HfApi`` talking to ``hub``, with this process's huggingface_hub pointed at it too."""
+def hub_in_process(hub: HubServer, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> HubServer:
+    """``hub``, with this process's huggingface_hub and kernels pointed at it (HF home: tmp_path/hf)."""
+    use_hub_in_process(monkeypatch, hub.endpoint, tmp_path / "hf")
+    return hub
+
+
+@pytest.fixture
+def api(hub_in_process: HubServer) -> Any:
+    """An ``HfApi`` talking to the loopback Hub, which this process's huggingface_hub also uses."""
     from huggingface_hub import HfApi
 
-    use_hub_in_process(monkeypatch, hub.endpoint, tmp_path / "hf")
-    return HfApi(endpoint=hub.endpoint, token=DUMMY_TOKEN)
+    return HfApi(endpoint=hub_in_process.endpoint, token=DUMMY_TOKEN)

@@ -24,7 +24,7 @@ from pybuild.publish import (
     select_files,
 )
 from pybuild.variants import load_matrix
-from tests.helpers.fakebuild import GLIBC_232, make_kernel, make_variant, one_variant_matrix
+from tests.helpers.fakebuild import GLIBC_232, make_kernel, make_variant
 from tests.hubfixture import require_hub_client
 
 KERNEL = "kernel"
@@ -35,11 +35,6 @@ REPO = "org/tinyk"
 def hub_client() -> None:
     """For tests that run `publish` past its client check: a huggingface_hub that can upload to kernel repos."""
     require_hub_client()
-
-
-@pytest.fixture
-def variants_file(tmp_path: Path) -> Path:
-    return one_variant_matrix(tmp_path / "variants.json")
 
 
 def plan_for(kernel: Path, variants_file: Path, version: str = "1.0.0", **kw) -> ReleasePlan:
