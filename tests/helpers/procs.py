@@ -23,7 +23,7 @@ def run(cmd: list[str], env: dict | None = None, cwd: Path = REPO, ok: bool = Tr
 
 
 def pybuild(*args: str, env: dict | None = None, cwd: Path = REPO, ok: bool = True,
-            timeout: int = 300) -> subprocess.CompletedProcess[str]:
+            timeout: int = 600) -> subprocess.CompletedProcess[str]:
     """``python -m pybuild ARGS`` with this interpreter."""
     return run([sys.executable, "-m", "pybuild", *args], env=env, cwd=cwd, ok=ok, timeout=timeout)
 

@@ -12,17 +12,13 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <type_traits>
 
 namespace farm_dtypes {
 
 // x as fp32 (exact for every supported type).
-template <typename T>
-__device__ __forceinline__ float to_float(T x);
-template <>
 __device__ __forceinline__ float to_float(float x) { return x; }
-template <>
 __device__ __forceinline__ float to_float(__half x) { return __half2float(x); }
-template <>
 __device__ __forceinline__ float to_float(__nv_bfloat16 x) {  // exact: bf16 is the top half of an fp32
   return __uint_as_float(static_cast<uint32_t>(__bfloat16_as_ushort(x)) << 16);
 }
@@ -40,22 +36,11 @@ __device__ __forceinline__ __nv_bfloat16 from_float(float x) { return __float2bf
 // BYTES of consecutive elements as one register-sized value (loaded and stored as one access):
 // Raw<16> is uint4, Raw<8> uint2, Raw<4> uint32_t, Raw<2> uint16_t.
 template <int BYTES>
-struct RawT;
-template <>
-struct RawT<16> {
-  using type = uint4;
-};
-template <>
-struct RawT<8> {
-  using type = uint2;
-};
-template <>
-struct RawT<4> {
-  using type = uint32_t;
-};
-template <>
-struct RawT<2> {
-  using type = uint16_t;
+struct RawT {
+  static_assert(BYTES == 16 || BYTES == 8 || BYTES == 4 || BYTES == 2, "packs of 16, 8, 4 or 2 bytes");
+  using type = std::conditional_t<BYTES == 16, uint4,
+                                  std::conditional_t<BYTES == 8, uint2,
+                                                     std::conditional_t<BYTES == 4, uint32_t, uint16_t>>>;
 };
 template <int BYTES>
 using Raw = typename RawT<BYTES>::type;
