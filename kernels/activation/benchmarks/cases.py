@@ -1,4 +1,4 @@
-"""Benchmark cases for activation (run with `python -m pybuild bench activation`).
+"""Benchmark cases for activation (run with `python -m pybuild bench activation`; pybuild.bench reads this file).
 
 Input [tokens, 2 d] -> output [tokens, d]; bytes per call: 3 d elements per token (2 d read, d
 written). Targets: >= 0.85 x the large-copy bandwidth at large sizes (>= 200 MB moved)
@@ -60,7 +60,7 @@ def cases(kernel, device: str, quick: bool) -> list[Case]:
 
 def sweep_ops(kernel, device: str) -> list:
     """The ops for `python -m pybuild bench activation --sweep N`: x [rows, 2 d], every dtype."""
-    from pybuild.sweep import SweepOp
+    from pybuild.bench import SweepOp
 
     def make(shape, seed: int):
         g = torch.Generator(device=device).manual_seed(seed)

@@ -1,34 +1,31 @@
 """``python -m pybuild bench KERNEL --sweep N --seed S``: N seeded random shapes per op.
 
-A kernel's ``benchmarks/<python_name>.py`` opts in with ``sweep_ops(kernel, device) ->
-list[SweepOp]`` (``kernel`` may be None in the compile workers: only ``eager`` and ``make`` run
-there). Each shape (pybuild/sweep_shapes.py draws them) is checked against the plain-torch
-reference, then ours, torch eager, ``torch.compile`` as a user gets it by default (one compiled
-function for every shape of the op, so it turns dynamic once sizes vary) and ``torch.compile(...,
-dynamic=False)`` (a fresh code object per shape, so each shape is compiled for itself) are timed
-in interleaved rounds, each round as CUDA-graph replays (pybuild.bench.time_cuda_graph) and as
-plain calls from Python (time_cuda_launch); every figure is the median of the rounds.
-
-The static compiles are the slow part (one Inductor compile per shape), so on CUDA worker
-processes compile every shape first, filling Inductor's on-disk caches; the timing process then
-finds them there. The workers do not keep autotuning results (``autotune_local_cache`` off): the
-timing process tunes each kernel on a quiet device, as a user's first call would.
+A kernel's ``benchmarks/cases.py`` opts in with ``sweep_ops(kernel, device) -> list[SweepOp]``
+(``kernel`` may be None in the compile workers: only ``eager`` and ``make`` run there). Each shape
+(sweep_shapes.py draws them) is checked against the plain-torch reference, then ours, torch eager,
+``torch.compile`` as a user gets it by default (one compiled function for every shape of the op,
+so it turns dynamic once sizes vary) and ``torch.compile(..., dynamic=False)`` (a fresh code object
+per shape, so each shape is compiled for itself; compile_workers.py compiles them all first) are
+timed in interleaved rounds, each round as CUDA-graph replays (timing.time_cuda_graph) and as
+plain calls from Python (timing.time_cuda_launch); every figure is the median of the rounds.
 """
 
 from __future__ import annotations
 
 import math
-import os
 import time
-import types
 from collections.abc import Callable, Sequence
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import bench
-from .errors import UsageError
+from ..errors import UsageError
+from .compile_workers import compile_static, warm_compiles
+from .environment import device_slug, environment
+from .runner import configure_dynamo
+from .sweep_report import summarize
 from .sweep_shapes import Distribution, Shape, draw_images, draw_rows
+from .timing import (DEFAULT_L2_BYTES, L2_MULTIPLE, median_ms, round_order, time_cuda_graph, time_cuda_launch,
+                     time_wall, warm_up_cuda)
 
 MAX_SETS = 32  # input sets per shape (fewer than the bench's: hundreds of shapes)
 SLOW_MS = 0.5  # a call slower than this on the device is a slow one (the host issues any call faster)
@@ -73,21 +70,8 @@ def sweep_ops_of(module: Any, kernel: Any, device: str) -> list[SweepOp]:
     except Exception as e:
         raise UsageError(f"{path}: sweep_ops() failed ({type(e).__name__}: {e}); fix the benchmark file") from e
     if not ops or not all(isinstance(o, SweepOp) for o in ops):
-        raise UsageError(f"{path}: sweep_ops() must return a non-empty list of pybuild.sweep.SweepOp")
+        raise UsageError(f"{path}: sweep_ops() must return a non-empty list of pybuild.bench.SweepOp")
     return ops
-
-
-def fresh(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """``fn`` under a code object of its own: Dynamo keeps its compiled graphs per code object, so a
-    static compile of it holds one shape and its guards stay one entry long."""
-    code = fn.__code__.replace()
-    return types.FunctionType(code, fn.__globals__, fn.__name__, fn.__defaults__, fn.__closure__)
-
-
-def compile_static(fn: Callable[..., Any]) -> Callable[..., Any]:
-    import torch
-
-    return torch.compile(fresh(fn), dynamic=False)
 
 
 def check(op: SweepOp, shape: Shape, ours: Any, ref: Any) -> tuple[bool, str]:
@@ -105,7 +89,7 @@ def check(op: SweepOp, shape: Shape, ours: Any, ref: Any) -> tuple[bool, str]:
 
 
 def n_sets(nbytes: int, l2_bytes: int) -> int:
-    return max(2, min(MAX_SETS, math.ceil(bench.L2_MULTIPLE * l2_bytes / max(1, nbytes))))
+    return max(2, min(MAX_SETS, math.ceil(L2_MULTIPLE * l2_bytes / max(1, nbytes))))
 
 
 def _time_rounds(impls: dict[str, Callable[..., Any]], arg_sets: list, device: str, rounds: int,
@@ -119,20 +103,20 @@ def _time_rounds(impls: dict[str, Callable[..., Any]], arg_sets: list, device: s
     plain: dict[str, list[float]] = {k: [] for k in impls}
     method = {k: "cuda-graph" if device == "cuda" else "wall-clock" for k in impls}
     for round_ in range(rounds):
-        for name, fn in bench.round_order(list(impls.items()), round_):
+        for name, fn in round_order(list(impls.items()), round_):
             if device != "cuda":
-                ms = bench.time_wall(fn, arg_sets, reps)
+                ms = time_wall(fn, arg_sets, reps)
                 graph[name].append(ms)
                 plain[name].append(ms)
                 continue
             if method[name] == "cuda-graph":
                 try:
-                    graph[name].append(bench.time_cuda_graph(fn, arg_sets, reps))
+                    graph[name].append(time_cuda_graph(fn, arg_sets, reps))
                 except Exception:  # noqa: BLE001 - not capturable: timed by launches, and said so
                     torch.cuda.synchronize()
                     method[name] = "launch"
             if name in ("ours", "eager") or round_ == 0 or method[name] == "launch":
-                plain[name].append(bench.time_cuda_launch(fn, arg_sets, max(3, reps // 4)))
+                plain[name].append(time_cuda_launch(fn, arg_sets, max(3, reps // 4)))
             if method[name] == "launch":
                 graph[name].append(plain[name][-1])
     return graph, plain, method
@@ -184,8 +168,8 @@ def run_shape(op: SweepOp, shape: Shape, impls: dict[str, Callable[..., Any]], d
         import torch
 
         torch.cuda.empty_cache()
-    g = {k: bench._median_ms(v) * 1e3 for k, v in graph.items()}
-    p = {k: bench._median_ms(v) * 1e3 for k, v in plain.items()}
+    g = {k: median_ms(v) * 1e3 for k, v in graph.items()}
+    p = {k: median_ms(v) * 1e3 for k, v in plain.items()}
     peers = [k for k in g if k != "ours"]
     best = min(peers, key=lambda k: g[k])
     return {
@@ -201,82 +185,7 @@ def run_shape(op: SweepOp, shape: Shape, impls: dict[str, Callable[..., Any]], d
 
 
 # --------------------------------------------------------------------------------------------
-# Compile workers
-
-
-_WORKER_OPS: dict[tuple[str, str], SweepOp] = {}
-
-
-def _worker_init(modules: dict[str, str]) -> None:
-    import importlib.util
-
-    import torch
-
-    torch._inductor.config.autotune_local_cache = False  # the timing process tunes on a quiet device
-    for name, path in modules.items():
-        spec = importlib.util.spec_from_file_location(f"_pybuild_sweep_{name}", path)
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-        for op in module.sweep_ops(None, "cuda"):
-            _WORKER_OPS[(op.kernel, op.op)] = op
-
-
-def _worker_compile(key: tuple[str, str], shape: Shape) -> float:
-    import torch
-
-    t0 = time.monotonic()
-    op = _WORKER_OPS[key]
-    args = op.make(shape, 0)
-    compile_static(op.eager)(*args)
-    torch.cuda.synchronize()
-    return time.monotonic() - t0
-
-
-def warm_compiles(jobs: Sequence[tuple[SweepOp, Shape]], modules: dict[str, str], workers: int,
-                  log: Callable[[str], None]) -> dict[str, Any]:
-    """Compile every (op, shape) statically in ``workers`` processes, filling the on-disk caches."""
-    t0 = time.monotonic()
-    if workers <= 0 or not jobs:
-        return {"workers": 0, "compiles": 0, "seconds": 0.0}
-    import multiprocessing
-
-    saved = os.environ.get("TORCHINDUCTOR_COMPILE_THREADS")
-    os.environ["TORCHINDUCTOR_COMPILE_THREADS"] = "1"  # the workers are the parallelism
-    failed = 0
-    try:
-        with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"), initializer=_worker_init,
-                                 initargs=(modules,)) as pool:
-            futures = [pool.submit(_worker_compile, (op.kernel, op.op), shape) for op, shape in jobs]
-            for i, f in enumerate(futures, 1):
-                try:
-                    f.result()
-                except Exception as e:  # noqa: BLE001 - the timing process compiles it again and reports
-                    failed += 1
-                    log(f"  compile worker: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}")
-                if i % 100 == 0 or i == len(futures):
-                    log(f"compiled {i} of {len(futures)} shapes in {time.monotonic() - t0:.0f} s ({workers} workers)")
-    finally:
-        if saved is None:
-            os.environ.pop("TORCHINDUCTOR_COMPILE_THREADS", None)
-        else:
-            os.environ["TORCHINDUCTOR_COMPILE_THREADS"] = saved
-    return {"workers": workers, "compiles": len(jobs), "failed": failed, "seconds": round(time.monotonic() - t0, 1)}
-
-
-# --------------------------------------------------------------------------------------------
 # The run
-
-
-def _configure_dynamo() -> None:
-    """One compiled function serves every shape of an op (the default compile), and must never
-    fall back to eager for having recompiled too often."""
-    import torch
-
-    for knob in ("cache_size_limit", "recompile_limit", "accumulated_cache_size_limit",
-                 "accumulated_recompile_limit"):
-        if hasattr(torch._dynamo.config, knob):
-            setattr(torch._dynamo.config, knob, 1 << 16)
 
 
 def _method(device: str, compile_: bool) -> dict[str, Any]:
@@ -290,7 +199,7 @@ def _method(device: str, compile_: bool) -> dict[str, Any]:
                        "gets by default (it turns dynamic once sizes vary)" if compile_ else None,
             "compile-static": "torch.compile(eager, dynamic=False), compiled for each shape" if compile_ else None,
         },
-        "graph": f"CUDA graph of one call per input set ({MAX_SETS} sets at most, past {bench.L2_MULTIPLE}x L2 "
+        "graph": f"CUDA graph of one call per input set ({MAX_SETS} sets at most, past {L2_MULTIPLE}x L2 "
                  f"where that fits), median of replays / calls; 20 replays per round, 10 from "
                  f"{LARGE >> 20} MiB; fewer sets and replays (3 at least) where an implementation takes over "
                  f"{SLOW_MS:g} ms a call and would take more than {ROUND_BUDGET_MS:g} ms a round" if device == "cuda"
@@ -312,12 +221,10 @@ def run(kernels: Sequence[tuple[str, Any, Any]], device: str, dist: Distribution
     """Sweep ``(name, loaded kernel package, cases module)`` triples; returns the JSON document."""
     import torch
 
-    from .sweep_report import summarize
-
     t_start = time.monotonic()
     plan = [(op, shapes_of(op, dist)) for _, kernel, module in kernels for op in sweep_ops_of(module, kernel, device)]
-    env = bench.environment(device)
-    l2 = (env["device"].get("l2-bytes") or bench.DEFAULT_L2_BYTES) if device == "cuda" else 0
+    env = environment(device)
+    l2 = (env["device"].get("l2-bytes") or DEFAULT_L2_BYTES) if device == "cuda" else 0
     doc: dict[str, Any] = {
         "schema": 1, "kind": "sweep", "command": command,
         "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "environment": env,
@@ -326,13 +233,13 @@ def run(kernels: Sequence[tuple[str, Any, Any]], device: str, dist: Distribution
         "results": [],
     }
     if device == "cuda":
-        _configure_dynamo()
+        configure_dynamo(1 << 16)
         if compile_:
             modules = {name: str(module.__file__) for name, _, module in kernels}
             jobs = [(op, s) for op, shapes in plan for s in shapes]
             doc["compile_warm_up"] = warm_compiles(jobs, modules, workers, log)
         log(f"device {env['device']['name']}; warming up")
-        bench.warm_up_cuda(2.0)
+        warm_up_cuda(2.0)
     total = sum(len(s) for _, s in plan)
     done = 0
     for op, shapes in plan:
@@ -356,10 +263,6 @@ def run(kernels: Sequence[tuple[str, Any, Any]], device: str, dist: Distribution
     return doc
 
 
-def default_workers() -> int:
-    return max(1, min(12, (os.cpu_count() or 2) - 2))
-
-
 def out_name(kernels: Sequence[str], doc: dict[str, Any]) -> str:
-    return "sweep-" + "-".join(kernels) + "-" + bench.device_slug(doc).removeprefix("gpu-")
+    return "sweep-" + "-".join(kernels) + "-" + device_slug(doc).removeprefix("gpu-")
 

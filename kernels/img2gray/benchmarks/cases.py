@@ -1,4 +1,4 @@
-"""Benchmark cases for img2gray (run with `python -m pybuild bench img2gray`).
+"""Benchmark cases for img2gray (run with `python -m pybuild bench img2gray`; pybuild.bench reads this file).
 
 Bytes per call: 3 read + 1 written per pixel. Targets: at 4320x7680 and 8640x15360,
 >= 0.90 x the large-copy bandwidth and >= 1.6 x torch.compile; at 1080x1920 and 2160x3840,
@@ -78,7 +78,7 @@ def cases(kernel, device: str, quick: bool) -> list[Case]:
 def sweep_ops(kernel, device: str) -> list:
     """The op for `python -m pybuild bench img2gray --sweep N`: one image [H, W, 3] or a batch
     [N, H, W, 3], odd sizes included; the integer rounding rule in plain torch is the reference."""
-    from pybuild.sweep import SweepOp
+    from pybuild.bench import SweepOp
 
     def make(shape, seed: int):
         g = torch.Generator(device=device).manual_seed(seed)

@@ -1,4 +1,4 @@
-"""Benchmark cases for rms_norm (run with `python -m pybuild bench rms_norm`).
+"""Benchmark cases for rms_norm (run with `python -m pybuild bench rms_norm`; pybuild.bench reads this file).
 
 x [rows, hidden] and out of the same shape; bytes per call: x read + out written + weight read
 once. Targets: >= 0.85 x the large-copy bandwidth at large sizes (>= 200 MB moved) and
@@ -57,7 +57,7 @@ def cases(kernel, device: str, quick: bool) -> list[Case]:
 
 def sweep_ops(kernel, device: str) -> list:
     """The op for `python -m pybuild bench rms_norm --sweep N`: x [rows, hidden], every dtype."""
-    from pybuild.sweep import SweepOp
+    from pybuild.bench import SweepOp
 
     def make(shape, seed: int):
         rows, hidden = shape.dims
