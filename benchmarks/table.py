@@ -1,6 +1,8 @@
-"""Print a bench result (``python -m pybuild bench --out DIR``) as the markdown table of docs/performance.md.
+"""Print a bench or sweep result (``python -m pybuild bench [--sweep N] --out DIR``) as the markdown
+table of docs/performance.md.
 
     python3 benchmarks/table.py benchmarks/results/gpu-nvidia-h200.json
+    python3 benchmarks/table.py benchmarks/results/sweep-rms_norm-activation-img2gray-nvidia-h200.json
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the farm's pybuild, from any folder
 
-from pybuild.bench import markdown_table  # noqa: E402 - after the path above
+from pybuild.bench import markdown_table, sweep_report  # noqa: E402 - after the path above
 
 
 def main(argv: list[str]) -> int:
@@ -19,8 +21,9 @@ def main(argv: list[str]) -> int:
         print(__doc__.strip(), file=sys.stderr)
         return 2
     try:
-        lines = markdown_table(json.loads(Path(argv[0]).read_text()))
-    except (OSError, ValueError, KeyError, TypeError) as e:
+        doc = json.loads(Path(argv[0]).read_text())
+        lines = sweep_report.markdown_table(doc) if doc.get("kind") == "sweep" else markdown_table(doc)
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
         print(f"error: {argv[0]}: not a readable bench result ({type(e).__name__}: {e}); "
               "pass a JSON written by `python -m pybuild bench --out DIR`", file=sys.stderr)
         return 2

@@ -51,6 +51,21 @@ def rows(doc: dict[str, Any]) -> list[tuple[str, ...]]:
             for k, s in doc["summary"].items()]
 
 
+def markdown_table(doc: dict[str, Any]) -> list[str]:
+    """The summary as the markdown table of docs/performance.md, and a line naming the run under it."""
+    thr = doc["method"]["thresholds"]
+    out = [f"| op | correct | min graph ratio | at | fastest peer there | < {thr['graph']:g}x | min plain ratio | at "
+           f"| < {thr['plain']:g}x |", "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for key, s in doc["summary"].items():
+        out.append(f"| {key.split()[-1]} | {s['correct']}/{s['shapes']} | {s['min_graph_ratio']:.3f} "
+                   f"| {s['min_graph_at']} | {s['min_graph_peer']} | {s['graph_below']} | {s['min_plain_ratio']:.3f} "
+                   f"| {s['min_plain_at']} | {s['plain_below']} |")
+    env, dist = doc["environment"], doc["distribution"]
+    out += ["", f"{env['device']['name']}; seed {dist['seed']}, {dist['n_per_op']} shapes per op; "
+                f"{doc.get('seconds', 0):.0f} s; source {env.get('git')}"]
+    return out
+
+
 # --------------------------------------------------------------------------------------------
 # Plot
 
@@ -93,7 +108,7 @@ def _panel(doc: dict[str, Any], key: str, title: str, threshold: float, y0: int)
     out.append(f'<text x="{PAD_L + pw / 2}" y="{y0 + H - 8}" text-anchor="middle" font-size="12">'
                'bytes moved per call</text>')
     ops = list(dict.fromkeys(f"{r['kernel']} {r['op']}" for r in res))
-    for r, x, yv in zip(res, xs, ys):
+    for r, x, yv in zip(res, xs, ys, strict=True):
         c = COLORS[ops.index(f"{r['kernel']} {r['op']}") % len(COLORS)]
         tip = escape(f"{r['op']} {r['dtype']} {r['label']}: {yv:.3f}x")
         if r["correct"]:
