@@ -53,7 +53,7 @@ def environment(device: str) -> dict[str, Any]:
         "platform": platform.platform(),
     }
     try:
-        import triton
+        import triton  # type: ignore[import-not-found]
 
         env["triton"] = triton.__version__
     except ImportError:

@@ -22,7 +22,7 @@ def _targets_cell(targets: list[dict[str, Any]]) -> str:
 
 def summary_rows(doc: dict[str, Any]) -> list[tuple[str, ...]]:
     """One row per case, in SUMMARY_COLUMNS: GB/s of ours and the baselines, ratios, targets."""
-    rows = []
+    rows: list[tuple[str, ...]] = []
     for r in doc["results"]:
         t = r["timings"]
 
@@ -110,10 +110,10 @@ def _panel(ax: Any, title: str, rs: list[dict[str, Any]], large_gbps: float) -> 
 def plot(doc: dict[str, Any], path: Path) -> bool:
     """GB/s per case (ordered by bytes moved), one panel per (kernel, op, dtype). False without matplotlib."""
     try:
-        import matplotlib
+        import matplotlib  # type: ignore[import-not-found]
 
         matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
+        import matplotlib.pyplot as plt  # type: ignore[import-not-found]
     except ImportError:
         return False
     panels: dict[str, list[dict[str, Any]]] = {}
@@ -123,7 +123,7 @@ def plot(doc: dict[str, Any], path: Path) -> bool:
     cols = min(3, n)
     rows = math.ceil(n / cols)
     fig, axes = plt.subplots(rows, cols, figsize=(5.2 * cols, 3.8 * rows), squeeze=False)
-    for ax, (title, rs) in zip(axes.flat, panels.items()):
+    for ax, (title, rs) in zip(axes.flat, panels.items(), strict=False):
         _panel(ax, title, rs, doc["copy_large"]["gbps"])
     for ax in list(axes.flat)[n:]:
         ax.axis("off")

@@ -20,8 +20,20 @@ from typing import Any
 
 from .cases import Case, Target, cases_of
 from .environment import environment
-from .timing import (DEFAULT_L2_BYTES, L2_MULTIPLE, Timing, copy_large_bytes, copy_same, measure_large_copy,
-                     median_ms, n_sets, round_order, time_cuda_graph, time_cuda_launch, time_wall)
+from .timing import (
+    DEFAULT_L2_BYTES,
+    L2_MULTIPLE,
+    Timing,
+    copy_large_bytes,
+    copy_same,
+    measure_large_copy,
+    median_ms,
+    n_sets,
+    round_order,
+    time_cuda_graph,
+    time_cuda_launch,
+    time_wall,
+)
 
 SCHEMA = 2
 ROUNDS = 5  # interleaved timing rounds per case on CUDA; each implementation reports its median round
@@ -126,7 +138,8 @@ def run_case(case: Case, device: str, l2_bytes: int, compile_: bool, reps: int,
     return result
 
 
-def _verdict(target: Target, ratio: float | None, timings: dict[str, Timing], copy_best: float | None) -> dict[str, Any]:
+def _verdict(target: Target, ratio: float | None, timings: dict[str, Timing],
+             copy_best: float | None) -> dict[str, Any]:
     met = ratio is not None and (ratio > target.ratio if target.strict else ratio >= target.ratio)
     entry: dict[str, Any] = {"target": target.describe(), "baseline": target.baseline, "ratio": ratio,
                              "threshold": target.ratio, "met": met}

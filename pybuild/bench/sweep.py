@@ -24,8 +24,16 @@ from .environment import device_slug, environment
 from .runner import configure_dynamo
 from .sweep_report import summarize
 from .sweep_shapes import Distribution, Shape, draw_images, draw_rows
-from .timing import (DEFAULT_L2_BYTES, L2_MULTIPLE, median_ms, round_order, time_cuda_graph, time_cuda_launch,
-                     time_wall, warm_up_cuda)
+from .timing import (
+    DEFAULT_L2_BYTES,
+    L2_MULTIPLE,
+    median_ms,
+    round_order,
+    time_cuda_graph,
+    time_cuda_launch,
+    time_wall,
+    warm_up_cuda,
+)
 
 MAX_SETS = 32  # input sets per shape (fewer than the bench's: hundreds of shapes)
 SLOW_MS = 0.5  # a call slower than this on the device is a slow one (the host issues any call faster)
@@ -84,7 +92,8 @@ def check(op: SweepOp, shape: Shape, ours: Any, ref: Any) -> tuple[bool, str]:
         return ok, "exact" if ok else "MISMATCH"
     atol, rtol = op.tol.get(shape.dtype, (1e-2, 1.6e-2))
     diff = (ours.float() - ref.float()).abs()
-    ok = bool((diff <= atol + rtol * ref.float().abs()).all()) and bool(torch.isfinite(ours).all() == torch.isfinite(ref).all())
+    ok = bool((diff <= atol + rtol * ref.float().abs()).all()) \
+        and bool(torch.isfinite(ours).all() == torch.isfinite(ref).all())
     return ok, f"max |diff| {diff.max().item():.3g}" + ("" if ok else " MISMATCH")
 
 
@@ -244,15 +253,16 @@ def run(kernels: Sequence[tuple[str, Any, Any]], device: str, dist: Distribution
     done = 0
     for op, shapes in plan:
         impls: dict[str, Callable[..., Any]] = {"ours": op.ours, "eager": op.eager}
-        default = torch.compile(op.eager) if compile_ else None
+        if compile_:  # one compiled function for every shape of the op, as a user gets by default
+            impls["compile"] = torch.compile(op.eager)
         for shape in shapes:
             done += 1
             if compile_:
-                impls = {"ours": op.ours, "eager": op.eager, "compile": default,
-                         "compile-static": compile_static(op.eager)}
+                impls["compile-static"] = compile_static(op.eager)
             r = run_shape(op, shape, impls, device, l2)
             doc["results"].append(r)
-            log(f"[{done}/{total} {time.monotonic() - t_start:.0f} s] {op.op} {shape.dtype} {shape.label} ({shape.form}, {shape.bytes / 1e6:.3g} MB): "
+            log(f"[{done}/{total} {time.monotonic() - t_start:.0f} s] {op.op} {shape.dtype} {shape.label} "
+                f"({shape.form}, {shape.bytes / 1e6:.3g} MB): "
                 f"{'ok' if r['correct'] else 'WRONG'}; graph {r['graph_ratio']:.3f}x {r['best_peer']} "
                 f"(ours {r['graph_us']['ours']:.2f} us), plain {r['plain_ratio']:.3f}x eager; {r['seconds']:.1f} s")
             if on_shape is not None and (done % 25 == 0 or done == total):

@@ -159,11 +159,20 @@ def draw_rows(op: str, dist: Distribution, dtypes: Sequence[str], bytes_of: Call
         unit = shape_last(_log_uniform(last_u[i], lo_u, hi_u), form, lo_u, hi_u)
         picks.append((_log_uniform(rows_u[i], dist.rows[0], rows_hi), unit, form))
     shapes = []
-    for (rows, unit, form), dtype in zip(picks, dtypes_seq):
+    for (rows, unit, form), dtype in zip(picks, dtypes_seq, strict=True):
         last = unit * step
-        rows = _fit(rng, rows, lambda r, last=last, dtype=dtype: bytes_of(r, last, dtype), dist.max_bytes)
+
+        def moved(r: int, last: int = last, dtype: str = dtype) -> int:
+            return bytes_of(r, last, dtype)
+
+        rows = _fit(rng, rows, moved, dist.max_bytes)
         shapes.append(Shape((rows, last), dtype, form, bytes_of(rows, last, dtype)))
     return shapes
+
+
+def _times(unit: int) -> Callable[[int], int]:
+    """k -> k * unit: the bytes of k rows (or images) of ``unit`` bytes each."""
+    return lambda k: k * unit
 
 
 def draw_images(op: str, dist: Distribution, bytes_per_pixel: int) -> list[Shape]:
@@ -188,10 +197,10 @@ def draw_images(op: str, dist: Distribution, bytes_per_pixel: int) -> list[Shape
     for dims, form in picks:
         h, w = dims[-2:]
         if h * w * bytes_per_pixel > dist.max_bytes:  # one image too large: as many of its rows as fit
-            h = _fit(rng, h, lambda k, w=w: k * w * bytes_per_pixel, dist.max_bytes, most=True)
+            h = _fit(rng, h, _times(w * bytes_per_pixel), dist.max_bytes, most=True)
         per_image = h * w * bytes_per_pixel
         if len(dims) == 3:
-            dims = (_fit(rng, dims[0], lambda k: k * per_image, dist.max_bytes), h, w)
+            dims = (_fit(rng, dims[0], _times(per_image), dist.max_bytes), h, w)
         else:
             dims = (h, w)
         pixels = math.prod(dims)

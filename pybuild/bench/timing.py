@@ -165,8 +165,8 @@ def measure_large_copy(device: str, reps: int, warm_up_s: float = 0.0) -> Timing
     import torch
 
     n = copy_large_bytes(device)
-    sets = [(torch.empty(n, dtype=torch.uint8, device=device).random_(), torch.empty(n, dtype=torch.uint8, device=device))
-            for _ in range(2)]
+    sets = [(torch.empty(n, dtype=torch.uint8, device=device).random_(),
+             torch.empty(n, dtype=torch.uint8, device=device)) for _ in range(2)]
     if device == "cuda" and warm_up_s > 0:
         warm_up_cuda(warm_up_s, sets)
     ms, method = time_copy(device, sets, reps)
