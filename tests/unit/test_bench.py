@@ -230,3 +230,48 @@ def test_every_kernel_keeps_its_cases_beside_its_tests_and_they_run_on_cpu(kerne
     assert ops and all(isinstance(o, SweepOp) for o in ops)
     r = run_case(cases[0], "cpu", 0, compile_=False, reps=1, copy_large=None, log=lambda _: None)
     assert "MISMATCH" not in r.check and r.timings["ours"].ms > 0
+
+
+def test_the_cases_action_writes_the_json_prints_the_table_and_exits_0(tmp_path: Path, capsys) -> None:
+    from pybuild.bench import Output, bench_cases
+    from pybuild.ui import Reporter
+
+    class Module:
+        @staticmethod
+        def cases(kernel, device, quick):
+            return [case(device)]
+
+    output = Output(out=tmp_path / "out", name="run", strict=True)
+    assert bench_cases([("k", None, Module)], "cpu", quick=True, compile_=False, command="test", output=output,
+                       rep=Reporter(quiet=True)) == 0  # targets are GPU targets: none judged, none missed
+    doc = json.loads((tmp_path / "out" / "run.json").read_text())
+    assert doc["command"] == "test" and doc["results"][0]["check"] == "exact"
+    assert "256x256" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("wrong", [False, True])
+def test_the_sweep_action_exits_1_on_a_wrong_result(tmp_path: Path, wrong: bool) -> None:
+    from pybuild.bench import Distribution, Output, SweepOp, bench_sweep
+    from pybuild.ui import Reporter
+
+    def make(shape, seed):
+        return (torch.randn(*shape.dims, generator=torch.Generator().manual_seed(seed)),)
+
+    op = SweepOp(kernel="k", op="double", kind="rows", dtypes=("float32",), make=make,
+                 ours=(lambda x: x * 2 + 1) if wrong else (lambda x: x + x), eager=lambda x: x * 2,
+                 bytes_of=lambda r, c, d: 8 * r * c)
+
+    class Module:
+        __file__ = "kernels/k/benchmarks/cases.py"
+
+        @staticmethod
+        def sweep_ops(kernel, device):
+            return [op]
+
+    output = Output(out=tmp_path, json=True)
+    rc = bench_sweep([("k", None, Module)], "cpu", Distribution(seed=1, n=3, max_bytes=1 << 14), compile_=False,
+                     workers=0, command="test", output=output, rep=Reporter(quiet=True))
+    assert rc == (1 if wrong else 0)
+    assert [p.suffix for p in sorted(tmp_path.iterdir())] == [".json", ".svg"]  # sweep-k-<cpu>.json and .svg
+    assert json.loads(next(tmp_path.glob("sweep-k-*.json")).read_text())["summary"]["k double"]["correct"] == \
+        (0 if wrong else 3)
