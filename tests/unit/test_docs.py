@@ -1,5 +1,6 @@
-"""README.md and docs/: links that resolve, a CLI page that covers every command and option, the
-quick start CI runs, and performance figures that are the committed run's."""
+"""README.md and docs/: links that resolve, a CLI page that covers every command and option, a
+manifest page that lists every key each edition reads, the quick start CI runs, and performance
+figures that are the committed run's."""
 
 from __future__ import annotations
 
@@ -102,6 +103,98 @@ def test_cli_page_has_a_section_per_command_naming_each_option() -> None:
             if not re.search(rf"`{re.escape(option)}(?![\w-])", section):
                 missing.append(f"{command} {option}")
     assert missing == [], f"docs/cli.md does not describe: {', '.join(missing)}"
+
+
+# A minimal [general] per edition the farm reads; the probes below add one unknown key somewhere and
+# read the allowed keys back from the error, so the page is checked against the parser itself.
+_GENERAL = {
+    "5": 'name = "k"\nversion = 1\nedition = 5\nlicense = "MIT"\nbackends = ["cuda"]\n',
+    "v4": 'name = "k"\nversion = 1\nlicense = "MIT"\nbackends = ["cuda"]\n',
+    "v3": 'name = "k"\nbackends = ["cuda"]\n',
+    "farm": 'name = "k"\nuniversal = false\n',
+}
+_SUBTABLES = ("hub", "cuda", "neuron", "tpu", "xpu")
+_FRAMEWORKS = ("torch", "torch-noarch", "tvm-ffi")
+_BACKENDS = ("cpu", "cuda", "metal", "rocm", "xpu")
+
+
+def _probe_manifest(edition: str, where: str) -> str:
+    framework = where if where in _FRAMEWORKS else "torch"
+    text = "zzzz = 1\n" if where == "top" else ""
+    text += "[general]\n" + _GENERAL[edition] + ("zzzz = 1\n" if where == "general" else "")
+    if where.startswith("general."):
+        text += f"[{where}]\nzzzz = 1\n"
+    text += f"[{framework}]\n" + ("" if framework == "torch-noarch" else 'src = ["a.cpp"]\n')
+    text += "zzzz = 1\n" if where == framework else ""
+    if where.startswith("kernel."):
+        depends = "" if edition == "farm" else 'depends = ["torch"]\n'
+        text += f'[kernel.k]\nbackend = "{where[7:]}"\n{depends}src = ["k.cc"]\nzzzz = 1\n'
+    return text
+
+
+def _keys_the_parser_reads(tmp_path: Path) -> set[tuple[str, str, str]]:
+    """(edition, table, key) for every key each edition reads; key "" for a table itself."""
+    from pybuild.manifest import load_manifest
+
+    read: set[tuple[str, str, str]] = set()
+    places = ["top", "general", *(f"general.{t}" for t in _SUBTABLES), *_FRAMEWORKS,
+              *(f"kernel.{b}" for b in _BACKENDS)]
+    for edition in _GENERAL:
+        for where in places:
+            if edition == "v3" and where in ("torch-noarch", "tvm-ffi"):
+                continue  # a file with either table is taken for v4, so v3's reading cannot be probed here
+            folder = tmp_path / f"{edition}-{where}"
+            folder.mkdir()
+            (folder / "build.toml").write_text(_probe_manifest(edition, where))
+            with pytest.raises(Exception) as info:  # noqa: B017 (whichever error class the parser raises)
+                load_manifest(folder)
+            found = re.search(r"unknown key `(\w+)` in \[([^\]]+)\]; (?:allowed keys: (.*)|did you mean)",
+                              str(info.value))
+            assert found, f"{edition} {where}: {info.value}"
+            key, table, allowed = found.groups()
+            if key != "zzzz":  # the table itself is not read in this edition (e.g. [general.tpu] before 5)
+                continue
+            table = "kernel" if table.startswith("kernel.") else table
+            for name in (allowed or "").split(", "):
+                if table == "top level":
+                    read.add((edition, name, ""))
+                elif table == "general" and name in _SUBTABLES:
+                    read.add((edition, f"general.{name}", ""))
+                else:
+                    read.add((edition, table, name))
+    return read
+
+
+def _keys_the_page_lists() -> set[tuple[str, str, str]]:
+    page = (REPO / "docs" / "manifest.md").read_text(encoding="utf-8")
+    listed: set[tuple[str, str, str]] = set()
+    current: list[str] = []
+    for row in _section(page, "Every key, by edition").splitlines():
+        cells = [c.strip() for c in row.strip().strip("|").split("|")]
+        if len(cells) < 6 or not cells[0].startswith("`"):
+            continue
+        tables = [t.removesuffix(".<name>") for t in re.findall(r"`\[([^\]]+)\]`", cells[0])]
+        keys = re.findall(r"`([a-z][\w-]*)`", cells[0])
+        if tables and not keys:
+            current = tables
+        for edition, cell in zip(("farm", "v3", "v4", "5"), cells[1:5], strict=True):
+            if cell == "–":
+                continue
+            only = re.findall(r"`([a-z][\w-]*)`", cell)
+            for table in tables or current:
+                for key in {"", *(only or keys)}:
+                    listed.add((edition, table, key))
+    return listed
+
+
+def test_manifest_page_lists_every_key_each_edition_reads(tmp_path: Path) -> None:
+    def probed(entry: tuple[str, str, str]) -> bool:
+        return not (entry[0] == "v3" and entry[1] in ("torch-noarch", "tvm-ffi") and entry[2])
+
+    read = set(filter(probed, _keys_the_parser_reads(tmp_path)))
+    listed = set(filter(probed, _keys_the_page_lists()))
+    assert sorted(read - listed) == [], "read by the parser, missing from docs/manifest.md"
+    assert sorted(listed - read) == [], "in docs/manifest.md, not read by the parser"
 
 
 def test_quick_start_test_command_is_what_ci_runs() -> None:
