@@ -28,6 +28,7 @@
 
 #include <kernel_farm/device.cuh>
 #include <kernel_farm/dtypes.cuh>
+#include <kernel_farm/memory.cuh>
 #include <kernel_farm/pdl.cuh>
 
 #include "activation.h"
@@ -96,20 +97,8 @@ enum class Load { kPlain, kStream, kEvictLast };
 
 template <typename R, Load L>
 __device__ __forceinline__ R load_pack(const void* p) {
-  if constexpr (sizeof(R) == 16 && L == Load::kEvictLast) {
-    R r;
-    asm("{\n\t.reg .b64 pol;\n\tcreatepolicy.fractional.L2::evict_last.b64 pol, 1.0;\n\t"
-        "ld.global.L2::cache_hint.v4.u32 {%0, %1, %2, %3}, [%4], pol;\n\t}"
-        : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w)
-        : "l"(p));
-    return r;
-  } else if constexpr (sizeof(R) == 8 && L == Load::kEvictLast) {
-    R r;
-    asm("{\n\t.reg .b64 pol;\n\tcreatepolicy.fractional.L2::evict_last.b64 pol, 1.0;\n\t"
-        "ld.global.L2::cache_hint.v2.u32 {%0, %1}, [%2], pol;\n\t}"
-        : "=r"(r.x), "=r"(r.y)
-        : "l"(p));
-    return r;
+  if constexpr (sizeof(R) >= 8 && L == Load::kEvictLast) {  // uint4 or uint2
+    return farm_memory::load_evict_last(static_cast<const R*>(p));
   } else if constexpr (L == Load::kStream) {
     return __ldcs(static_cast<const R*>(p));
   } else {
@@ -191,21 +180,17 @@ struct DeviceShape {
 };
 
 DeviceShape device_shape() {
-  static DeviceShape cache[64];
-  static bool known[64] = {};
-  int dev = 0;
-  if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64) return DeviceShape{};
-  if (!known[dev]) {
+  return farm_device::per_device([](int dev) {
+    DeviceShape shape;
     int sms = 0, per_sm = 0, l2 = 0;
     cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
     cudaDeviceGetAttribute(&per_sm, cudaDevAttrMaxThreadsPerMultiProcessor, dev);
     cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, dev);
-    if (sms > 0 && per_sm > 0) cache[dev].resident_threads = int64_t{sms} * per_sm;
-    if (l2 > 0) cache[dev].l2_bytes = l2;
-    if (sms > 0) cache[dev].peak_gbps_per_sm = farm_device::peak_memory_gbps(dev) / sms;
-    known[dev] = true;
-  }
-  return cache[dev];
+    if (sms > 0 && per_sm > 0) shape.resident_threads = int64_t{sms} * per_sm;
+    if (l2 > 0) shape.l2_bytes = l2;
+    if (sms > 0) shape.peak_gbps_per_sm = farm_device::peak_memory_gbps(dev) / sms;
+    return shape;
+  });
 }
 
 // Devices whose memory delivers less than this per SM (an H100 SXM: 25.4 GB/s; an H200: 36.5 GB/s)

@@ -43,6 +43,7 @@
 
 #include <kernel_farm/device.cuh>
 #include <kernel_farm/dtypes.cuh>
+#include <kernel_farm/memory.cuh>
 #include <kernel_farm/pdl.cuh>
 
 #include "rms_norm.h"
@@ -73,12 +74,7 @@ struct alignas(16) Pack {
 template <bool kEvictLast>
 __device__ __forceinline__ uint4 load_x(const void* p) {
   if constexpr (kEvictLast) {
-    uint4 r;
-    asm("{\n\t.reg .b64 pol;\n\tcreatepolicy.fractional.L2::evict_last.b64 pol, 1.0;\n\t"
-        "ld.global.L2::cache_hint.v4.u32 {%0, %1, %2, %3}, [%4], pol;\n\t}"
-        : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w)
-        : "l"(p));
-    return r;
+    return farm_memory::load_evict_last(static_cast<const uint4*>(p));
   } else {
     return __ldcs(static_cast<const uint4*>(p));
   }
@@ -588,16 +584,12 @@ struct DeviceInfo {
 };
 
 DeviceInfo device_info() {
-  static DeviceInfo cache[64];
-  static bool known[64] = {};
-  int dev = 0;
-  if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64) return DeviceInfo{};
-  if (!known[dev]) {
-    cudaDeviceGetAttribute(&cache[dev].sms, cudaDevAttrMultiProcessorCount, dev);
-    cudaDeviceGetAttribute(&cache[dev].major, cudaDevAttrComputeCapabilityMajor, dev);
-    known[dev] = true;
-  }
-  return cache[dev];
+  return farm_device::per_device([](int dev) {
+    DeviceInfo info;
+    cudaDeviceGetAttribute(&info.sms, cudaDevAttrMultiProcessorCount, dev);
+    cudaDeviceGetAttribute(&info.major, cudaDevAttrComputeCapabilityMajor, dev);
+    return info;
+  });
 }
 
 constexpr int kMaxSplit = 8;                    // blocks of a cluster per row: the portable size
