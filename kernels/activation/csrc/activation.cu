@@ -216,6 +216,178 @@ void launch_unrolled(T* out, const T* in, int64_t rows, int64_t d, cudaStream_t 
   }
 }
 
+// Half widths that are not whole 8-byte packs (odd, prime and other unaligned d), with 16-byte
+// aligned pointers: staged through shared memory, so that every global access is a 16-byte one
+// except at the ends of a range. A block owns kStageThreads 16-byte packs of output; it loads the
+// input those need as aligned 16-byte vectors (whatever d), computes from shared memory, and
+// stores its output as aligned vectors. Two layouts: kRows, a block's output is a run of whole
+// or partial rows and its input one contiguous range (rows of up to about 1000 bf16 / 500 fp32
+// elements); otherwise a block owns a chunk of one row, whose gate and up halves are two ranges.
+// (Element loads had run odd d at 0.45-0.60x torch.compile on an H200: 2 bytes per load left
+// too few bytes in flight.)
+constexpr int kStageThreads = 256;
+constexpr int kStageLoads = 4;  // 16-byte input vectors per thread at most
+
+// Elements [s, t) of `a` (n elements, 16-byte aligned) as the vectors that cover them, vector j of
+// the range in r[j / kStageThreads] of thread j % kStageThreads; the tensor's last partial vector,
+// if in range, element by element. nv vectors in all (at most K * kStageThreads).
+template <typename T, int K>
+__device__ __forceinline__ void load_range(uint4 (&r)[K], const T* __restrict__ a, int64_t s, int64_t t, int64_t n) {
+  constexpr int kVec = 16 / sizeof(T);
+  const int64_t v0 = s / kVec;
+  const int64_t nv = (t + kVec - 1) / kVec - v0;
+  const int64_t full = n / kVec;
+#pragma unroll
+  for (int k = 0; k < K; ++k) {
+    const int64_t j = threadIdx.x + static_cast<int64_t>(k) * kStageThreads;
+    if (j < nv) {
+      const int64_t v = v0 + j;
+      if (v < full) {
+        r[k] = __ldg(reinterpret_cast<const uint4*>(a) + v);
+      } else {
+        T e[kVec];
+#pragma unroll
+        for (int i = 0; i < kVec; ++i) e[i] = v * kVec + i < n ? a[v * kVec + i] : from_float<T>(0.0f);
+        r[k] = *reinterpret_cast<const uint4*>(e);
+      }
+    }
+  }
+}
+
+template <typename T, int K>
+__device__ __forceinline__ void stage_range(uint4* smem, const uint4 (&r)[K], int64_t s, int64_t t) {
+  constexpr int kVec = 16 / sizeof(T);
+  const int64_t nv = (t + kVec - 1) / kVec - s / kVec;
+#pragma unroll
+  for (int k = 0; k < K; ++k) {
+    const int64_t j = threadIdx.x + static_cast<int64_t>(k) * kStageThreads;
+    if (j < nv) smem[j] = r[k];
+  }
+}
+
+// Elements [s, t) of `a` from shared memory (smem element j is a[s / kVec * kVec + j]): whole
+// vectors as 16-byte streaming stores, the partial ones at either end element by element.
+template <typename T, int K>
+__device__ __forceinline__ void store_range(T* __restrict__ a, const uint4* smem, int64_t s, int64_t t) {
+  constexpr int kVec = 16 / sizeof(T);
+  const int64_t v0 = s / kVec;
+  const int64_t nv = (t + kVec - 1) / kVec - v0;
+  const T* se = reinterpret_cast<const T*>(smem);
+#pragma unroll
+  for (int k = 0; k < K; ++k) {
+    const int64_t j = threadIdx.x + static_cast<int64_t>(k) * kStageThreads;
+    if (j < nv) {
+      const int64_t e0 = (v0 + j) * kVec;
+      if (e0 >= s && e0 + kVec <= t) {
+        __stcs(reinterpret_cast<uint4*>(a) + v0 + j, smem[j]);
+      } else {
+        for (int i = 0; i < kVec; ++i) {
+          if (e0 + i >= s && e0 + i < t) a[e0 + i] = se[j * kVec + i];
+        }
+      }
+    }
+  }
+}
+
+template <typename T, Act A, bool kRows, typename Div>
+__global__ void __launch_bounds__(kStageThreads) act_staged_kernel(T* __restrict__ out, const T* __restrict__ in,
+                                                                   int64_t n_out, int64_t d, Div row_of,
+                                                                   int64_t chunks, int64_t chunk, bool trigger) {
+  constexpr int kVec = 16 / sizeof(T);
+  constexpr int kTile = kStageThreads * kVec;  // output elements of a block
+  __shared__ uint4 s_in[kStageLoads * kStageThreads];
+  __shared__ uint4 s_out[kStageThreads + 2];
+  const T* xin = reinterpret_cast<const T*>(s_in);
+  T* xout = reinterpret_cast<T*>(s_out);
+  const int64_t n_in = 2 * n_out;
+  uint4 r[kStageLoads];
+  int64_t os, ot;            // the block's output range
+  int64_t gate, up, obase;   // shared-memory offsets: output os + i reads xin[gate + i], xin[up + i]
+  farm_pdl::wait_for_previous_grid();
+  if constexpr (kRows) {
+    os = static_cast<int64_t>(blockIdx.x) * kTile;
+    ot = os + kTile < n_out ? os + kTile : n_out;
+    const int64_t s = static_cast<int64_t>(row_of.div(os)) * 2 * d;
+    const int64_t t = (static_cast<int64_t>(row_of.div(ot - 1)) + 1) * 2 * d;
+    load_range<T, kStageLoads>(r, in, s, t, n_in);
+    farm_pdl::allow_next_grid(trigger);
+    stage_range<T, kStageLoads>(s_in, r, s, t);
+    gate = -(s / kVec * kVec);
+    up = 0;
+    obase = os;
+  } else {
+    const int64_t row = blockIdx.x / chunks;
+    const int64_t c0 = (blockIdx.x - row * chunks) * chunk;
+    const int64_t c1 = c0 + chunk < d ? c0 + chunk : d;
+    const int64_t gs = row * 2 * d + c0, gt = row * 2 * d + c1;
+    constexpr int kHalf = kStageLoads / 2;
+    uint4 rg[kHalf], ru[kHalf];
+    load_range<T, kHalf>(rg, in, gs, gt, n_in);
+    load_range<T, kHalf>(ru, in, gs + d, gt + d, n_in);
+    farm_pdl::allow_next_grid(trigger);
+    stage_range<T, kHalf>(s_in, rg, gs, gt);
+    stage_range<T, kHalf>(s_in + kHalf * kStageThreads, ru, gs + d, gt + d);
+    os = row * d + c0;
+    ot = row * d + c1;
+    gate = gs - gs / kVec * kVec;
+    up = kHalf * kStageThreads * kVec + (gs + d) - (gs + d) / kVec * kVec;
+    obase = os / kVec * kVec;
+  }
+  __syncthreads();
+#pragma unroll
+  for (int k = 0; k < kVec; ++k) {
+    const int64_t i = threadIdx.x + k * kStageThreads;
+    const int64_t e = os + i;
+    if (e < ot) {
+      float g, u;
+      if constexpr (kRows) {
+        const int64_t row = row_of.div(e);
+        const int64_t at = e + row * d + gate;  // row * 2 d + (e - row * d)
+        g = to_float(xin[at]);
+        u = to_float(xin[at + d]);
+      } else {
+        g = to_float(xin[gate + i]);
+        u = to_float(xin[up + i]);
+      }
+      xout[e - obase] = from_float<T>(act<A>(g) * u);
+    }
+  }
+  __syncthreads();
+  store_range<T, 2>(out, s_out, os, ot);
+}
+
+// Whether the rows layout fits a block: the input of kTile outputs spans at most
+// 2 (kTile - 1 + 2 d) elements, plus the alignment of its start.
+template <typename T>
+bool staged_rows_fit(int64_t d) {
+  constexpr int64_t kVec = 16 / sizeof(T);
+  constexpr int64_t kTile = kStageThreads * kVec;
+  return 2 * (kTile + 2 * d) + 2 * kVec <= int64_t{kStageLoads} * kStageThreads * kVec;
+}
+
+template <typename T, Act A>
+void launch_staged(T* out, const T* in, int64_t rows, int64_t d, cudaStream_t stream, bool pdl) {
+  constexpr int64_t kTile = kStageThreads * (16 / sizeof(T));
+  const int64_t n_out = rows * d;
+  const bool trigger = pdl && farm_pdl::trigger_pays(3 * kTile * static_cast<int64_t>(sizeof(T)));
+  if (staged_rows_fit<T>(d)) {
+    const auto blocks = static_cast<unsigned>((n_out + kTile - 1) / kTile);
+    if (n_out < (int64_t{1} << 31)) {
+      farm_pdl::launch(act_staged_kernel<T, A, true, FastDiv32>, blocks, kStageThreads, stream, pdl, out, in, n_out, d,
+                       FastDiv32(static_cast<uint32_t>(d)), int64_t{1}, d, trigger);
+    } else {
+      farm_pdl::launch(act_staged_kernel<T, A, true, Div64>, blocks, kStageThreads, stream, pdl, out, in, n_out, d,
+                       Div64(static_cast<uint64_t>(d)), int64_t{1}, d, trigger);
+    }
+  } else {
+    const int64_t chunks = (d + kTile - 1) / kTile;
+    const int64_t chunk = (d + chunks - 1) / chunks;
+    const auto blocks = static_cast<unsigned>(rows * chunks);
+    farm_pdl::launch(act_staged_kernel<T, A, false, Div64>, blocks, kStageThreads, stream, pdl, out, in, n_out, d,
+                     Div64(static_cast<uint64_t>(d)), chunks, chunk, trigger);
+  }
+}
+
 // What the launch shape depends on, looked up once per device: threads resident at once (SMs x
 // 2048 on Hopper), the L2 size and the peak memory bandwidth per SM (2 x memory clock x bus width
 // / SMs; 0 when the device does not report it). Defaults are an H100's.
@@ -312,6 +484,8 @@ void launch_typed(void* out, const void* in, int64_t rows, int64_t d, cudaStream
     launch_packs16<T, A>(o, i, rows, d, stream, pdl);
   } else if (addresses % 8 == 0 && half_bytes % 8 == 0) {
     launch_unrolled<T, A, 8, 256, 2>(o, i, rows, d, stream, pdl);
+  } else if (addresses % 16 == 0) {
+    launch_staged<T, A>(o, i, rows, d, stream, pdl);
   } else if (sizeof(T) < 4 && addresses % 4 == 0 && half_bytes % 4 == 0) {
     launch_unrolled<T, A, 4, 256, 4>(o, i, rows, d, stream, pdl);
   } else {  // 4 elements of each half per thread (8 in 16-bit dtypes spilled registers)

@@ -286,34 +286,25 @@ struct Unit {
 };
 
 // Rows of any width and alignment, in units of BYTES (16, 8, 4 bytes or one element; the widest
-// that the row width and the pointers allow). The launcher passes group == blockDim.x: a row, or
-// a 1/split part of one, per block. With split > 1 (sm_90 and later) the split blocks of a row
-// form a thread-block cluster: each reduces its part, the parts' sums meet through distributed
-// shared memory, and every block writes its own part. (group < blockDim.x, a row per `group` <= 32
-// lanes reduced with shuffles, is the layout rms_norm_group_kernel took over.)
+// that the row width and the pointers allow): a row, or a 1/split part of one, per block. With
+// split > 1 (sm_90 and later) the split blocks of a row form a thread-block cluster: each reduces
+// its part, the parts' sums meet through distributed shared memory, and every block writes its
+// own part.
 // The first CPT units of a thread stay in registers from the load to the store; units past those
 // (rows longer than the block holds) are read again for the store, from L2.
 template <typename T, int BYTES, int CPT>
 __global__ void __launch_bounds__(kRowsThreads) rms_norm_rows_kernel(T* __restrict__ out, const T* __restrict__ in,
                                                                     const T* __restrict__ weight, int64_t rows,
-                                                                    int64_t hidden, int64_t units, int group,
-                                                                    int split, int64_t chunk, float inv_hidden,
+                                                                    int64_t hidden, int64_t units, int split, int64_t chunk, float inv_hidden,
                                                                     float eps, bool trigger) {
   using U = Unit<T, BYTES>;
   using R = typename U::R;
   __shared__ float scratch[33];
   [[maybe_unused]] __shared__ float cluster_sums[2];
-  int64_t row;
-  int lane, part = 0;
-  const bool grouped = group < static_cast<int>(blockDim.x);
-  if (grouped) {
-    row = static_cast<int64_t>(blockIdx.x) * (blockDim.x / group) + threadIdx.x / group;
-    lane = threadIdx.x & (group - 1);
-  } else {
-    row = blockIdx.x / split;
-    part = static_cast<int>(blockIdx.x % split);
-    lane = threadIdx.x;
-  }
+  const int group = static_cast<int>(blockDim.x);
+  const int64_t row = blockIdx.x / split;
+  const int part = static_cast<int>(blockIdx.x % split);
+  const int lane = threadIdx.x;
   const bool row_ok = row < rows;
   const int64_t lo = part * chunk;
   const int64_t hi = lo + chunk < units ? lo + chunk : units;
@@ -337,26 +328,22 @@ __global__ void __launch_bounds__(kRowsThreads) rms_norm_rows_kernel(T* __restri
 #pragma unroll 4
     for (int64_t i = rest; i < hi; i += group) ss += U::sumsq(x[i]);
   }
-  if (grouped) {
-    for (int o = group / 2; o > 0; o >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, o);
-  } else {
-    ss = block_sum(ss, scratch);
+  ss = block_sum(ss, scratch);
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    if (split > 1) {
-      namespace cg = cooperative_groups;
-      cg::cluster_group cluster = cg::this_cluster();
-      if (threadIdx.x == 0) cluster_sums[0] = ss;
-      cluster.sync();
-      if (threadIdx.x == 0) {
-        float total = 0.0f;
-        for (int r = 0; r < split; ++r) total += *cluster.map_shared_rank(&cluster_sums[0], r);
-        cluster_sums[1] = total;
-      }
-      cluster.sync();  // no block leaves while another reads its sum; the total is visible
-      ss = cluster_sums[1];
+  if (split > 1) {
+    namespace cg = cooperative_groups;
+    cg::cluster_group cluster = cg::this_cluster();
+    if (threadIdx.x == 0) cluster_sums[0] = ss;
+    cluster.sync();
+    if (threadIdx.x == 0) {
+      float total = 0.0f;
+      for (int r = 0; r < split; ++r) total += *cluster.map_shared_rank(&cluster_sums[0], r);
+      cluster_sums[1] = total;
     }
-#endif
+    cluster.sync();  // no block leaves while another reads its sum; the total is visible
+    ss = cluster_sums[1];
   }
+#endif
   if (!row_ok) return;
   const float rstd = rsqrtf(ss * inv_hidden + eps);
   R* y = reinterpret_cast<R*>(out + row * hidden);
@@ -471,6 +458,132 @@ __global__ void __launch_bounds__(256) rms_norm_tiny_kernel(T* __restrict__ out,
       }
     }
   }
+}
+
+// Rows that are not whole 16-byte packs (odd, prime and other unaligned widths) of up to
+// kStageCapacity bytes, with 16-byte aligned x and y: staged through shared memory, so that every
+// global access is a 16-byte one except at the two ends of a block's range. A block owns `rpb`
+// whole rows (one contiguous range of x and of y), loads them as aligned 16-byte vectors, reduces
+// each row from shared memory with `group` lanes (1..32, or the whole block), scales it in place
+// and stores the range as aligned vectors. (Element and 4/8-byte loads had run such rows at
+// 0.60-0.93x torch.compile on an H200: too few bytes in flight per thread.)
+constexpr int kStageThreads = 256;
+constexpr int kStageLoads = 4;  // 16-byte vectors of x per thread at most
+constexpr int64_t kStageCapacity = int64_t{kStageLoads} * kStageThreads * 16 - 16;  // bytes of rows per block
+
+// Elements [s, t) of `a` (n elements, 16-byte aligned) as the aligned vectors that cover them,
+// vector j of the range in r[j / kStageThreads] of thread j % kStageThreads; the tensor's last
+// partial vector element by element.
+template <typename T, int K>
+__device__ __forceinline__ void load_range(uint4 (&r)[K], const T* __restrict__ a, int64_t s, int64_t t, int64_t n) {
+  constexpr int kVec = 16 / sizeof(T);
+  const int64_t v0 = s / kVec;
+  const int64_t nv = (t + kVec - 1) / kVec - v0;
+  const int64_t full = n / kVec;
+#pragma unroll
+  for (int k = 0; k < K; ++k) {
+    const int64_t j = threadIdx.x + static_cast<int64_t>(k) * kStageThreads;
+    if (j < nv) {
+      const int64_t v = v0 + j;
+      if (v < full) {
+        r[k] = __ldcs(reinterpret_cast<const uint4*>(a) + v);
+      } else {
+        T e[kVec];
+#pragma unroll
+        for (int i = 0; i < kVec; ++i) e[i] = v * kVec + i < n ? a[v * kVec + i] : from_float<T>(0.0f);
+        r[k] = *reinterpret_cast<const uint4*>(e);
+      }
+    }
+  }
+}
+
+// Elements [s, t) of `a` from shared memory (smem element j is a[s / kVec * kVec + j]): whole
+// vectors as 16-byte streaming stores, the partial ones at either end element by element.
+template <typename T, int K>
+__device__ __forceinline__ void store_range(T* __restrict__ a, const uint4* smem, int64_t s, int64_t t) {
+  constexpr int kVec = 16 / sizeof(T);
+  const int64_t v0 = s / kVec;
+  const int64_t nv = (t + kVec - 1) / kVec - v0;
+  const T* se = reinterpret_cast<const T*>(smem);
+#pragma unroll
+  for (int k = 0; k < K; ++k) {
+    const int64_t j = threadIdx.x + static_cast<int64_t>(k) * kStageThreads;
+    if (j < nv) {
+      const int64_t e0 = (v0 + j) * kVec;
+      if (e0 >= s && e0 + kVec <= t) {
+        __stcs(reinterpret_cast<uint4*>(a) + v0 + j, smem[j]);
+      } else {
+        for (int i = 0; i < kVec; ++i) {
+          if (e0 + i >= s && e0 + i < t) a[e0 + i] = se[j * kVec + i];
+        }
+      }
+    }
+  }
+}
+
+template <typename T>
+__global__ void __launch_bounds__(kStageThreads) rms_norm_staged_kernel(T* __restrict__ out, const T* __restrict__ in,
+                                                                        const T* __restrict__ weight, int64_t rows,
+                                                                        int hidden, int rpb, int group,
+                                                                        float inv_hidden, float eps, bool trigger) {
+  constexpr int kVec = 16 / sizeof(T);
+  __shared__ uint4 s_x[kStageLoads * kStageThreads];
+  __shared__ float scratch[33];
+  const int64_t r0 = static_cast<int64_t>(blockIdx.x) * rpb;
+  const int64_t r1 = r0 + rpb < rows ? r0 + rpb : rows;
+  const int64_t s = r0 * hidden, t = r1 * hidden;
+  uint4 r[kStageLoads];
+  farm_pdl::wait_for_previous_grid();
+  load_range<T, kStageLoads>(r, in, s, t, rows * hidden);
+  farm_pdl::allow_next_grid(trigger);
+  {
+    const int64_t nv = (t + kVec - 1) / kVec - s / kVec;
+#pragma unroll
+    for (int k = 0; k < kStageLoads; ++k) {
+      const int j = threadIdx.x + k * kStageThreads;
+      if (j < nv) s_x[j] = r[k];
+    }
+  }
+  __syncthreads();
+  T* xs = reinterpret_cast<T*>(s_x) + (s - s / kVec * kVec);
+  const int n = static_cast<int>(r1 - r0);
+  if (group > 32) {  // the whole block on each row
+    for (int j = 0; j < n; ++j) {
+      T* xr = xs + j * hidden;
+      float ss = 0.0f;
+      for (int c = threadIdx.x; c < hidden; c += kStageThreads) {
+        const float f = to_float(xr[c]);
+        ss += f * f;
+      }
+      const float rstd = rsqrtf(block_sum(ss, scratch) * inv_hidden + eps);
+      for (int c = threadIdx.x; c < hidden; c += kStageThreads) {
+        xr[c] = from_float<T>(to_float(xr[c]) * rstd * to_float(weight[c]));
+      }
+    }
+  } else {
+    const int lane = threadIdx.x & (group - 1);
+    const int groups = kStageThreads / group;
+    for (int b = 0; b < n; b += groups) {  // the same trip count for every lane: shuffles below
+      const int j = b + static_cast<int>(threadIdx.x) / group;
+      T* xr = xs + j * hidden;
+      float ss = 0.0f;
+      if (j < n) {
+        for (int c = lane; c < hidden; c += group) {
+          const float f = to_float(xr[c]);
+          ss += f * f;
+        }
+      }
+      for (int o = group / 2; o > 0; o >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, o);
+      if (j < n) {
+        const float rstd = rsqrtf(ss * inv_hidden + eps);
+        for (int c = lane; c < hidden; c += group) {
+          xr[c] = from_float<T>(to_float(xr[c]) * rstd * to_float(weight[c]));
+        }
+      }
+    }
+  }
+  __syncthreads();
+  store_range<T, kStageLoads>(out, s_x, s, t);
 }
 
 // Very wide rows, too few to fill the device even with a cluster of blocks per row: two kernels.
@@ -650,11 +763,13 @@ constexpr int kGroupMaxUnits = 256;             // rows of up to this many units
 // Units of BYTES each thread of rms_norm_rows_kernel holds in registers.
 constexpr int rows_cpt(int bytes) { return bytes == 16 ? 4 : bytes == 8 ? 4 : 8; }
 
-enum class Path { kTiny, kPacks, kGroup, kRows, kPartials };
+enum class Path { kTiny, kStaged, kPacks, kGroup, kRows, kPartials };
 
 // What a launch does, from the shape and the pointers alone (the workspace query and the launch
 // agree on it):
 //   - kTiny: rows of 2, 4 or 8 bytes, several to a 16-byte pack;
+//   - kStaged: rows that are not whole 16-byte packs, up to kStageCapacity bytes, staged through
+//     shared memory (16-byte aligned x and y), unless the rows are too few to fill the device;
 //   - kPacks: rows of 16-byte packs held in registers by the tuned paths at the top, unless the
 //     rows are too few to fill the device and 16 KB or wider;
 //   - kGroup: other short rows (up to kGroupMaxUnits units of `bytes`);
@@ -692,6 +807,10 @@ Plan plan_of(int elem, uintptr_t out, uintptr_t in, uintptr_t weight, int64_t ro
     fill = (2 * dev.sms + rows - 1) / rows;
     if (fill > row_bytes / kMinSplitBytes) fill = row_bytes / kMinSplitBytes;
     if (fill < 1) fill = 1;
+  }
+  if (p.bytes < 16 && row_bytes <= kStageCapacity && fill == 1 && ((out | in) & 15u) == 0) {
+    p.path = Path::kStaged;
+    return p;
   }
   if (p.bytes == 16 && units <= kMaxPacks && (fill == 1 || row_bytes < (16 << 10))) {
     p.path = Path::kPacks;
@@ -778,7 +897,7 @@ bool launch_rows_split(T* out, const T* in, const T* weight, int64_t rows, int64
   config.attrs = attribute;
   config.numAttrs = n;
   const cudaError_t err = cudaLaunchKernelEx(&config, rms_norm_rows_kernel<T, BYTES, CPT>, out, in, weight, rows,
-                                             hidden, units, threads, split, chunk, inv_h, eps, trigger);
+                                             hidden, units, split, chunk, inv_h, eps, trigger);
   if (err != cudaSuccess && split > 1) {
     cudaGetLastError();
     return false;
@@ -834,6 +953,21 @@ void launch_tiny(T* o, const T* x, const T* w, int64_t rows, int64_t hidden, flo
   }
 }
 
+// Rows per block: as many whole rows as kStageCapacity holds; lanes per row: a power of two with
+// about 8 elements each, up to 32, or the whole block for rows of more than 256 elements.
+template <typename T>
+void launch_staged(T* o, const T* x, const T* w, int64_t rows, int64_t hidden, float inv_h, float eps, cudaStream_t s,
+                   bool pdl) {
+  const int64_t fit = kStageCapacity / (hidden * static_cast<int64_t>(sizeof(T)));
+  const int rpb = static_cast<int>(fit < rows ? fit : rows);
+  int group = next_pow2(static_cast<int>((hidden + 7) / 8));
+  if (group > 32) group = kStageThreads;
+  const auto blocks = static_cast<unsigned>((rows + rpb - 1) / rpb);
+  const bool trigger = pdl && farm_pdl::trigger_pays(2 * rpb * hidden * static_cast<int64_t>(sizeof(T)));
+  farm_pdl::launch(rms_norm_staged_kernel<T>, blocks, kStageThreads, s, pdl, o, x, w, rows, static_cast<int>(hidden),
+                   rpb, group, inv_h, eps, trigger);
+}
+
 template <typename T>
 void launch_typed(void* out, const void* in, const void* weight, float* partial, int64_t rows, int64_t hidden,
                   float eps, cudaStream_t s, bool pdl) {
@@ -845,6 +979,8 @@ void launch_typed(void* out, const void* in, const void* weight, float* partial,
                          reinterpret_cast<uintptr_t>(weight), rows, hidden);
   if (p.path == Path::kTiny) {
     launch_tiny<T>(o, x, w, rows, hidden, inv_h, eps, s, pdl);
+  } else if (p.path == Path::kStaged) {
+    launch_staged<T>(o, x, w, rows, hidden, inv_h, eps, s, pdl);
   } else if (p.path == Path::kPacks) {
     launch_packs<T>(o, x, w, rows, hidden, inv_h, eps, s, pdl);
   } else if (p.bytes == 16) {
