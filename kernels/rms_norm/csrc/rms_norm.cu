@@ -461,19 +461,21 @@ __global__ void __launch_bounds__(256) rms_norm_tiny_kernel(T* __restrict__ out,
 }
 
 // Rows that are not whole 16-byte packs (odd, prime and other unaligned widths) of up to
-// kStageCapacity bytes, with 16-byte aligned x and y: staged through shared memory, so that every
+// kStageCapacity bytes, with 16-byte aligned x, y and weight: staged through shared memory, so that every
 // global access is a 16-byte one except at the two ends of a block's range. A block owns `rpb`
 // whole rows (one contiguous range of x and of y), loads them as aligned 16-byte vectors, reduces
-// each row from shared memory with `group` lanes (1..32, or the whole block), scales it in place
-// and stores the range as aligned vectors. (Element and 4/8-byte loads had run such rows at
+// each row from shared memory with `group` lanes (a power of two up to 32), scales it in place
+// (the weight, loaded with x, in shared memory too) and stores the range as aligned vectors. (Element and 4/8-byte loads had run such rows at
 // 0.60-0.93x torch.compile on an H200: too few bytes in flight per thread.)
 constexpr int kStageThreads = 256;
 constexpr int kStageLoads = 4;  // 16-byte vectors of x per thread at most
 constexpr int64_t kStageCapacity = int64_t{kStageLoads} * kStageThreads * 16 - 16;  // bytes of rows per block
+constexpr int64_t kStagedFrom = int64_t{1} << 20;  // bytes of x; smaller inputs take the paths below
+constexpr int64_t kStageHalfRows = 2 << 10;         // rows up to this many bytes take half-size blocks
 
-// Elements [s, t) of `a` (n elements, 16-byte aligned) as the aligned vectors that cover them,
-// vector j of the range in r[j / kStageThreads] of thread j % kStageThreads; the tensor's last
-// partial vector element by element.
+// Elements [s, t) of `a` (n elements, 16-byte aligned) as the vectors that cover them, vector j of
+// the range in r[j / kStageThreads] of thread j % kStageThreads. The tensor's last vector, if it is
+// partial, is left to stage_range.
 template <typename T, int K>
 __device__ __forceinline__ void load_range(uint4 (&r)[K], const T* __restrict__ a, int64_t s, int64_t t, int64_t n) {
   constexpr int kVec = 16 / sizeof(T);
@@ -483,107 +485,122 @@ __device__ __forceinline__ void load_range(uint4 (&r)[K], const T* __restrict__ 
 #pragma unroll
   for (int k = 0; k < K; ++k) {
     const int64_t j = threadIdx.x + static_cast<int64_t>(k) * kStageThreads;
-    if (j < nv) {
-      const int64_t v = v0 + j;
-      if (v < full) {
-        r[k] = __ldcs(reinterpret_cast<const uint4*>(a) + v);
-      } else {
-        T e[kVec];
-#pragma unroll
-        for (int i = 0; i < kVec; ++i) e[i] = v * kVec + i < n ? a[v * kVec + i] : from_float<T>(0.0f);
-        r[k] = *reinterpret_cast<const uint4*>(e);
-      }
-    }
+    if (j < nv && v0 + j < full) r[k] = __ldcs(reinterpret_cast<const uint4*>(a) + v0 + j);
   }
 }
 
-// Elements [s, t) of `a` from shared memory (smem element j is a[s / kVec * kVec + j]): whole
+// The vectors of load_range into shared memory (smem element i is a[s / kVec * kVec + i]); the
+// tensor's partial last vector element by element.
+template <typename T, int K>
+__device__ __forceinline__ void stage_range(uint4* smem, const uint4 (&r)[K], const T* __restrict__ a, int64_t s,
+                                            int64_t t, int64_t n) {
+  constexpr int kVec = 16 / sizeof(T);
+  const int64_t v0 = s / kVec;
+  const int64_t nv = (t + kVec - 1) / kVec - v0;
+  const int64_t full = n / kVec;
+#pragma unroll
+  for (int k = 0; k < K; ++k) {
+    const int64_t j = threadIdx.x + static_cast<int64_t>(k) * kStageThreads;
+    if (j < nv && v0 + j < full) smem[j] = r[k];
+  }
+  const int64_t j = full - v0;  // the partial vector's place in the range
+  if (j >= 0 && j < nv && j % kStageThreads == threadIdx.x) {
+    T* e = reinterpret_cast<T*>(smem + j);
+#pragma unroll 1
+    for (int64_t i = full * kVec; i < n; ++i) e[i - full * kVec] = a[i];
+  }
+}
+
+// Elements [s, t) of `a` from shared memory (smem element i is a[s / kVec * kVec + i]): whole
 // vectors as 16-byte streaming stores, the partial ones at either end element by element.
 template <typename T, int K>
 __device__ __forceinline__ void store_range(T* __restrict__ a, const uint4* smem, int64_t s, int64_t t) {
   constexpr int kVec = 16 / sizeof(T);
   const int64_t v0 = s / kVec;
   const int64_t nv = (t + kVec - 1) / kVec - v0;
-  const T* se = reinterpret_cast<const T*>(smem);
 #pragma unroll
   for (int k = 0; k < K; ++k) {
     const int64_t j = threadIdx.x + static_cast<int64_t>(k) * kStageThreads;
-    if (j < nv) {
-      const int64_t e0 = (v0 + j) * kVec;
-      if (e0 >= s && e0 + kVec <= t) {
-        __stcs(reinterpret_cast<uint4*>(a) + v0 + j, smem[j]);
-      } else {
-        for (int i = 0; i < kVec; ++i) {
-          if (e0 + i >= s && e0 + i < t) a[e0 + i] = se[j * kVec + i];
-        }
+    const int64_t e0 = (v0 + j) * kVec;
+    if (j < nv && e0 >= s && e0 + kVec <= t) __stcs(reinterpret_cast<uint4*>(a) + v0 + j, smem[j]);
+  }
+  if (threadIdx.x < 2) {  // the partial vectors at the two ends, if any
+    const int64_t up = (s + kVec - 1) / kVec * kVec, down = t / kVec * kVec;
+    const int64_t lo = threadIdx.x == 0 ? s : (down > up ? down : up);
+    const int64_t hi = threadIdx.x == 0 ? (up < t ? up : t) : t;
+    const T* se = reinterpret_cast<const T*>(smem) - v0 * kVec;
+#pragma unroll 1
+    for (int64_t i = lo; i < hi; ++i) a[i] = se[i];
+  }
+}
+
+// One row of the staged kernel: its sum of squares over the lanes' elements (lane, lane + group,
+// ...), two loads in flight per lane.
+template <typename T>
+__device__ __forceinline__ float staged_sumsq(const T* xr, int hidden, int lane, int group) {
+  float ss = 0.0f;
+  for (int c = lane; c < hidden; c += 2 * group) {
+    float f[2];
+#pragma unroll
+    for (int u = 0; u < 2; ++u) f[u] = c + u * group < hidden ? to_float(xr[c + u * group]) : 0.0f;
+#pragma unroll
+    for (int u = 0; u < 2; ++u) ss += f[u] * f[u];
+  }
+  return ss;
+}
+
+// y = x * rstd * weight over the lane's elements of a row, in place in shared memory.
+template <typename T>
+__device__ __forceinline__ void staged_scale(T* xr, const T* ws, int hidden, int lane, int group, float rstd) {
+  for (int c = lane; c < hidden; c += 2 * group) {
+    T x[2], w[2];
+#pragma unroll
+    for (int u = 0; u < 2; ++u) {
+      if (c + u * group < hidden) {
+        x[u] = xr[c + u * group];
+        w[u] = ws[c + u * group];
       }
+    }
+#pragma unroll
+    for (int u = 0; u < 2; ++u) {
+      if (c + u * group < hidden) xr[c + u * group] = from_float<T>(to_float(x[u]) * rstd * to_float(w[u]));
     }
   }
 }
 
-template <typename T>
+template <typename T, int K>
 __global__ void __launch_bounds__(kStageThreads) rms_norm_staged_kernel(T* __restrict__ out, const T* __restrict__ in,
                                                                         const T* __restrict__ weight, int64_t rows,
                                                                         int hidden, int rpb, int group,
                                                                         float inv_hidden, float eps, bool trigger) {
   constexpr int kVec = 16 / sizeof(T);
-  __shared__ uint4 s_x[kStageLoads * kStageThreads];
-  __shared__ float scratch[33];
+  __shared__ uint4 s_x[K * kStageThreads];
+  __shared__ uint4 s_w[K * kStageThreads];
   const int64_t r0 = static_cast<int64_t>(blockIdx.x) * rpb;
   const int64_t r1 = r0 + rpb < rows ? r0 + rpb : rows;
   const int64_t s = r0 * hidden, t = r1 * hidden;
-  uint4 r[kStageLoads];
+  uint4 r[K], rw[K];
   farm_pdl::wait_for_previous_grid();
-  load_range<T, kStageLoads>(r, in, s, t, rows * hidden);
+  load_range<T, K>(r, in, s, t, rows * hidden);
+  load_range<T, K>(rw, weight, 0, hidden, hidden);  // the weight with x: no round trip later
   farm_pdl::allow_next_grid(trigger);
-  {
-    const int64_t nv = (t + kVec - 1) / kVec - s / kVec;
-#pragma unroll
-    for (int k = 0; k < kStageLoads; ++k) {
-      const int j = threadIdx.x + k * kStageThreads;
-      if (j < nv) s_x[j] = r[k];
-    }
-  }
+  stage_range<T, K>(s_x, r, in, s, t, rows * hidden);
+  stage_range<T, K>(s_w, rw, weight, 0, hidden, hidden);
   __syncthreads();
   T* xs = reinterpret_cast<T*>(s_x) + (s - s / kVec * kVec);
+  const T* ws = reinterpret_cast<const T*>(s_w);
   const int n = static_cast<int>(r1 - r0);
-  if (group > 32) {  // the whole block on each row
-    for (int j = 0; j < n; ++j) {
-      T* xr = xs + j * hidden;
-      float ss = 0.0f;
-      for (int c = threadIdx.x; c < hidden; c += kStageThreads) {
-        const float f = to_float(xr[c]);
-        ss += f * f;
-      }
-      const float rstd = rsqrtf(block_sum(ss, scratch) * inv_hidden + eps);
-      for (int c = threadIdx.x; c < hidden; c += kStageThreads) {
-        xr[c] = from_float<T>(to_float(xr[c]) * rstd * to_float(weight[c]));
-      }
-    }
-  } else {
-    const int lane = threadIdx.x & (group - 1);
-    const int groups = kStageThreads / group;
-    for (int b = 0; b < n; b += groups) {  // the same trip count for every lane: shuffles below
-      const int j = b + static_cast<int>(threadIdx.x) / group;
-      T* xr = xs + j * hidden;
-      float ss = 0.0f;
-      if (j < n) {
-        for (int c = lane; c < hidden; c += group) {
-          const float f = to_float(xr[c]);
-          ss += f * f;
-        }
-      }
-      for (int o = group / 2; o > 0; o >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, o);
-      if (j < n) {
-        const float rstd = rsqrtf(ss * inv_hidden + eps);
-        for (int c = lane; c < hidden; c += group) {
-          xr[c] = from_float<T>(to_float(xr[c]) * rstd * to_float(weight[c]));
-        }
-      }
-    }
+  const int lane = threadIdx.x & (group - 1);
+  const int groups = kStageThreads / group;
+  for (int b = 0; b < n; b += groups) {  // the same trip count for every lane: shuffles below
+    const int j = b + static_cast<int>(threadIdx.x) / group;
+    T* xr = xs + j * hidden;
+    float ss = j < n ? staged_sumsq(xr, hidden, lane, group) : 0.0f;
+    for (int o = group / 2; o > 0; o >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, o);
+    if (j < n) staged_scale(xr, ws, hidden, lane, group, rsqrtf(ss * inv_hidden + eps));
   }
   __syncthreads();
-  store_range<T, kStageLoads>(out, s_x, s, t);
+  store_range<T, K>(out, s_x, s, t);
 }
 
 // Very wide rows, too few to fill the device even with a cluster of blocks per row: two kernels.
@@ -769,7 +786,7 @@ enum class Path { kTiny, kStaged, kPacks, kGroup, kRows, kPartials };
 // agree on it):
 //   - kTiny: rows of 2, 4 or 8 bytes, several to a 16-byte pack;
 //   - kStaged: rows that are not whole 16-byte packs, up to kStageCapacity bytes, staged through
-//     shared memory (16-byte aligned x and y), unless the rows are too few to fill the device;
+//     shared memory (16-byte aligned x, y and weight), unless the rows are too few to fill the device;
 //   - kPacks: rows of 16-byte packs held in registers by the tuned paths at the top, unless the
 //     rows are too few to fill the device and 16 KB or wider;
 //   - kGroup: other short rows (up to kGroupMaxUnits units of `bytes`);
@@ -808,7 +825,8 @@ Plan plan_of(int elem, uintptr_t out, uintptr_t in, uintptr_t weight, int64_t ro
     if (fill > row_bytes / kMinSplitBytes) fill = row_bytes / kMinSplitBytes;
     if (fill < 1) fill = 1;
   }
-  if (p.bytes < 16 && row_bytes <= kStageCapacity && fill == 1 && ((out | in) & 15u) == 0) {
+  if (p.bytes < 16 && row_bytes <= kStageCapacity && fill == 1 && (addresses & 15u) == 0 &&
+      rows * row_bytes >= kStagedFrom) {
     p.path = Path::kStaged;
     return p;
   }
@@ -953,19 +971,22 @@ void launch_tiny(T* o, const T* x, const T* w, int64_t rows, int64_t hidden, flo
   }
 }
 
-// Rows per block: as many whole rows as kStageCapacity holds; lanes per row: a power of two with
-// about 8 elements each, up to 32, or the whole block for rows of more than 256 elements.
+// Rows per block: as many whole rows as kStageCapacity holds (half as many bytes, in blocks with half
+// the shared memory, for rows of up to kStageHalfRows: more blocks in flight on each SM); lanes per
+// row: a power of two with about 8 elements each, up to a warp.
 template <typename T>
 void launch_staged(T* o, const T* x, const T* w, int64_t rows, int64_t hidden, float inv_h, float eps, cudaStream_t s,
                    bool pdl) {
-  const int64_t fit = kStageCapacity / (hidden * static_cast<int64_t>(sizeof(T)));
+  const int64_t row_bytes = hidden * static_cast<int64_t>(sizeof(T));
+  const bool half = row_bytes <= kStageHalfRows;
+  const int64_t fit = (half ? kStageCapacity / 2 - 8 : kStageCapacity) / row_bytes;
   const int rpb = static_cast<int>(fit < rows ? fit : rows);
   int group = next_pow2(static_cast<int>((hidden + 7) / 8));
-  if (group > 32) group = kStageThreads;
+  if (group > 32) group = 32;
   const auto blocks = static_cast<unsigned>((rows + rpb - 1) / rpb);
   const bool trigger = pdl && farm_pdl::trigger_pays(2 * rpb * hidden * static_cast<int64_t>(sizeof(T)));
-  farm_pdl::launch(rms_norm_staged_kernel<T>, blocks, kStageThreads, s, pdl, o, x, w, rows, static_cast<int>(hidden),
-                   rpb, group, inv_h, eps, trigger);
+  farm_pdl::launch(half ? rms_norm_staged_kernel<T, kStageLoads / 2> : rms_norm_staged_kernel<T, kStageLoads>, blocks,
+                   kStageThreads, s, pdl, o, x, w, rows, static_cast<int>(hidden), rpb, group, inv_h, eps, trigger);
 }
 
 template <typename T>
