@@ -361,27 +361,27 @@ __global__ void __launch_bounds__(kStageThreads) act_staged_kernel(T* __restrict
   store_range<T, 2>(out, s_out, os, ot);
 }
 
-// The same widths up to kStagedFrom bytes: kDirect consecutive outputs per thread (an 8- or
-// 16-byte store), their 2 x kDirect inputs loaded element by element (neighbouring threads share
-// cache lines), no shared memory. Short and straight, which is what small inputs need: on an H100
-// it ran 1.5-2.0 us a call at 4-870 KB where the staged kernel took 1.8-2.0, and it was as fast or
-// faster up to 82 MB (silu bf16 191614x6 3.48 us against 3.91, gelu bf16 86x30180 5.36 against 6.89).
-constexpr int kDirect = 4;
+// The same widths below kStagedFrom bytes: one 16-byte pack of output per thread (kVec consecutive
+// outputs), its 2 x kVec inputs loaded element by element (neighbouring threads share their cache
+// lines), no shared memory. On an H100 it ran as fast as the staged kernel or faster from 4 KB to
+// 82 MB (silu bf16 191614x6: 3.48 us a call against 3.91; gelu bf16 86x30180: 5.36 against 6.89;
+// gelu bf16 133513x206: 40.29 against 42.83), and slower at 117 MB (silu fp16 3194x12230: 47.61
+// against 45.57).
 constexpr int64_t kStagedFrom = int64_t{64} << 20;
 
 template <typename T, Act A>
 __global__ void __launch_bounds__(kStageThreads) act_direct_kernel(T* __restrict__ out, const T* __restrict__ in,
                                                                    int64_t n_out, int64_t d, FastDiv32 row_of,
                                                                    bool trigger) {
-  using R = Raw<kDirect * sizeof(T)>;
-  const int64_t o0 = (static_cast<int64_t>(blockIdx.x) * kStageThreads + threadIdx.x) * kDirect;
-  T g[kDirect], u[kDirect];
+  constexpr int kVec = 16 / sizeof(T);
+  const int64_t o0 = (static_cast<int64_t>(blockIdx.x) * kStageThreads + threadIdx.x) * kVec;
+  T g[kVec], u[kVec];
   farm_pdl::wait_for_previous_grid();
   if (o0 < n_out) {
     int64_t row = row_of.div(static_cast<uint32_t>(o0));
     int64_t c = o0 - row * d;
 #pragma unroll
-    for (int k = 0; k < kDirect; ++k) {
+    for (int k = 0; k < kVec; ++k) {
       const T* p = in + row * 2 * d + c;
       g[k] = o0 + k < n_out ? p[0] : from_float<T>(0.0f);
       u[k] = o0 + k < n_out ? p[d] : from_float<T>(0.0f);
@@ -393,15 +393,17 @@ __global__ void __launch_bounds__(kStageThreads) act_direct_kernel(T* __restrict
   }
   farm_pdl::allow_next_grid(trigger);
   if (o0 < n_out) {
-    R pack;
+    uint4 pack;
     T* r = reinterpret_cast<T*>(&pack);
 #pragma unroll
-    for (int k = 0; k < kDirect; ++k) r[k] = from_float<T>(act<A>(to_float(g[k])) * to_float(u[k]));
-    if (o0 + kDirect <= n_out) {
-      store_stream(reinterpret_cast<R*>(out) + o0 / kDirect, pack);
+    for (int k = 0; k < kVec; ++k) r[k] = from_float<T>(act<A>(to_float(g[k])) * to_float(u[k]));
+    if (o0 + kVec <= n_out) {
+      __stcs(reinterpret_cast<uint4*>(out) + o0 / kVec, pack);
     } else {
-#pragma unroll 1
-      for (int k = 0; o0 + k < n_out; ++k) out[o0 + k] = r[k];
+#pragma unroll
+      for (int k = 0; k < kVec; ++k) {
+        if (o0 + k < n_out) out[o0 + k] = r[k];
+      }
     }
   }
 }
@@ -421,11 +423,9 @@ void launch_staged(T* out, const T* in, int64_t rows, int64_t d, cudaStream_t st
   const int64_t n_out = rows * d;
   const bool trigger = pdl && farm_pdl::trigger_pays(3 * kTile * static_cast<int64_t>(sizeof(T)));
   if (3 * n_out * static_cast<int64_t>(sizeof(T)) < kStagedFrom && n_out < (int64_t{1} << 31)) {
-    constexpr int64_t kPerBlock = int64_t{kStageThreads} * kDirect;
-    const auto blocks = static_cast<unsigned>((n_out + kPerBlock - 1) / kPerBlock);
-    const bool trig = pdl && farm_pdl::trigger_pays(3 * kPerBlock * static_cast<int64_t>(sizeof(T)));
+    const auto blocks = static_cast<unsigned>((n_out + kTile - 1) / kTile);
     farm_pdl::launch(act_direct_kernel<T, A>, blocks, kStageThreads, stream, pdl, out, in, n_out, d,
-                     FastDiv32(static_cast<uint32_t>(d)), trig);
+                     FastDiv32(static_cast<uint32_t>(d)), trigger);
   } else if (staged_rows_fit<T>(d)) {
     const auto blocks = static_cast<unsigned>((n_out + kTile - 1) / kTile);
     if (n_out < (int64_t{1} << 31)) {

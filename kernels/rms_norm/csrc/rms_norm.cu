@@ -471,7 +471,6 @@ constexpr int kStageThreads = 256;
 constexpr int kStageLoads = 4;  // 16-byte vectors of x per thread at most
 constexpr int64_t kStageCapacity = int64_t{kStageLoads} * kStageThreads * 16 - 16;  // bytes of rows per block
 constexpr int64_t kStagedFrom = int64_t{1} << 20;  // bytes of x; smaller inputs take the paths below
-constexpr int64_t kStageHalfRows = 2 << 10;         // rows up to this many bytes take half-size blocks
 
 // Elements [s, t) of `a` (n elements, 16-byte aligned) as the vectors that cover them, vector j of
 // the range in r[j / kStageThreads] of thread j % kStageThreads. The tensor's last vector, if it is
@@ -971,22 +970,19 @@ void launch_tiny(T* o, const T* x, const T* w, int64_t rows, int64_t hidden, flo
   }
 }
 
-// Rows per block: as many whole rows as kStageCapacity holds (half as many bytes, in blocks with half
-// the shared memory, for rows of up to kStageHalfRows: more blocks in flight on each SM); lanes per
-// row: a power of two with about 8 elements each, up to a warp.
+// Rows per block: as many whole rows as kStageCapacity holds; lanes per row: a power of two with
+// about 8 elements each, up to a warp.
 template <typename T>
 void launch_staged(T* o, const T* x, const T* w, int64_t rows, int64_t hidden, float inv_h, float eps, cudaStream_t s,
                    bool pdl) {
-  const int64_t row_bytes = hidden * static_cast<int64_t>(sizeof(T));
-  const bool half = row_bytes <= kStageHalfRows;
-  const int64_t fit = (half ? kStageCapacity / 2 - 8 : kStageCapacity) / row_bytes;
+  const int64_t fit = kStageCapacity / (hidden * static_cast<int64_t>(sizeof(T)));
   const int rpb = static_cast<int>(fit < rows ? fit : rows);
   int group = next_pow2(static_cast<int>((hidden + 7) / 8));
   if (group > 32) group = 32;
   const auto blocks = static_cast<unsigned>((rows + rpb - 1) / rpb);
   const bool trigger = pdl && farm_pdl::trigger_pays(2 * rpb * hidden * static_cast<int64_t>(sizeof(T)));
-  farm_pdl::launch(half ? rms_norm_staged_kernel<T, kStageLoads / 2> : rms_norm_staged_kernel<T, kStageLoads>, blocks,
-                   kStageThreads, s, pdl, o, x, w, rows, static_cast<int>(hidden), rpb, group, inv_h, eps, trigger);
+  farm_pdl::launch(rms_norm_staged_kernel<T, kStageLoads>, blocks, kStageThreads, s, pdl, o, x, w, rows,
+                   static_cast<int>(hidden), rpb, group, inv_h, eps, trigger);
 }
 
 template <typename T>
