@@ -472,19 +472,28 @@ constexpr int kStageLoads = 4;  // 16-byte vectors of x per thread at most
 constexpr int64_t kStageCapacity = int64_t{kStageLoads} * kStageThreads * 16 - 16;  // bytes of rows per block
 constexpr int64_t kStagedFrom = int64_t{1} << 20;  // bytes of x; smaller inputs take the paths below
 
+// The aligned 16-byte vectors that cover elements [s, t) of a 16-byte aligned array of n: the
+// first, how many, and how many of the array's vectors are whole. A thread's k-th vector of the
+// range is vector at(k) of it.
+template <typename T>
+struct VecSpan {
+  static constexpr int64_t kVec = 16 / sizeof(T);
+  int64_t v0, nv, full;
+  __device__ __forceinline__ VecSpan(int64_t s, int64_t t, int64_t n)
+      : v0(s / kVec), nv((t + kVec - 1) / kVec - s / kVec), full(n / kVec) {}
+  __device__ __forceinline__ static int64_t at(int k) { return threadIdx.x + static_cast<int64_t>(k) * kStageThreads; }
+  __device__ __forceinline__ bool whole(int k) const { return at(k) < nv && v0 + at(k) < full; }
+};
+
 // Elements [s, t) of `a` (n elements, 16-byte aligned) as the vectors that cover them, vector j of
 // the range in r[j / kStageThreads] of thread j % kStageThreads. The tensor's last vector, if it is
 // partial, is left to stage_range.
 template <typename T, int K>
 __device__ __forceinline__ void load_range(uint4 (&r)[K], const T* __restrict__ a, int64_t s, int64_t t, int64_t n) {
-  constexpr int kVec = 16 / sizeof(T);
-  const int64_t v0 = s / kVec;
-  const int64_t nv = (t + kVec - 1) / kVec - v0;
-  const int64_t full = n / kVec;
+  const VecSpan<T> span(s, t, n);
 #pragma unroll
   for (int k = 0; k < K; ++k) {
-    const int64_t j = threadIdx.x + static_cast<int64_t>(k) * kStageThreads;
-    if (j < nv && v0 + j < full) r[k] = __ldcs(reinterpret_cast<const uint4*>(a) + v0 + j);
+    if (span.whole(k)) r[k] = __ldcs(reinterpret_cast<const uint4*>(a) + span.v0 + span.at(k));
   }
 }
 
@@ -493,20 +502,16 @@ __device__ __forceinline__ void load_range(uint4 (&r)[K], const T* __restrict__ 
 template <typename T, int K>
 __device__ __forceinline__ void stage_range(uint4* smem, const uint4 (&r)[K], const T* __restrict__ a, int64_t s,
                                             int64_t t, int64_t n) {
-  constexpr int kVec = 16 / sizeof(T);
-  const int64_t v0 = s / kVec;
-  const int64_t nv = (t + kVec - 1) / kVec - v0;
-  const int64_t full = n / kVec;
+  const VecSpan<T> span(s, t, n);
 #pragma unroll
   for (int k = 0; k < K; ++k) {
-    const int64_t j = threadIdx.x + static_cast<int64_t>(k) * kStageThreads;
-    if (j < nv && v0 + j < full) smem[j] = r[k];
+    if (span.whole(k)) smem[span.at(k)] = r[k];
   }
-  const int64_t j = full - v0;  // the partial vector's place in the range
-  if (j >= 0 && j < nv && j % kStageThreads == threadIdx.x) {
+  const int64_t j = span.full - span.v0;  // the partial vector's place in the range
+  if (j >= 0 && j < span.nv && j % kStageThreads == threadIdx.x) {
     T* e = reinterpret_cast<T*>(smem + j);
 #pragma unroll 1
-    for (int64_t i = full * kVec; i < n; ++i) e[i - full * kVec] = a[i];
+    for (int64_t i = span.full * span.kVec; i < n; ++i) e[i - span.full * span.kVec] = a[i];
   }
 }
 
