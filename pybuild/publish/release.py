@@ -1,4 +1,4 @@
-"""Writing a release plan to the Hub as one commit and one tag, all or nothing (see the package docstring)."""
+"""Writing a release plan to the Hub as one commit and one tag, all or nothing (see :mod:`pybuild.publish`)."""
 
 from __future__ import annotations
 
@@ -57,7 +57,7 @@ def _newer_release(plan: ReleasePlan, tags: Iterable[str]) -> str | None:
 def publish_plan(api: Any, plan: ReleasePlan, *, retries: int = DEFAULT_RETRIES, info: Callable[[str], None] = print,
                  progress: Callable[[str, float | None], None] | None = None,
                  sleep: Callable[[float], None] = time.sleep) -> PublishResult:
-    """Write ``plan`` to the Hub (see the module docstring for the guarantees). An exception from the
+    """Write ``plan`` to the Hub (see :mod:`pybuild.publish` for the guarantees). An exception from the
     Hub leaves the refs as they were (the branch is rolled back if the tag fails) and carries
     ``pybuild_step`` (what failed), ``pybuild_token_ok`` and ``pybuild_state`` (what the remote holds
     now) for :func:`hub_error`."""
