@@ -11,10 +11,12 @@
 // (launch_packs16 says when and what each choice measured). On sm_90 and later the launches use PDL
 // (pdl.cuh). Packs are kept as raw registers (uint4 / uint2) and read as elements only to compute.
 // The row of pack c is c / (d / VEC), a multiply-high and a shift with a divisor prepared on the
-// host; no per-element integer division. Otherwise the same kernel runs with the widest pack the
-// half-row width and the pointers allow: 8 or 4 bytes, else one element (any d, any alignment),
-// several per thread (one element per thread ran odd d at 0.64-0.75x torch.compile on an H100;
-// benchmarks/results/NOTES.md has what the sweep measured since).
+// host; no per-element integer division. Half rows of whole 8-byte packs take the same kernel with
+// 8-byte packs. Other widths (odd, prime, unaligned d) with 16-byte aligned pointers take
+// act_direct_kernel (a 16-byte pack of output per thread, element loads) below kStagedFrom bytes
+// and act_staged_kernel (16-byte loads and stores through shared memory) from there: element loads
+// had run them at 0.45-0.70x torch.compile on an H200 (docs/performance.md). Unaligned pointers
+// take 4-byte packs or single elements, several per thread.
 // Arithmetic is fp32: exp is __expf, the logistic division __fdividef (x / inf = 0 as needed for
 // large negative inputs). erf is the branch-free Abramowitz & Stegun 7.1.26 formula (|error| <
 // 1.5e-7, about one fp32 ulp of 1): erff branches on |x|, which diverges within warps on real

@@ -26,7 +26,9 @@
 // launch and for the workspace query):
 //   - rows of 2, 4 or 8 bytes (hidden 1, 2, 4 in 16-bit dtypes; 1, 2 in fp32): several rows to a
 //     16-byte pack (rms_norm_tiny_kernel);
-//   - rows that are not whole 16-byte packs or not 16-byte aligned take the widest unit their
+//   - rows that are not whole 16-byte packs, up to 16 KB, from 1 MB of x, with 16-byte aligned
+//     pointers: whole rows staged through shared memory as 16-byte vectors (rms_norm_staged_kernel);
+//   - other rows that are not whole 16-byte packs or not 16-byte aligned take the widest unit their
 //     width and pointers allow (8, 4 bytes or one element): up to 256 units in coalesced lane
 //     groups with several rows per group (rms_norm_group_kernel), longer ones as below;
 //   - a row per block, or shared by a thread-block cluster of up to 8 blocks (sm_90) when the row
