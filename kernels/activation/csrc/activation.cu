@@ -32,6 +32,7 @@
 #include <kernel_farm/dtypes.cuh>
 #include <kernel_farm/memory.cuh>
 #include <kernel_farm/pdl.cuh>
+#include <kernel_farm/stage.cuh>
 
 #include "activation.h"
 
@@ -183,73 +184,7 @@ void launch_unrolled(T* out, const T* in, int64_t rows, int64_t d, cudaStream_t 
 // (Element loads had run odd d at 0.45-0.60x torch.compile on an H200: 2 bytes per load left
 // too few bytes in flight.)
 constexpr int kStageThreads = 256;
-constexpr int kStageLoads = 4;  // 16-byte input vectors per thread at most
-
-// The aligned 16-byte vectors that cover elements [s, t) of a 16-byte aligned array of n: the
-// first, how many, and how many of the array's vectors are whole. A thread's k-th vector of the
-// range is vector at(k) of it.
-template <typename T>
-struct VecSpan {
-  static constexpr int64_t kVec = 16 / sizeof(T);
-  int64_t v0, nv, full;
-  __device__ __forceinline__ VecSpan(int64_t s, int64_t t, int64_t n)
-      : v0(s / kVec), nv((t + kVec - 1) / kVec - s / kVec), full(n / kVec) {}
-  __device__ __forceinline__ static int64_t at(int k) { return threadIdx.x + static_cast<int64_t>(k) * kStageThreads; }
-  __device__ __forceinline__ bool whole(int k) const { return at(k) < nv && v0 + at(k) < full; }
-};
-
-// Elements [s, t) of `a` (n elements, 16-byte aligned) as the vectors that cover them, vector j of
-// the range in r[j / kStageThreads] of thread j % kStageThreads. The tensor's last vector, if it is
-// partial, is left to stage_range.
-template <typename T, int K>
-__device__ __forceinline__ void load_range(uint4 (&r)[K], const T* __restrict__ a, int64_t s, int64_t t, int64_t n) {
-  const VecSpan<T> span(s, t, n);
-#pragma unroll
-  for (int k = 0; k < K; ++k) {
-    if (span.whole(k)) r[k] = __ldg(reinterpret_cast<const uint4*>(a) + span.v0 + span.at(k));
-  }
-}
-
-// The vectors of load_range into shared memory (smem element i is a[s / kVec * kVec + i]); the
-// tensor's partial last vector element by element.
-template <typename T, int K>
-__device__ __forceinline__ void stage_range(uint4* smem, const uint4 (&r)[K], const T* __restrict__ a, int64_t s,
-                                            int64_t t, int64_t n) {
-  const VecSpan<T> span(s, t, n);
-#pragma unroll
-  for (int k = 0; k < K; ++k) {
-    if (span.whole(k)) smem[span.at(k)] = r[k];
-  }
-  const int64_t j = span.full - span.v0;  // the partial vector's place in the range
-  if (j >= 0 && j < span.nv && j % kStageThreads == threadIdx.x) {
-    T* e = reinterpret_cast<T*>(smem + j);
-#pragma unroll 1
-    for (int64_t i = span.full * span.kVec; i < n; ++i) e[i - span.full * span.kVec] = a[i];
-  }
-}
-
-// Elements [s, t) of `a` from shared memory (smem element i is a[s / kVec * kVec + i]): whole
-// vectors as 16-byte streaming stores, the partial ones at either end element by element.
-template <typename T, int K>
-__device__ __forceinline__ void store_range(T* __restrict__ a, const uint4* smem, int64_t s, int64_t t) {
-  constexpr int kVec = 16 / sizeof(T);
-  const int64_t v0 = s / kVec;
-  const int64_t nv = (t + kVec - 1) / kVec - v0;
-#pragma unroll
-  for (int k = 0; k < K; ++k) {
-    const int64_t j = threadIdx.x + static_cast<int64_t>(k) * kStageThreads;
-    const int64_t e0 = (v0 + j) * kVec;
-    if (j < nv && e0 >= s && e0 + kVec <= t) __stcs(reinterpret_cast<uint4*>(a) + v0 + j, smem[j]);
-  }
-  if (threadIdx.x < 2) {  // the partial vectors at the two ends, if any
-    const int64_t up = (s + kVec - 1) / kVec * kVec, down = t / kVec * kVec;
-    const int64_t lo = threadIdx.x == 0 ? s : (down > up ? down : up);
-    const int64_t hi = threadIdx.x == 0 ? (up < t ? up : t) : t;
-    const T* se = reinterpret_cast<const T*>(smem) - v0 * kVec;
-#pragma unroll 1
-    for (int64_t i = lo; i < hi; ++i) a[i] = se[i];
-  }
-}
+constexpr int kStageLoads = 4;  // 16-byte input vectors per thread at most (kernel_farm/stage.cuh)
 
 template <typename T, Act A, bool kRows, typename Div>
 __global__ void __launch_bounds__(kStageThreads) act_staged_kernel(T* __restrict__ out, const T* __restrict__ in,
@@ -271,9 +206,9 @@ __global__ void __launch_bounds__(kStageThreads) act_staged_kernel(T* __restrict
     ot = os + kTile < n_out ? os + kTile : n_out;
     const int64_t s = static_cast<int64_t>(row_of.div(os)) * 2 * d;
     const int64_t t = (static_cast<int64_t>(row_of.div(ot - 1)) + 1) * 2 * d;
-    load_range<T, kStageLoads>(r, in, s, t, n_in);
+    farm_stage::load_range<kStageThreads, /*kStream=*/false>(r, in, s, t, n_in);
     farm_pdl::allow_next_grid(trigger);
-    stage_range<T, kStageLoads>(s_in, r, in, s, t, n_in);
+    farm_stage::stage_range<kStageThreads>(s_in, r, in, s, t, n_in);
     gate = -(s / kVec * kVec);
     up = 0;
     obase = os;
@@ -284,11 +219,11 @@ __global__ void __launch_bounds__(kStageThreads) act_staged_kernel(T* __restrict
     const int64_t gs = row * 2 * d + c0, gt = row * 2 * d + c1;
     constexpr int kHalf = kStageLoads / 2;
     uint4 rg[kHalf], ru[kHalf];
-    load_range<T, kHalf>(rg, in, gs, gt, n_in);
-    load_range<T, kHalf>(ru, in, gs + d, gt + d, n_in);
+    farm_stage::load_range<kStageThreads, /*kStream=*/false>(rg, in, gs, gt, n_in);
+    farm_stage::load_range<kStageThreads, /*kStream=*/false>(ru, in, gs + d, gt + d, n_in);
     farm_pdl::allow_next_grid(trigger);
-    stage_range<T, kHalf>(s_in, rg, in, gs, gt, n_in);
-    stage_range<T, kHalf>(s_in + kHalf * kStageThreads, ru, in, gs + d, gt + d, n_in);
+    farm_stage::stage_range<kStageThreads>(s_in, rg, in, gs, gt, n_in);
+    farm_stage::stage_range<kStageThreads>(s_in + kHalf * kStageThreads, ru, in, gs + d, gt + d, n_in);
     os = row * d + c0;
     ot = row * d + c1;
     gate = gs - gs / kVec * kVec;
@@ -319,7 +254,7 @@ __global__ void __launch_bounds__(kStageThreads) act_staged_kernel(T* __restrict
     if (e < ot) xout[e - obase] = from_float<T>(act<A>(to_float(g[k])) * to_float(u[k]));
   }
   __syncthreads();
-  store_range<T, 2>(out, s_out, os, ot);
+  farm_stage::store_range<kStageThreads, 2>(out, s_out, os, ot);
 }
 
 // The same widths below kStagedFrom bytes: one 16-byte pack of output per thread (kVec consecutive
