@@ -95,18 +95,20 @@ def test_bench_takes_the_kernel_name_too(capsys) -> None:
 
 
 @pytest.mark.parametrize(("err", "fragment"), [
-    (OSError(28, "No space left on device", "/farm/build/x"), "/farm/build/x: No space left on device; the disk is full"),
-    (PermissionError(13, "Permission denied", "/farm/kernels"), "/farm/kernels: Permission denied; check the permissions"),
+    (OSError(28, "No space left on device", "/farm/build/x"),
+     "/farm/build/x: No space left on device; the disk is full"),
+    (PermissionError(13, "Permission denied", "/farm/kernels"),
+     "/farm/kernels: Permission denied; check the permissions"),
     (NotADirectoryError(20, "Not a directory", "/farm/dist"), "a file stands where a folder is needed"),
 ])
 def test_file_system_errors_are_one_line_with_the_fix(err: OSError, fragment: str, monkeypatch,
                                                       capsys: pytest.CaptureFixture[str]) -> None:
-    import pybuild.__main__ as cli
+    import pybuild.cli.variants as variants_command
 
     def fail(args):  # noqa: ANN001, ANN202
         raise err
 
-    monkeypatch.setattr(cli, "cmd_variants", fail)
+    monkeypatch.setattr(variants_command, "run", fail)
     assert main(["variants"]) == 1
     lines = capsys.readouterr().err.strip().splitlines()
     assert len(lines) == 1 and fragment in lines[0], lines
@@ -147,7 +149,8 @@ def test_build_refuses_bad_arguments_before_any_work(guide_kernel: Path, tmp_pat
     other = _renamed_copy(guide_kernel, tmp_path / "other", "img2gray-two")
     toml = other / "build.toml"
     assert main(["build", str(guide_kernel), str(other), "--variant", "torch299-cxx11-cpu-x86_64-linux"]) == 2
-    assert "--variant torch299-cxx11-cpu-x86_64-linux: not a variant of variants.json for img2gray" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "--variant torch299-cxx11-cpu-x86_64-linux: not a variant of variants.json for img2gray" in err
     # two folders with the same kernel name (its builds, metadata and Hub repo would collide)
     twin = tmp_path / "twin"
     shutil.copytree(guide_kernel, twin)
