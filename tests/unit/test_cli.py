@@ -10,18 +10,42 @@ from pathlib import Path
 import pytest
 
 from pybuild.__main__ import main
+from pybuild.cli import COMMANDS
 
 REPO = Path(__file__).resolve().parents[2]
-COMMANDS = ["variants", "generate", "clean", "build"]
+#: The modules of pybuild/cli/ that are not a command.
+NOT_COMMANDS = {"__init__", "common", "exits"}
 
 
-@pytest.mark.parametrize("command", [None, *COMMANDS])
+@pytest.mark.parametrize("command", [None, *(c.NAME for c in COMMANDS)])
 def test_help(command: str | None, capsys: pytest.CaptureFixture[str]) -> None:
     argv = ["--help"] if command is None else [command, "--help"]
     with pytest.raises(SystemExit) as info:
         main(argv)
     assert info.value.code == 0
-    assert "usage: python -m pybuild" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "usage: python -m pybuild" in out
+    if command is not None:
+        assert f"usage: python -m pybuild {command} " in out and "--debug" in out
+
+
+def test_every_command_module_is_a_listed_command() -> None:
+    """A module added under pybuild/cli/ is a command of its own name, listed once in --help's order."""
+    folder = REPO / "pybuild" / "cli"
+    modules = {p.stem for p in folder.glob("*.py")} - NOT_COMMANDS
+    listed = [c.__name__.rsplit(".", 1)[1] for c in COMMANDS]
+    assert sorted(listed) == sorted(modules)
+    assert all(c.NAME == c.__name__.rsplit(".", 1)[1].replace("_", "-") for c in COMMANDS)
+    assert len({c.NAME for c in COMMANDS}) == len(COMMANDS)
+
+
+def test_the_console_script_is_the_cli() -> None:
+    """pyproject's `pybuild = "pybuild.__main__:entry"` and `python -m pybuild` run the same main."""
+    import pybuild.__main__
+    import pybuild.cli
+
+    assert pybuild.__main__.entry is pybuild.cli.entry and pybuild.__main__.main is pybuild.cli.main
+    assert 'pybuild = "pybuild.__main__:entry"' in (REPO / "pyproject.toml").read_text()
 
 
 def test_unknown_flag_is_one_line(capsys: pytest.CaptureFixture[str]) -> None:
