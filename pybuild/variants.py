@@ -63,12 +63,8 @@ class Variant:
             return f"torch-stable-abi{major}{minor}-{self.backend_tag}-{self.system}"
         if self.tvm_ffi:  # tvm-ffi01-cu130-x86_64-linux
             return f"tvm-ffi{major}{minor}-{self.backend_tag}-{self.system}"
-        parts = [f"torch{major}{minor}"]
-        if self.cxx_abi is not None:
-            parts.append(self.cxx_abi)
-        parts.append(self.backend_tag)
-        parts.append(self.system)
-        return "-".join(parts)
+        abi = f"-{self.cxx_abi}" if self.cxx_abi is not None else ""
+        return f"torch{major}{minor}{abi}-{self.backend_tag}-{self.system}"
 
     @property
     def backend_tag(self) -> str:
