@@ -125,8 +125,9 @@ class BackendType(Protocol):
     def manifest_keys(self) -> tuple[str, ...]:
         """The keys a ``[kernel.*]`` section of this backend may have beyond the common ones."""
 
-    def cmake_fragment(self, section: Section) -> str:
-        """One section of the backend's CMake fragment, rendered ("" if it has none)."""
+    def cmake_fragment(self, section: Section, archs: tuple[str, ...]) -> str:
+        """One section of the backend's CMake fragment, rendered for a build targeting ``archs`` (empty
+        when the build is another backend's); "" if it has none."""
 
 
 _fragments = jinja2.Environment(
@@ -136,12 +137,12 @@ _fragments = jinja2.Environment(
 )
 
 
-def render_fragment(template: jinja2.Template, section: Section) -> str:
-    """The ``section`` macro of a fragment template, rendered without its trailing newline ("" if the
-    template has no such macro or it renders blank)."""
+def render_fragment(template: jinja2.Template, section: Section, archs: tuple[str, ...]) -> str:
+    """The ``section`` macro of a fragment template, called with the build's ``archs``, without the
+    newlines around it ("" if the template has no such macro or it renders blank)."""
     macro = getattr(template.module, section, None)
-    text = str(macro()) if macro is not None else ""
-    return text.rstrip("\n") if text.strip() else ""
+    text = str(macro(archs)) if macro is not None else ""
+    return text.removeprefix("\n").rstrip("\n") if text.strip() else ""
 
 
 class BaseBackend:
@@ -223,6 +224,6 @@ class BaseBackend:
         except jinja2.TemplateNotFound:
             return None
 
-    def cmake_fragment(self, section: Section) -> str:
+    def cmake_fragment(self, section: Section, archs: tuple[str, ...]) -> str:
         template = self.fragment_template()
-        return "" if template is None else render_fragment(template, section)
+        return "" if template is None else render_fragment(template, section, archs)
