@@ -90,6 +90,9 @@ class BackendType(Protocol):
     def unbuildable(self, variant: Variant, toolchain: Toolchain) -> str | None:
         """Why ``toolchain`` cannot build ``variant`` of this backend (None: it can)."""
 
+    def default_archs(self, manifest: Manifest, version: str | None) -> tuple[str, ...]:
+        """The device architectures ``manifest`` asks for with toolkit ``version`` (None: any)."""
+
     def build_archs(self, manifest: Manifest, variant: Variant, override: tuple[str, ...] | None) -> tuple[str, ...]:
         """The device architectures a build of ``variant`` targets (``override``: from the command line)."""
 
@@ -115,7 +118,7 @@ class BackendType(Protocol):
         """The ``torch.<module>`` whose ``is_available()`` says a device is here (None: always)."""
 
     def device_available(self) -> bool:
-        """Whether this process's torch sees a device of this backend (imports torch)."""
+        """Whether this process's torch runs this backend's kernels here (imports torch)."""
 
     @property
     def known_versions(self) -> tuple[str, ...]:
@@ -190,6 +193,9 @@ class BaseBackend:
     def unbuildable(self, variant: Variant, toolchain: Toolchain) -> str | None:
         return f"variant {variant.name}: backend {self.name} cannot be built on this host"
 
+    def default_archs(self, manifest: Manifest, version: str | None) -> tuple[str, ...]:
+        return ()
+
     def build_archs(self, manifest: Manifest, variant: Variant, override: tuple[str, ...] | None) -> tuple[str, ...]:
         return ()
 
@@ -211,7 +217,7 @@ class BaseBackend:
 
     def device_available(self) -> bool:
         if self.device_module is None:
-            return True
+            return False
         import torch
 
         module = getattr(torch, self.device_module, None)

@@ -18,5 +18,8 @@ class Cpu(BaseBackend):
     def unbuildable(self, variant: Variant, toolchain: Toolchain) -> str | None:
         return None
 
+    def device_available(self) -> bool:
+        return True
+
     def unimportable(self, variant: Variant, info: TorchInfo) -> str | None:
         return None

@@ -55,8 +55,13 @@ class Cuda(BaseBackend):
             return f"variant {variant.name} needs nvcc; install the CUDA toolkit or set CUDA_HOME"
         return None
 
+    def default_archs(self, manifest: Manifest, version: str | None) -> tuple[str, ...]:
+        from ..manifest import cuda_capabilities_for
+
+        return manifest.cuda_capabilities() if version is None else cuda_capabilities_for(manifest, version)
+
     def build_archs(self, manifest: Manifest, variant: Variant, override: tuple[str, ...] | None) -> tuple[str, ...]:
-        from ..manifest import check_cuda_archs, cuda_capabilities_for
+        from ..manifest import check_cuda_archs
 
         if override:
             return override
@@ -64,7 +69,7 @@ class Cuda(BaseBackend):
         if env and env.strip():
             return check_cuda_archs(env, "PYBUILD_CUDA_ARCHS")
         assert variant.backend_version is not None
-        return cuda_capabilities_for(manifest, variant.backend_version)
+        return self.default_archs(manifest, variant.backend_version)
 
     def cmake_args(self, manifest: Manifest, variant: Variant, toolchain: Toolchain,
                    archs: tuple[str, ...]) -> list[str]:

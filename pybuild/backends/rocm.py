@@ -14,5 +14,10 @@ class Rocm(BaseBackend):
     manifest_keys = ("rocm-archs", "hip-flags")
     device_module = "cuda"  # a ROCm build of torch answers through torch.cuda
 
+    def device_available(self) -> bool:
+        import torch
+
+        return torch.version.hip is not None and torch.cuda.is_available()
+
     def metadata_archs(self, manifest: Manifest, archs: tuple[str, ...]) -> tuple[str, ...]:
         return archs or manifest.noarch_rocm_archs
