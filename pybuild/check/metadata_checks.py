@@ -47,6 +47,15 @@ def check_metadata(v: _Variant) -> CheckResult:
     if not isinstance(data, dict):
         return CheckResult(v.name, "metadata", "fail", f"{path}: must hold a JSON object")
     v.metadata = data
+    parsed, problems = _metadata_problems(v, data, path)
+    if problems:
+        return CheckResult(v.name, "metadata", "fail", "; ".join(problems))
+    how = "kernels loader's parser" if parsed is not None else "pybuild's reader (kernels not installed)"
+    return CheckResult(v.name, "metadata", "pass", f"{data['name']} id {data['id']} v{data['version']} ({how})")
+
+
+def _metadata_problems(v: _Variant, data: dict[str, Any], path: Path) -> tuple[Any | None, list[str]]:
+    """The loader's parse of metadata.json (None without kernels-data) and what is wrong with it."""
     problems: list[str] = []
     parsed, loader_error = _loader_metadata(path)
     if loader_error:
@@ -88,10 +97,7 @@ def check_metadata(v: _Variant) -> CheckResult:
     if unknown:
         problems.append(f"python-depends {unknown} are not in the kernels loader's allow-list "
                         "(kernels/python_depends.json); the loader refuses the kernel")
-    if problems:
-        return CheckResult(v.name, "metadata", "fail", "; ".join(problems))
-    how = "kernels loader's parser" if parsed is not None else "pybuild's reader (kernels not installed)"
-    return CheckResult(v.name, "metadata", "pass", f"{data['name']} id {data['id']} v{data['version']} ({how})")
+    return parsed, problems
 
 
 def _unknown_python_depends(names: list[str], backend: str) -> list[str]:
