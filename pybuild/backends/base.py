@@ -80,6 +80,9 @@ class BackendType(Protocol):
     def version_from_tag(self, tag: str) -> str | None:
         """The toolkit version a tag of :meth:`tag_pattern` names (``cu130`` -> ``13.0``)."""
 
+    def wheel_tag(self, version: str | None) -> str | None:
+        """The local version of PyTorch's wheels of this backend (``cu128``, ``rocm7.1``; None: none)."""
+
     def runs_on(self, system: str) -> bool:
         """Whether the backend exists on a Nix-style system (``x86_64-linux``)."""
 
@@ -183,6 +186,12 @@ class BaseBackend:
             return None
         digits = tag[len(self.facts.tag):]
         return f"{digits[:-1]}.{digits[-1]}"
+
+    def wheel_tag(self, version: str | None) -> str | None:
+        if self.facts.wheel_tag is None:
+            return None
+        v = version or ""
+        return self.facts.wheel_tag.replace("{version}", v).replace("{nodots}", v.replace(".", ""))
 
     def runs_on(self, system: str) -> bool:
         return system.endswith(f"-{self.facts.os}")

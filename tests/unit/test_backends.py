@@ -70,3 +70,13 @@ def test_only_cuda_has_a_cmake_fragment_today() -> None:
                      if any(b.cmake_fragment(s, ()) for s in backends.SECTIONS)]
     assert with_fragment == ["cuda"]
     assert "enable_language(CUDA)" in backends.get("cuda").cmake_fragment("configure", ())
+
+
+WHEEL_TAGS = [("cuda", "12.8", "cu128"), ("rocm", "7.1", "rocm7.1"), ("cpu", None, "cpu"), ("xpu", "2025.1", "xpu"),
+              ("metal", None, None)]
+
+
+@pytest.mark.parametrize(("name", "version", "tag"), WHEEL_TAGS, ids=[t[0] for t in WHEEL_TAGS])
+def test_wheel_tag_as_pytorch_indexes_spell_it(name: str, version: str | None, tag: str | None) -> None:
+    """The same facts give Nix's `wheelTag` (nix/tests/torch-wheels.nix)."""
+    assert backends.get(name).wheel_tag(version) == tag
