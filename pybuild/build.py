@@ -235,7 +235,6 @@ def _configure(job: _Job, progress: Progress) -> dict[str, str]:
         f"-DPYBUILD_SOURCE_DIR={job.root}",
         f"-DPYBUILD_BACKEND={variant.backend}",
         f"-DOPS_NAME={job.ops}",
-        f"-DPYBUILD_CUDA_ARCHS={';'.join(job.archs)}",
     ]
     launcher = ccache()
     if launcher:

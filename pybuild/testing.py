@@ -56,7 +56,9 @@ def variant_dir_for(kernel_dir: Path, backend: str | None = None) -> Path:
     if backend is None:
         usable = [backends.get(v.backend) for v in variants if backends.get(v.backend).device_available()]
         devices = [b for b in usable if b.device_module is not None]  # an accelerator over the CPU
-        backend = (devices or usable)[0].name if usable else "cpu"
+        if not usable:
+            raise RuntimeError(f"{kernel_dir}: no host variant runs here (host: {[v.name for v in variants]})")
+        backend = (devices or usable)[0].name
     for v in variants:
         if v.backend == backend:
             return kernel_dir / "build" / v.name

@@ -87,7 +87,7 @@ class Cuda(BaseBackend):
         if variant.backend_version and toolkit.split(".")[0] != variant.backend_version.split(".")[0]:
             msg = f"variant {variant.name} needs CUDA {variant.backend_version}, but nvcc is CUDA {toolkit}"
             raise ToolchainError(msg)
-        return [f"-DCMAKE_CUDA_COMPILER={nvcc}"]
+        return [f"-DPYBUILD_CUDA_ARCHS={';'.join(archs)}", f"-DCMAKE_CUDA_COMPILER={nvcc}"]
 
     def build_environ(self, archs: tuple[str, ...]) -> dict[str, str]:
         return {"TORCH_CUDA_ARCH_LIST": torch_arch_list(archs)} if archs else {}
