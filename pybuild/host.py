@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from . import backends
 from .errors import ToolchainError
 from .variants import Variant, stable_abi_variant, tvm_ffi_variant
 
@@ -131,7 +132,7 @@ def find_nvcc() -> Path | None:
     return default if default.is_file() else None
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def nvcc_version(nvcc: Path) -> str:
     out = subprocess.run([str(nvcc), "--version"], capture_output=True, text=True, check=False).stdout
     m = re.search(r"release (\d+\.\d+)", out)
@@ -140,7 +141,7 @@ def nvcc_version(nvcc: Path) -> str:
     return m[1]
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def cuda_toolkit_root(nvcc: Path) -> Path:
     """The toolkit folder of ``nvcc`` as nvcc itself reports it (``TOP``), so that a wrapper script
     such as /usr/local/bin/nvcc leads to the real toolkit."""
@@ -150,28 +151,23 @@ def cuda_toolkit_root(nvcc: Path) -> Path:
     return Path(m[1].strip()).resolve() if m else Path(nvcc).resolve().parent.parent
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def nvcc_capabilities(nvcc: Path) -> frozenset[str]:
     """Capabilities this nvcc can target, as "9.0" strings (from ``nvcc --list-gpu-arch``)."""
     out = subprocess.run([str(nvcc), "--list-gpu-arch"], capture_output=True, text=True, check=False).stdout
     return frozenset(f"{m[1][:-1]}.{m[1][-1]}" for m in re.finditer(r"compute_(\d+)", out))
 
 
-def cuda_major_minor(v: str) -> str:
-    major, minor = v.split(".")[:2]
-    return f"{major}.{minor}"
-
-
 def host_variants(require_nvcc: bool = True) -> list[Variant]:
-    """The variants this machine builds: CPU always; CUDA too when torch has CUDA and nvcc is here."""
+    """The variants this machine builds, as each backend detects it (CPU always; CUDA when torch has
+    CUDA and nvcc is here): those needing no device first, so the last is the most capable."""
     info = torch_info()
     system = host_system()
     abi: str | None = None if system.endswith("-darwin") else info.cxx_abi
-    variants = [Variant(info.major_minor, "cpu", None, abi, system)]
-    if info.cuda:
-        if not require_nvcc or find_nvcc() is not None:
-            variants.append(Variant(info.major_minor, "cuda", cuda_major_minor(info.cuda), abi, system))
-    return variants
+    found = [b for b in backends.all_backends() if b.facts.compiled]
+    found.sort(key=lambda b: b.device_module is not None)
+    return [Variant(info.major_minor, b.name, version, abi, system)
+            for b in found for version in b.host_versions(info, require_toolchain=require_nvcc)]
 
 
 def tvm_ffi_version() -> str | None:
@@ -197,7 +193,8 @@ def kernel_host_variants(manifest: Manifest) -> list[Variant]:
                 continue
             v = tvm_ffi_variant(v, version)
         stable = manifest.stable_abi_for(v.backend)
-        if stable is not None and not v.tvm_ffi:  # one stable-ABI build, made with this torch if it is at least that version
+        # one stable-ABI build, made with this torch if it is at least that version
+        if stable is not None and not v.tvm_ffi:
             if v.torch_tuple < stable:
                 continue
             v = stable_abi_variant(v, f"{stable[0]}.{stable[1]}")

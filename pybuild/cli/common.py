@@ -40,8 +40,11 @@ class Parser(argparse.ArgumentParser):
 
 
 def backend_choices() -> list[str]:
-    """The backends a kernel may be generated for (``generate --backend``)."""
-    return ["cpu", "cuda", "metal", "rocm", "xpu"]
+    """The backends a kernel may be generated for (``generate --backend``): every registered backend
+    of compiled kernels, a backend added with ``pybuild.backends.register`` included, sorted."""
+    from .. import backends
+
+    return sorted(backends.names())
 
 
 def int_at_least(low: int) -> Callable[[str], int]:

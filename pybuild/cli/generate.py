@@ -50,24 +50,22 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _backend(manifest: Manifest, wanted: str | None, rep: Reporter) -> tuple[str, tuple[str, ...]]:
-    """The backend to generate ``manifest``'s project for (``wanted``, else the host's) and its CUDA
-    capabilities."""
+    """The backend to generate ``manifest``'s project for (``wanted``, else the host's) and the device
+    architectures it targets."""
+    from .. import backends
     from ..host import host_variants
-    from ..manifest import cuda_capabilities_for
 
     if wanted is not None:
         if wanted not in manifest.backends:
             raise UsageError(f"--backend {wanted}: {manifest.path} has kernels for {list(manifest.backends)}")
-        return wanted, manifest.cuda_capabilities() if wanted == "cuda" else ()
+        return wanted, backends.get(wanted).default_archs(manifest, None)
     host = [v for v in host_variants() if v.backend in manifest.backends]
     if host:
         variant = host[-1]  # CUDA over CPU where both are possible
-        if variant.backend == "cuda" and variant.backend_version:
-            return variant.backend, cuda_capabilities_for(manifest, variant.backend_version)
-        return variant.backend, ()
+        return variant.backend, backends.get(variant.backend).default_archs(manifest, variant.backend_version)
     # the project holds every backend's sections; `build` says what this machine can build
     backend = manifest.backends[0]
-    archs = manifest.cuda_capabilities() if backend == "cuda" else ()
+    archs = backends.get(backend).default_archs(manifest, None)
     rep.info(f"{manifest.name}: this machine builds none of its backends {list(manifest.backends)}; "
              f"the project defaults to {backend} (configure with -DPYBUILD_BACKEND=<backend>)")
     return backend, archs
