@@ -14,7 +14,7 @@ def _abi_checker() -> Any:
     try:
         import kernel_abi_check
     except ImportError:
-        msg = "kernel-abi-check is not installed; pip install kernel-abi-check (it is in requirements-dev.txt)"
+        msg = "kernel-abi-check is not installed; pip install kernel-abi-check (a dependency in pyproject.toml)"
         raise ToolchainError(msg) from None
     return kernel_abi_check
 
