@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import functools
 import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..errors import ToolchainError
@@ -12,6 +17,47 @@ if TYPE_CHECKING:
     from ..host import Toolchain, TorchInfo
     from ..manifest import Manifest
     from ..variants import Variant
+
+
+def find_nvcc() -> Path | None:
+    """The nvcc of $CUDACXX, else of $CUDA_HOME or $CUDA_PATH, else on PATH, else /usr/local/cuda's."""
+    for env in ("CUDACXX",):
+        if os.environ.get(env):
+            return Path(os.environ[env])
+    for env in ("CUDA_HOME", "CUDA_PATH"):
+        if os.environ.get(env) and (Path(os.environ[env]) / "bin" / "nvcc").is_file():
+            return Path(os.environ[env]) / "bin" / "nvcc"
+    found = shutil.which("nvcc")
+    if found:
+        return Path(found)
+    default = Path("/usr/local/cuda/bin/nvcc")
+    return default if default.is_file() else None
+
+
+@functools.cache
+def nvcc_version(nvcc: Path) -> str:
+    out = subprocess.run([str(nvcc), "--version"], capture_output=True, text=True, check=False).stdout
+    m = re.search(r"release (\d+\.\d+)", out)
+    if not m:
+        raise ToolchainError(f"{nvcc}: could not read the CUDA version from `nvcc --version`")
+    return m[1]
+
+
+@functools.cache
+def cuda_toolkit_root(nvcc: Path) -> Path:
+    """The toolkit folder of ``nvcc`` as nvcc itself reports it (``TOP``), so that a wrapper script
+    such as /usr/local/bin/nvcc leads to the real toolkit."""
+    out = subprocess.run([str(nvcc), "--dryrun", "-x", "cu", "-c", os.devnull, "-o", os.devnull],
+                         capture_output=True, text=True, check=False)
+    m = re.search(r"^#\$ TOP=(.+)$", out.stdout + out.stderr, re.M)
+    return Path(m[1].strip()).resolve() if m else Path(nvcc).resolve().parent.parent
+
+
+@functools.cache
+def nvcc_capabilities(nvcc: Path) -> frozenset[str]:
+    """Capabilities this nvcc can target, as "9.0" strings (from ``nvcc --list-gpu-arch``)."""
+    out = subprocess.run([str(nvcc), "--list-gpu-arch"], capture_output=True, text=True, check=False).stdout
+    return frozenset(f"{m[1][:-1]}.{m[1][-1]}" for m in re.finditer(r"compute_(\d+)", out))
 
 
 def major_minor(version: str) -> str:
@@ -42,8 +88,6 @@ class Cuda(BaseBackend):
     device_module = "cuda"
 
     def host_versions(self, info: TorchInfo, *, require_toolchain: bool = True) -> tuple[str | None, ...]:
-        from ..host import find_nvcc
-
         if not info.cuda or (require_toolchain and find_nvcc() is None):
             return ()
         return (major_minor(info.cuda),)
@@ -73,8 +117,6 @@ class Cuda(BaseBackend):
 
     def cmake_args(self, manifest: Manifest, variant: Variant, toolchain: Toolchain,
                    archs: tuple[str, ...]) -> list[str]:
-        from ..host import nvcc_capabilities, nvcc_version
-
         nvcc = toolchain.nvcc
         assert nvcc is not None
         toolkit = nvcc_version(nvcc)
