@@ -3,6 +3,7 @@ let
   inherit (lib)
     attrNames
     backendNames
+    backends
     noarchBackendNames
     compareLists
     elem
@@ -263,7 +264,7 @@ in
     if kernel.noarch or false then
       map (b: {
         backend = b;
-        name = "torch-${if b == "cann" then "npu" else b}";
+        name = "torch-${backends.${b}.noarchName}";
       }) kernel.backends
     else
       map newest names;
