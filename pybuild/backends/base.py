@@ -72,7 +72,8 @@ class BackendType(Protocol):
     def name(self) -> str: ...
 
     def tag(self, version: str | None) -> str:
-        """The backend part of a variant name: ``cu130`` for CUDA 13.0, ``cpu``."""
+        """The backend part of a variant name: ``cu130`` for CUDA 13.0, ``cpu``; a versioned backend
+        without a version (a pure-Python variant's) gives its name, ``cuda``."""
 
     def tag_pattern(self) -> str:
         """A regular expression matching exactly the tags :meth:`tag` makes."""
@@ -172,8 +173,8 @@ class BaseBackend:
     def tag(self, version: str | None) -> str:
         if not self.facts.versioned:
             return self.facts.tag
-        if version is None:
-            raise ValueError(f"a {self.facts.label} variant needs a {self.facts.label} version")
+        if version is None:  # a pure-Python variant's backend has no version: its name stands
+            return self.name
         return self.facts.tag + version.replace(".", "")
 
     def tag_pattern(self) -> str:

@@ -40,6 +40,7 @@ def test_noarch_names_round_trip(name: str) -> None:
     v = noarch_variant(name)
     assert parse_variant_name(v.name) == v
     assert v.name == ("torch-npu" if name == "cann" else f"torch-{name}")
+    assert v.backend_tag == name  # what the card and wheel tags of a pure-Python variant show
 
 
 CLASHES = [({"name": "cuda"}, "name 'cuda' is cuda's already"), ({"tag": "cu"}, "tag 'cu' is cuda's already"),
