@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import ast
+import os
 import subprocess
 import sys
 from importlib.metadata import packages_distributions
@@ -71,3 +72,30 @@ def test_every_imported_library_is_listed() -> None:
         if not candidates & names:
             missing.append(f"{module} (imported in {where}; distribution {sorted(candidates)})")
     assert not missing, f"add to pyproject.toml's dependencies (or the dev group): {missing}"
+
+
+def test_setup_installs_tomli_before_reading_pyproject(tmp_path: Path) -> None:
+    """On a fresh Python 3.10 (no tomllib, no tomli) ``.ci/setup`` installs tomli before deps.py reads
+    pyproject.toml. A stand-in interpreter records what setup asks of it."""
+    log, tomli = tmp_path / "calls", tmp_path / "tomli-installed"
+    fake = tmp_path / "python"
+    fake.write_text(f"""#!/usr/bin/env bash
+echo "$*" >> {log}
+case "$*" in
+  "-c import tomllib") exit 1 ;;
+  "-c import tomli") [ -f {tomli} ] ;;
+  *"pip install -q tomli>=2") touch {tomli} ;;
+  *deps.py*) [ -f {tomli} ] || {{ echo "deps.py: Python 3.10 needs tomli" >&2; exit 1; }} ;;
+  *) exit 0 ;;
+esac
+""")
+    fake.chmod(0o755)
+    tools = tmp_path / "tools" / "actionlint" / "node_modules" / "@tktco" / "node-actionlint"
+    tools.mkdir(parents=True)
+    (tools / "main.wasm").write_bytes(b"")
+    env = {**os.environ, "PYTHON": str(fake), "PYBUILD_TOOLS": str(tmp_path / "tools")}
+    r = subprocess.run(["bash", str(REPO / ".ci" / "setup")], capture_output=True, text=True, env=env, cwd=REPO)
+    assert r.returncode == 0, r.stderr
+    calls = log.read_text().splitlines()
+    install = next(i for i, c in enumerate(calls) if c.endswith("pip install -q tomli>=2"))
+    assert install < next(i for i, c in enumerate(calls) if "deps.py" in c)
