@@ -2,8 +2,8 @@
 
 For each ``build/<variant>/`` it checks, in order:
 
-``metadata``        metadata.json parses the way the ``kernels`` loader parses it (its own parser where
-                    installed), the variant name parses, the package is where the loader looks, the
+``metadata``        metadata.json parses the way the ``kernels`` loader parses it (its own parser,
+                    kernels-data), the variant name parses, the package is where the loader looks, the
                     recorded backend matches the name;
 ``digest``          every file matches the sha256 digest recorded in metadata.json;
 ``abi3``            no extension references a Python symbol outside the stable ABI (``kernel-abi-check``)
