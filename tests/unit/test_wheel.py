@@ -143,6 +143,19 @@ def test_malformed_metadata_is_one_line(tmp_path: Path, metadata, message: str,
     assert not (tmp_path / "dist").exists()
 
 
+@pytest.mark.parametrize("depends, bad", [(["einops[bad"], "einops[bad"), (["pyyaml", "numpy>="], "numpy>=")])
+def test_invalid_wheel_metadata_names_the_key_to_fix(tmp_path: Path, depends: list[str], bad: str,
+                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    kernel = make_kernel(tmp_path)
+    make_variant(kernel, metadata={"python-depends": depends})
+    assert main(["wheel", str(kernel), "--version", "1.0.0", "-o", str(tmp_path / "dist")]) != 0
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "sub-exception" not in err and "rebuild the variant" not in err
+    assert 'fix metadata.json key "python-depends"' in err
+    assert f"{bad!r} is invalid" in err
+    assert not (tmp_path / "dist").exists() or not any((tmp_path / "dist").iterdir())
+
+
 def test_one_bad_variant_means_no_wheel_at_all(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     kernel = make_kernel(tmp_path)
     make_variant(kernel)
