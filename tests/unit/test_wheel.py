@@ -6,6 +6,7 @@ import base64
 import csv
 import hashlib
 import io
+import time
 import zipfile
 from pathlib import Path
 
@@ -14,7 +15,7 @@ from packaging.metadata import Metadata
 
 from pybuild.__main__ import main
 from pybuild.variants import parse_variant_name
-from pybuild.wheel import build_wheel, local_label
+from pybuild.wheel import ZIP_EPOCH, build_wheel, local_label
 from tests.helpers.fakebuild import GLIBC_232, host_cpu_variant, make_kernel, make_variant
 
 pytest.importorskip("kernel_abi_check")
@@ -83,13 +84,21 @@ def test_non_manylinux_build_gets_the_plain_linux_tag(tmp_path: Path, capsys: py
 
 def test_reproducible_bytes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     vdir = make_variant(make_kernel(tmp_path))
-    a = build_wheel(vdir, "1.0.0", tmp_path / "a").read_bytes()
+    monkeypatch.delenv("SOURCE_DATE_EPOCH", raising=False)
+    a_path = build_wheel(vdir, "1.0.0", tmp_path / "a")
+    with zipfile.ZipFile(a_path) as zf:
+        dates = {i.filename: i.date_time for i in zf.infolist()}
+    assert any(name.endswith("RECORD") for name in dates)
+    assert set(dates.values()) == {ZIP_EPOCH}, f"every entry, RECORD included, has the fixed date: {dates}"
+    real_time = time.time
+    monkeypatch.setattr(time, "time", lambda: real_time() - 3 * 365 * 86400)  # a clock years away
     b = build_wheel(vdir, "1.0.0", tmp_path / "b").read_bytes()
-    assert a == b
+    monkeypatch.undo()
+    assert a_path.read_bytes() == b
     monkeypatch.setenv("SOURCE_DATE_EPOCH", "1700000000")
     c = build_wheel(vdir, "1.0.0", tmp_path / "c")
     with zipfile.ZipFile(c) as zf:
-        assert zf.infolist()[0].date_time[0] == 2023
+        assert {i.date_time[0] for i in zf.infolist()} == {2023}
 
 
 def test_default_version_and_variant_selection(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
