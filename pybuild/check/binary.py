@@ -7,7 +7,7 @@ from typing import Any
 
 from ..elf import NotELFError, bad_rpaths, dynamic_entries, embedded_cxx_runtime
 from ..errors import ToolchainError
-from .results import MACOS, MANYLINUX, NOT_MANYLINUX_HINT, PYTHON_ABI, CheckResult, _Variant
+from .results import MACOS, MANYLINUX, NOT_MANYLINUX_HINT, PYTHON_ABI, BuiltVariant, CheckResult
 
 
 def _abi_checker() -> Any:
@@ -19,7 +19,7 @@ def _abi_checker() -> Any:
     return kernel_abi_check
 
 
-def check_abi3(v: _Variant) -> CheckResult:
+def check_abi3(v: BuiltVariant) -> CheckResult:
     exts = v.extensions()
     if not exts:
         return CheckResult(v.name, "abi3", "pass", "no compiled extension")
@@ -58,7 +58,7 @@ def check_abi3(v: _Variant) -> CheckResult:
     return CheckResult(v.name, "abi3", "pass", f"{len(exts)} extension(s) use only the stable ABI ({tag})")
 
 
-def check_platform(v: _Variant) -> CheckResult:
+def check_platform(v: BuiltVariant) -> CheckResult:
     exts = v.extensions()
     darwin = v.variant is not None and (v.variant.system or "").endswith("-darwin")
     name = "macos" if darwin else MANYLINUX
@@ -98,7 +98,7 @@ def _version_key(version: str) -> tuple[int, ...]:
     return tuple(int(x) for x in re.findall(r"\d+", version))
 
 
-def check_rpath(v: _Variant) -> CheckResult:
+def check_rpath(v: BuiltVariant) -> CheckResult:
     problems = []
     for so in v.extensions():
         if so.suffix != ".so":
@@ -116,7 +116,7 @@ def check_rpath(v: _Variant) -> CheckResult:
     return CheckResult(v.name, "rpath", "pass", "no RPATH into build directories")
 
 
-def check_runtime(v: _Variant) -> CheckResult:
+def check_runtime(v: BuiltVariant) -> CheckResult:
     """The C++ runtime must be the process's shared one (torch's), not a static copy in the module."""
     problems = []
     for so in v.extensions():

@@ -16,7 +16,7 @@ from ..errors import PybuildError, VariantsError
 from ..manifest import NAME_RE, loader_python_depends
 from ..metadata import METADATA
 from ..variants import parse_variant_name
-from .results import CheckResult, _Variant
+from .results import BuiltVariant, CheckResult
 
 
 def _loader_metadata(path: Path) -> tuple[Any | None, str | None]:
@@ -28,7 +28,7 @@ def _loader_metadata(path: Path) -> tuple[Any | None, str | None]:
         return None, str(e)
 
 
-def check_metadata(v: _Variant) -> CheckResult:
+def check_metadata(v: BuiltVariant) -> CheckResult:
     path = v.path / METADATA
     if not os.path.lexists(path):
         return CheckResult(v.name, "metadata", "fail", f"{path} is missing; the loader refuses a variant without it")
@@ -52,7 +52,7 @@ def check_metadata(v: _Variant) -> CheckResult:
                        f"{data['name']} id {data['id']} v{data['version']} (kernels loader's parser)")
 
 
-def _metadata_problems(v: _Variant, data: dict[str, Any], path: Path) -> tuple[Any | None, list[str]]:
+def _metadata_problems(v: BuiltVariant, data: dict[str, Any], path: Path) -> tuple[Any | None, list[str]]:
     """The loader's parse of metadata.json (None where it rejects it) and what is wrong with it."""
     problems: list[str] = []
     parsed, loader_error = _loader_metadata(path)
@@ -107,7 +107,7 @@ def _unknown_python_depends(names: list[str], backend: str) -> list[str]:
     return [n for n in names if n not in general | per_backend.get(backend, set())]
 
 
-def check_digest(v: _Variant) -> CheckResult:
+def check_digest(v: BuiltVariant) -> CheckResult:
     meta = v.metadata or {}
     digest = meta.get("digest")
     if not isinstance(digest, dict) or not isinstance(digest.get("files"), dict):
@@ -117,7 +117,7 @@ def check_digest(v: _Variant) -> CheckResult:
         return CheckResult(v.name, "digest", "fail", f"unsupported digest algorithm {digest.get('algorithm')!r}")
     # pybuild's reading (names each file) and the loader's own verdict (kernels-data).
     try:
-        problems = digest_mismatches(v.path, digest["files"]) or _loader_digest_problems(v.path)
+        problems = digest_mismatches(v.path, digest["files"]) or loader_digest_problems(v.path)
     except PybuildError as e:  # a tree too deep, a FIFO, a name that is not UTF-8
         return CheckResult(v.name, "digest", "fail", str(e))
     if problems:
@@ -163,7 +163,7 @@ def signature_problem(variant_dir: Path) -> str | None:
     return None
 
 
-def _loader_digest_problems(path: Path) -> list[str]:
+def loader_digest_problems(path: Path) -> list[str]:
     """The verdict of ``kernels-data`` (what the loader and ``kernels verify-signature`` use) on every
     file against the digest in metadata.json."""
     try:
