@@ -45,7 +45,7 @@ def check_abi3(v: BuiltVariant) -> CheckResult:
         if so.suffix == ".so":
             try:
                 entries = dynamic_entries(so)
-            except NotELFError as e:  # e.g. a Mach-O file kernel-abi-check reads but readelf cannot
+            except NotELFError as e:  # e.g. a Mach-O file kernel-abi-check reads but pyelftools cannot
                 problems.append(str(e))
                 continue
             libpython = [val for tag, val in entries if tag == "NEEDED" and val.startswith("libpython")]
