@@ -20,6 +20,8 @@ from tests.helpers.fakebuild import GLIBC_232, host_cpu_variant, make_kernel, ma
 
 pytest.importorskip("kernel_abi_check")
 
+REPO = Path(__file__).resolve().parents[2]
+
 
 @pytest.mark.parametrize("name, label", [
     ("torch213-cxx11-cpu-x86_64-linux", "torch213cpucxx11"),
@@ -70,6 +72,19 @@ def test_wheel_name_metadata_and_record(tmp_path: Path) -> None:
     with zipfile.ZipFile(whl) as zf:
         mode = zf.getinfo("tinyk/_tinyk_ext.abi3.so").external_attr >> 16
         assert mode & 0o111, "the extension keeps its executable bit"
+
+
+def test_metadata_field_names_are_lowercase_and_the_docs_say_why_that_is_valid(tmp_path: Path) -> None:
+    import email.parser
+
+    vdir = make_variant(make_kernel(tmp_path))
+    files = read_wheel(build_wheel(vdir, "1.0.0", tmp_path / "dist"))
+    (text,) = [data.decode() for name, data in files.items() if name.endswith(".dist-info/METADATA")]
+    assert text.startswith("metadata-version: 2.1\nname: tinyk\n"), text  # packaging's as_rfc822() spelling
+    message = email.parser.Parser().parsestr(text)  # how installers read it: names in any case
+    assert message["Name"] == "tinyk" and message["Requires-Dist"].startswith("torch")
+    docs = " ".join((REPO / "docs" / "publishing.md").read_text().split())
+    assert "field names in lowercase" in docs and "case-insensitive" in docs
 
 
 def test_non_manylinux_build_gets_the_plain_linux_tag(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
