@@ -108,24 +108,32 @@ class Manifest:
         ``torch-<backend>`` per backend, whatever the matrix."""
         if self.noarch:
             return [noarch_variant(b) for b in self.backends]
-        out: dict[Variant, Variant] = {}  # in the order of first appearance
-        for v in matrix_variants:
-            if self.framework == "tvm-ffi" and not v.noarch:  # one per backend version and system
-                v = tvm_ffi_variant(v)
-            stable = self.stable_abi_for(v.backend)
-            if stable is not None and not v.stable_abi and not v.noarch and not v.tvm_ffi:
-                if v.torch_tuple < stable:  # built with a torch at least that version
-                    continue
-                v = stable_abi_variant(v, f"{stable[0]}.{stable[1]}")
-            if not self.accepts(v):
+        return list(self.variant_sources(matrix_variants))
+
+    def variant_sources(self, matrix_variants: tuple[Variant, ...] | list[Variant]) -> dict[Variant, Variant]:
+        """{variant built: the matrix variant whose toolchain builds it}, in the order of first
+        appearance; a stable-ABI or tvm-ffi variant is built with the newest matrix torch of its
+        backend version and system (the last in matrix order among equals). Compiled kernels only."""
+        out: dict[Variant, tuple[Variant, Variant]] = {}
+        for m in matrix_variants:
+            v = self._framed(m)
+            if v is None or not self.accepts(v):
                 continue
-            # a stable-ABI variant is built with the newest matrix torch of its backend version and system
             kept = out.get(v)
-            newer = v.build_torch and _version_tuple(v.build_torch) > _version_tuple(kept.build_torch or "0.0") \
-                if kept else True
-            if newer:
-                out[v] = v
-        return list(out.values())
+            if kept is None or m.torch_tuple >= kept[1].torch_tuple:
+                out[v] = (v, m)
+        return {v: m for v, m in out.values()}
+
+    def _framed(self, v: Variant) -> Variant | None:
+        """Matrix variant ``v`` as this kernel's framework builds it (None: not at all)."""
+        if self.framework == "tvm-ffi" and not v.noarch:  # one per backend version and system
+            return tvm_ffi_variant(v)
+        stable = self.stable_abi_for(v.backend)
+        if stable is not None and not v.stable_abi and not v.noarch and not v.tvm_ffi:
+            if v.torch_tuple < stable:  # built with a torch at least that version
+                return None
+            return stable_abi_variant(v, f"{stable[0]}.{stable[1]}")
+        return v
 
     def kernels_for(self, variant: Variant | str) -> tuple[KernelSpec, ...]:
         """Kernel sections compiled into ``variant`` (or a variant of backend ``variant``): its
