@@ -115,7 +115,8 @@ def test_sources_leave_out_build_outputs(tmp_path: Path) -> None:
                 "{ kernel = ls src; csrc = ls (src + \"/csrc\"); pybuild = ls lib.pybuildSource; }"])
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout) == {
-        "kernel": sorted(p.name for p in kernel.iterdir() if p.name not in ("build", ".pybuild", "result", "result-1")),
+        "kernel": sorted(p.name for p in kernel.iterdir()
+                         if p.name not in ("build", ".pybuild", "result", "result-1", LOCK_FILE)),
         "csrc": sorted(p.name for p in (kernel / "csrc").iterdir() if p.name != "__pycache__"),
         "pybuild": ["pybuild"],
     }
@@ -298,8 +299,8 @@ def test_flake_errors_name_the_fix(tmp_path: Path) -> None:
     kernel.mkdir()
     (kernel / "build.toml").write_text('[general]\nname = "k"\n[torch]\nminver = "2.12.1"\n')
     err = nix_error(f"(lib.readKernel {kernel}).name")
-    assert f"readKernel: k/build.toml: no variants.lock.json beside it; run `python -m pybuild.manifest.lock {kernel}`" \
-        in err
+    fix = f"run `python -m pybuild.manifest.lock {kernel}`"
+    assert f"readKernel: k/build.toml: no variants.lock.json beside it; {fix}" in err
 
 
 def test_torch_wheels_cover_the_matrix() -> None:
