@@ -10,22 +10,12 @@ import shutil
 from pathlib import Path
 
 import pytest
-from test_editions import FILES, V5  # the edition-5 manifest with every key, and its files
+import test_editions
 
 from pybuild.errors import ManifestError
-from pybuild.manifest import (
-    KERNEL_TYPES,
-    CpuKernel,
-    CudaKernel,
-    KernelSpec,
-    MetalKernel,
-    RocmKernel,
-    XpuKernel,
-    kernel_type,
-    load_manifest,
-    parse_manifest,
-)
+from pybuild.manifest import kernels, load_manifest, parse_manifest
 from pybuild.manifest.editions import SCHEMAS, validate
+from pybuild.manifest.kernels import KERNEL_TYPES, KernelSpec, kernel_type
 from pybuild.manifest.lock import LOCK_FILE, lock_document, main, write_lock
 from pybuild.manifest.schema import key
 from pybuild.variants import load_matrix, parse_variant_name
@@ -33,23 +23,18 @@ from pybuild.variants import load_matrix, parse_variant_name
 REPO = Path(__file__).resolve().parents[2]
 
 
-@pytest.fixture
-def kdir(tmp_path: Path) -> Path:
-    d = tmp_path / "demo"
-    for rel in FILES:
-        (d / rel).parent.mkdir(parents=True, exist_ok=True)
-        (d / rel).write_text("{}\n" if rel.endswith(".json") else "// x\n")
-    return d
+kdir = test_editions.kdir  # the folder with the files V5 names
+V5 = test_editions.V5  # the edition-5 manifest with every key
 
 
 def test_each_section_is_the_type_of_its_backend(kdir: Path) -> None:
     m = parse_manifest(V5, kdir / "build.toml")
     by = {k.name: k for k in m.kernels}
     assert [type(by[n]) for n in ("k", "k_cpu", "k_rocm", "k_xpu", "k_metal")] == \
-        [CudaKernel, CpuKernel, RocmKernel, XpuKernel, MetalKernel]
+        [kernels.CudaKernel, kernels.CpuKernel, kernels.RocmKernel, kernels.XpuKernel, kernels.MetalKernel]
     assert not hasattr(by["k_cpu"], "cuda_capabilities") and not hasattr(by["k"], "rocm_archs")
     assert by["k_rocm"].rocm_archs == ("gfx942",)  # type: ignore[attr-defined]
-    assert kernel_type("xpu") is XpuKernel and set(KERNEL_TYPES) == {"cpu", "cuda", "metal", "rocm", "xpu"}
+    assert kernel_type("xpu") is kernels.XpuKernel and set(KERNEL_TYPES) == {"cpu", "cuda", "metal", "rocm", "xpu"}
 
 
 def test_flags_carry_their_language(kdir: Path) -> None:
@@ -60,7 +45,7 @@ def test_flags_carry_their_language(kdir: Path) -> None:
 
 
 def test_cuda_minver_applies_to_cuda_variants_only(kdir: Path) -> None:
-    cuda = next(k for k in parse_manifest(V5, kdir / "build.toml").kernels if isinstance(k, CudaKernel))
+    cuda = next(k for k in parse_manifest(V5, kdir / "build.toml").kernels if isinstance(k, kernels.CudaKernel))
     assert cuda.cuda_minver == (12, 8)
     assert not cuda.applies_to(parse_variant_name("torch212-cxx11-cu126-x86_64-linux"))
     assert cuda.applies_to(parse_variant_name("torch212-cxx11-cu130-x86_64-linux"))
