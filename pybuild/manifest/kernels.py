@@ -37,10 +37,12 @@ class KernelSpec:
 
     backend: ClassVar[str] = ""
     name: str
-    depends: tuple[str, ...] = key("depends", "str_list")
-    src: tuple[str, ...] = key("src", "str_list", path="file")
-    include: tuple[str, ...] = key("include", "str_list", path="dir")
-    cxx_flags: tuple[str, ...] = key("cxx-flags", "str_list", language="CXX,OBJCXX")
+    depends: tuple[str, ...] = key("depends", "str_list", doc="libraries the section links: `torch`, and "
+                                   "upstream's pinned CUTLASS, SYCL-TLA, metal-cpp names")
+    src: tuple[str, ...] = key("src", "str_list", path="file",
+                               doc="its sources and headers, relative to the kernel folder")
+    include: tuple[str, ...] = key("include", "str_list", path="dir", doc="include folders for its sources")
+    cxx_flags: tuple[str, ...] = key("cxx-flags", "str_list", language="CXX,OBJCXX", doc="flags for its C++ sources")
 
     @property
     def compile_options(self) -> tuple[tuple[str, str], ...]:
@@ -91,10 +93,15 @@ class MetalKernel(KernelSpec):
 @dataclass(frozen=True)
 class CudaKernel(KernelSpec):
     backend: ClassVar[str] = "cuda"
-    cuda_capabilities: tuple[str, ...] = key("cuda-capabilities", "str_list", farm=True)
-    cuda_flags: tuple[str, ...] = key("cuda-flags", "str_list", farm=True, language="CUDA")
+    cuda_capabilities: tuple[str, ...] = key(
+        "cuda-capabilities", "str_list", farm=True,
+        doc="compute capabilities to build, e.g. [\"8.0\", \"9.0a\"] (default: 8.0 8.6 8.9 9.0 10.0 12.0, "
+            "each toolkit keeping those it knows)")
+    cuda_flags: tuple[str, ...] = key("cuda-flags", "str_list", farm=True, language="CUDA",
+                                            doc="flags for nvcc")
     #: compiled only into CUDA variants of at least this toolkit
-    cuda_minver: tuple[int, int] | None = key("cuda-minver", "version", default=None, example="12.8")
+    cuda_minver: tuple[int, int] | None = key("cuda-minver", "version", default=None, example="12.8",
+                                                   doc="compiled only with CUDA toolkits from this one on")
 
     def applies_to(self, variant: Variant) -> bool:
         """Its backend only, and only CUDA toolkits from `cuda-minver` on."""
@@ -115,8 +122,8 @@ class CudaKernel(KernelSpec):
 @dataclass(frozen=True)
 class RocmKernel(KernelSpec):
     backend: ClassVar[str] = "rocm"
-    rocm_archs: tuple[str, ...] = key("rocm-archs", "str_list", farm=True)
-    hip_flags: tuple[str, ...] = key("hip-flags", "str_list", language="HIP")
+    rocm_archs: tuple[str, ...] = key("rocm-archs", "str_list", farm=True, doc="AMD GPU targets, e.g. [\"gfx942\"]")
+    hip_flags: tuple[str, ...] = key("hip-flags", "str_list", language="HIP", doc="flags for hipcc")
 
     def check(self, reader: Reader) -> None:
         for a in self.rocm_archs:
@@ -128,7 +135,7 @@ class RocmKernel(KernelSpec):
 @dataclass(frozen=True)
 class XpuKernel(KernelSpec):
     backend: ClassVar[str] = "xpu"
-    sycl_flags: tuple[str, ...] = key("sycl-flags", "str_list", language="CXX")
+    sycl_flags: tuple[str, ...] = key("sycl-flags", "str_list", language="CXX", doc="flags for the SYCL compiler")
 
 
 #: backend name -> its kernel section type, in the order the editions list them.

@@ -143,3 +143,19 @@ def test_digest_is_the_loaders(tmp_path: Path) -> None:
     (v / "metadata.json").write_text("{}")
     theirs = kernels_data.Digest.hash_variant(kernels_data.DigestAlgorithm.SHA256, str(v)).files
     assert digest_files(v) == dict(theirs) and len(theirs) == 2
+
+
+def test_reference_documents_every_key() -> None:
+    """The generated reference has a row for every key of the current edition and every kernel key."""
+    from pybuild.manifest.reference import render
+
+    text = render()
+    schema = SCHEMAS[5]
+    for table in (schema.general, *schema.general.tables.values(), *schema.frameworks.values()):
+        for k in table.keys:
+            assert k in ("cuda_capabilities", "rocm_archs") or f"| `{k}` |" in text, k
+    for t in KERNEL_TYPES.values():
+        for f in dataclasses.fields(t):
+            if "toml" in f.metadata:
+                assert f"| `{f.metadata['toml']}` |" in text and f.metadata["doc"] in text, f.name
+    assert '### backend = "rocm"' in text and "### pre-edition format v3" in text

@@ -11,7 +11,7 @@ from typing import Literal
 from ..schema import Kind, Table
 
 Edition = Literal[5, 4, 3, "farm"]
-CURRENT_EDITION = 5
+CURRENT_EDITION: Literal[5] = 5
 
 #: Upstream's `depends` of a kernel section (its deps.rs), and the farm's own names.
 UPSTREAM_DEPENDS = ("cutlass_2_10", "cutlass_3_5", "cutlass_3_6", "cutlass_3_8", "cutlass_3_9", "cutlass_4_0",
