@@ -159,3 +159,14 @@ def test_reference_documents_every_key() -> None:
             if "toml" in f.metadata:
                 assert f"| `{f.metadata['toml']}` |" in text and f.metadata["doc"] in text, f.name
     assert '### backend = "rocm"' in text and "### pre-edition format v3" in text
+
+
+def test_committed_locks_are_fresh() -> None:
+    """What `nix build` reads on a clean checkout is what pybuild computes from build.toml and variants.json."""
+    farm = REPO / "nix" / "tests" / "fixtures" / "farm"
+    for folder, matrix in ((REPO / "kernels", REPO / "variants.json"), (farm / "kernels", farm / "variants.json")):
+        for d in sorted(p.parent for p in folder.glob("*/build.toml")):
+            assert not write_lock(d, load_matrix(matrix), check=True), f"{d / LOCK_FILE} is stale; run " \
+                "python -m pybuild.manifest.lock"
+    for d in ("noarch-repo", "kernel-repo"):
+        assert not write_lock(REPO / "nix" / "tests" / "fixtures" / d, load_matrix(REPO / "variants.json"), check=True)
