@@ -2,7 +2,7 @@
   description = "Kernel build farm: every kernel under kernels/ for every variant of variants.json";
 
   # Prebuilt CUDA packages of nixpkgs (the CUDA team's cache); cache.nixos.org is always used.
-  # Add your farm's own cache here once it exists (README: "Reproducible builds with Nix").
+  # Add your farm's own cache here once it exists (docs/nix.md: "A binary cache").
   nixConfig = {
     extra-substituters = [ "https://cache.nixos-cuda.org" ];
     extra-trusted-public-keys = [ "cache.nixos-cuda.org:74DUi4Ye579gUqzH4ziL9IyiJBlDpMRn9MBN8oNan9M=" ];

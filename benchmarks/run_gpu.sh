@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
 # The GPU run, in one go on a CUDA machine (torch with CUDA, nvcc, cmake, ninja):
 #   1. environment: GPU, driver, nvcc, cmake, python, torch, Python headers;
-#   2. with --explore: each kernel's design space without torch (benchmarks/explore/*_variants.cu),
-#      and launcher variants against torch.compile (benchmarks/explore/duel.py);
-#   3. build every kernel's host variants with pybuild (CPU + CUDA, sm_90 unless PYBUILD_CUDA_ARCHS);
-#   4. every kernel's test-suite (pytest kernels/), CUDA tests included, then the tests in tests/
+#   2. build every kernel's host variants with pybuild (CPU + CUDA, sm_90 unless PYBUILD_CUDA_ARCHS);
+#   3. every kernel's test-suite (pytest kernels/), CUDA tests included, then the tests in tests/
 #      marked gpu: the real `kernels` package picks each kernel's CUDA variant (and a pure-Python
 #      kernel's torch-cuda) and runs it on the GPU (tests/integration/test_gpu_loader.py & co.);
-#   5. `python -m pybuild bench`: every kernel vs torch eager, torch.compile and device copies,
-#      writing gpu-<device>.json and .png.
+#   4. `python -m pybuild bench`: every kernel's benchmarks/cases.py vs torch eager, torch.compile
+#      and device copies, writing gpu-<device>.json and .png;
+#   5. with --sweep N: N seeded random shapes per op (`pybuild bench --sweep`), writing
+#      sweep-<kernels>-<device>.json and .svg.
 # Results and logs go to $OUT when set (a scratch folder the caller collects), else to
 # benchmarks/results/. Exit status: non-zero if any step failed. A tree copied without .git can
 # name its commit for the JSON (it wins over a stale .git): PYBUILD_SOURCE_COMMIT=<sha> bash benchmarks/run_gpu.sh.
@@ -19,26 +19,23 @@
 #
 #   bash benchmarks/run_gpu.sh              # build, test, bench
 #   bash benchmarks/run_gpu.sh --quick      # fewer sizes and repetitions
-#   bash benchmarks/run_gpu.sh --explore    # also time the kernels' alternative designs
 #   bash benchmarks/run_gpu.sh --no-bench   # build and test only (writes no results)
 #   bash benchmarks/run_gpu.sh --wheels wheelhouse/   # with the packages in wheelhouse/*.whl
 #   bash benchmarks/run_gpu.sh --sweep 200 --seed 0   # then N seeded random shapes per op (pybuild bench --sweep)
 #   bash benchmarks/run_gpu.sh --no-bench --sweep 200 # build, test and sweep, without the fixed cases
 set -uo pipefail
 quick=()
-explore=0
 bench=1
 wheels=
 sweep=
 seed=0
 kernels_swept=(img2gray activation rms_norm)
-usage="usage: $0 [--quick] [--explore] [--no-bench] [--wheels DIR] [--sweep N [--seed S] [--sweep-kernels 'K ...']]"
+usage="usage: $0 [--quick] [--no-bench] [--wheels DIR] [--sweep N [--seed S] [--sweep-kernels 'K ...']]"
 recorded="bash benchmarks/run_gpu.sh"  # the command as given, for the JSON
 [ $# -gt 0 ] && recorded+=$(printf ' %q' "$@")
 while [ $# -gt 0 ]; do
   case "$1" in
     --quick) quick=(--quick) ;;
-    --explore) explore=1 ;;
     --no-bench) bench=0 ;;
     --wheels)
       [ $# -ge 2 ] || { echo "$0: --wheels needs a folder of .whl files; $usage" >&2; exit 2; }
@@ -71,8 +68,8 @@ if [ -n "$sweep" ] && ! [[ "$sweep" =~ ^[1-9][0-9]*$ && "$seed" =~ ^[0-9]+$ ]]; 
   echo "$0: --sweep takes a positive number of shapes per op and --seed a number >= 0; $usage" >&2
   exit 2
 fi
-if [ $bench = 0 ] && { [ $explore = 1 ] || [ ${#quick[@]} -gt 0 ]; }; then
-  echo "$0: --no-bench builds and tests only; drop --quick/--explore" >&2
+if [ $bench = 0 ] && [ ${#quick[@]} -gt 0 ]; then
+  echo "$0: --no-bench builds and tests only; drop --quick" >&2
   exit 2
 fi
 dest=${OUT:-benchmarks/results}
@@ -115,18 +112,6 @@ except ImportError:
     print("kernels: not installed; the kernel test-suites import each variant the loader's way and the"
           " loader tests are skipped (pass --wheels DIR with a kernels wheel)")
 PY
-
-if [ $explore = 1 ]; then
-  step "design space (no torch): img2gray, activation, rms_norm"
-  pids=()
-  for k in img2gray activation rms_norm; do
-    nvcc -O3 -std=c++17 -arch=sm_90 "benchmarks/explore/${k}_variants.cu" -o "$scratch/${k}_variants" &
-    pids+=($!)
-  done
-  for p in "${pids[@]}"; do wait "$p" || status=1; done  # a bare `wait` would also wait for the tee
-  for k in img2gray activation rms_norm; do "$scratch/${k}_variants" || status=1; done
-  python3 benchmarks/explore/duel.py --out "$dest/duel.json" || status=1
-fi
 
 step "build (pybuild, CUDA archs $PYBUILD_CUDA_ARCHS), kernels in parallel"
 pids=()

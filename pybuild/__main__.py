@@ -743,8 +743,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
                 raise UsageError(f"{k}: not a kernel name or folder (no build.toml); pass e.g. img2gray or kernels/img2gray")
             dirs.append(p)
     else:
-        dirs = [d for d in _kernel_dirs([])
-                if (root / "benchmarks" / f"{load_manifest(d).python_name}.py").is_file()]
+        dirs = [d for d in _kernel_dirs([]) if bench.has_cases(d)]
     if args.name is not None and (not args.name or "/" in args.name or args.name in (".", "..")):
         raise UsageError(f"--name {args.name!r}: a file name without '/', e.g. gpu-h200")
     if args.out:
@@ -752,8 +751,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     torch_info()  # torch installed at all: a toolchain error (exit 5) rather than an ImportError
     device = bench.resolve_device(args.device)
     rep = Reporter(quiet=args.quiet, json_mode=args.json)
-    modules = [(load_manifest(d), d) for d in dirs]
-    cases = [(m, d, bench.load_cases_module(root, m.python_name)) for m, d in modules]  # validate before building
+    cases = [(load_manifest(d), d, bench.load_cases_module(d)) for d in dirs]  # validate before building
     loaded = []
     for manifest, d, module in cases:
         rep.info(f"{manifest.name}: building (if needed) and loading the host variant")
@@ -767,62 +765,14 @@ def cmd_bench(args: argparse.Namespace) -> int:
         loaded.append((manifest.name, kernel, module))
     compile_ = args.compile if args.compile is not None else device == "cuda"
     command = args.record_command or " ".join(["python", "-m", "pybuild", *sys.argv[1:]])
+    output = bench.Output(out=Path(args.out) if args.out else None, name=args.name, json=args.json,
+                          quiet=args.quiet, strict=args.strict)
     if args.sweep is not None:
-        return _bench_sweep(args, loaded, [m.python_name for m, _, _ in cases], device, compile_, command, rep)
-    def save(partial: dict) -> None:  # after every case: a run cut short still leaves its numbers
-        if args.out:
-            bench.write_outputs(partial, Path(args.out), args.name or bench.device_slug(partial), with_plot=False)
-
-    doc = bench.run(loaded, device, quick=args.quick, compile_=compile_, command=command, log=rep.info, on_case=save)
-    if args.out:
-        for path in bench.write_outputs(doc, Path(args.out), args.name or bench.device_slug(doc)):
-            rep.info(f"wrote {path}")
-    if args.json:
-        print(json.dumps(doc, indent=1))
-    else:
-        env = doc["environment"]
-        title = (f"{env['device']['name']} · torch {env['torch']} · large copy {doc['copy_large']['gbps']:.0f} GB/s"
-                 f" · {doc['method']['timing']}")
-        Reporter(quiet=args.quiet).table(title, bench.SUMMARY_COLUMNS, bench.summary_rows(doc))
-    missed = [f"{r['kernel']} {r['op']} {r['label']} {r['dtype']}: {t['target']} (got {t['ratio'] or 0:.3f}; "
-              f"{t.get('verdict', 'missed')})"
-              for r in doc["results"] for t in r["targets"] if not t["met"]]
-    n_targets = sum(len(r["targets"]) for r in doc["results"])
-    for m in missed:
-        rep.info(f"target not met: {m}")
-    if n_targets:
-        rep.info(f"targets: {n_targets - len(missed)} of {n_targets} met")
-    return 1 if missed and args.strict else 0
-
-
-def _bench_sweep(args: argparse.Namespace, loaded: list, names: list[str], device: str, compile_: bool,
-                 command: str, rep: Reporter) -> int:
-    """``bench --sweep N``: N seeded shapes per op; exit 1 on a wrong result (and with --strict on a
-    ratio under its threshold)."""
-    from . import sweep, sweep_report
-    from .sweep_shapes import Distribution
-
-    dist = Distribution(seed=args.seed, n=args.sweep, max_bytes=args.max_mib << 20)
-    workers = args.workers if args.workers is not None else sweep.default_workers()
-
-    def save(partial: dict) -> None:
-        if args.out:
-            sweep_report.write(partial, Path(args.out), args.name or sweep.out_name(names, partial), with_plot=False)
-
-    doc = sweep.run(loaded, device, dist, compile_, workers, command, rep.info, on_shape=save)
-    if args.out:
-        for path in sweep_report.write(doc, Path(args.out), args.name or sweep.out_name(names, doc)):
-            rep.info(f"wrote {path}")
-    if args.json:
-        print(json.dumps(doc, indent=1))
-    else:
-        Reporter(quiet=args.quiet).table(f"sweep: seed {args.seed}, {args.sweep} shapes per op, "
-                                         f"{doc['seconds']:.0f} s", sweep_report.COLUMNS, sweep_report.rows(doc))
-    wrong = sum(s["shapes"] - s["correct"] for s in doc["summary"].values())
-    if wrong:
-        rep.info(f"{wrong} shape(s) gave wrong results: see 'correct': false in the JSON")
-        return 1
-    return 1 if args.strict and not sweep_report.passed(doc) else 0
+        dist = bench.Distribution(seed=args.seed, n=args.sweep, max_bytes=args.max_mib << 20)
+        return bench.bench_sweep(loaded, device, dist, compile_=compile_, workers=args.workers, command=command,
+                                 output=output, rep=rep)
+    return bench.bench_cases(loaded, device, quick=args.quick, compile_=compile_, command=command, output=output,
+                             rep=rep)
 
 
 # --------------------------------------------------------------------------------------------
@@ -1030,12 +980,12 @@ def make_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_collect)
 
     p = sub.add_parser("bench", help="time kernels against torch eager, torch.compile and a device copy",
-                       description="Run each kernel's benchmarks/<name>.py cases (building the host variant if "
+                       description="Run each kernel's benchmarks/cases.py cases (building the host variant if "
                                    "needed) on CUDA, or on the CPU where no GPU is present, next to torch eager, "
                                    "torch.compile and a copy moving the same bytes; print a table, and with --out "
                                    "write <name>.json and <name>.png.")
     p.add_argument("kernels", nargs="*", metavar="KERNEL", help="kernel name or folder (default: every kernel with "
-                                                                  "benchmarks/<name>.py)")
+                                                                  "benchmarks/cases.py)")
     p.add_argument("--device", choices=("auto", "cuda", "cpu"), default="auto", help="default: cuda when available")
     p.add_argument("--quick", action="store_true", help="fewer sizes and repetitions")
     p.add_argument("--compile", action=argparse.BooleanOptionalAction, default=None,
@@ -1047,7 +997,7 @@ def make_parser() -> argparse.ArgumentParser:
                    "--sweep: when a shape is under 0.95x the best peer in graphs or 1.0x eager in plain calls)")
     p.add_argument("--sweep", type=_int_at_least(1), metavar="N",
                    help="instead of the fixed cases, N seeded random shapes per op (the kernel's "
-                        "benchmarks/<name>.py sweep_ops): checked, then timed against eager and torch.compile; "
+                        "benchmarks/cases.py sweep_ops): checked, then timed against eager and torch.compile; "
                         "writes sweep-<kernels>-<device>.json and .svg with --out")
     p.add_argument("--seed", type=_int_at_least(0), default=0, help="the sweep's seed (default 0)")
     p.add_argument("--max-mib", type=_int_at_least(1), default=128, metavar="MIB",

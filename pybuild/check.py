@@ -53,7 +53,7 @@ IMPORT_TIMEOUT_S = 180
 NOT_MANYLINUX_HINT = (
     "a host build (this machine's glibc is newer) is for development only; build release variants "
     "in a manylinux_2_28 container, or with the Nix toolchain given an old-glibc stdenv overlay "
-    "(`nix build .#{kernel} -L`, then `python -m pybuild collect result`; README: Reproducible builds with Nix)"
+    "(`nix build .#{kernel} -L`, then `python -m pybuild collect result`; see docs/nix.md)"
 )
 
 

@@ -168,7 +168,7 @@ print(json.dumps(digest(kernels.load_kernel("org/img2gray", lockfile=pathlib.Pat
     if proc.returncode != 0:
         # kernels 0.17.2 + huggingface_hub 2.4: `kernels download` fetches build/<variant>/ only, but the offline
         # load asks for the whole snapshot and huggingface_hub refuses one that misses any file of the cached
-        # tree listing (the card, the sources). The README's workaround: fetch the locked commit whole.
+        # tree listing (the card, the sources). The workaround docs/using.md gives: fetch the locked commit whole.
         assert "Cannot find a local snapshot" in proc.stderr, proc.stderr[-3000:]
         run(cli("hf") + ["download", REPO_ID, "--repo-type", "kernel", "--revision", c1, "--cache-dir",
                          fresh["KERNELS_CACHE"], "--quiet"], fresh, work)

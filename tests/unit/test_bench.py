@@ -3,11 +3,33 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 import torch
 
-from pybuild.bench import Case, CaseResult, Target, Timing, finalize, round_order, run, run_case, summary_rows
+from pybuild.bench import (
+    Case,
+    CaseResult,
+    Target,
+    Timing,
+    cases_path,
+    finalize,
+    has_cases,
+    load_cases_module,
+    markdown_table,
+    round_order,
+    run,
+    run_case,
+    summary_rows,
+)
+from pybuild.errors import UsageError
+
+ROOT = Path(__file__).resolve().parents[2]
+ACTIVATIONS = ("silu_and_mul", "gelu_and_mul", "gelu_tanh_and_mul")
 
 
 def timing(gbps: float, rounds: list[float] | None = None) -> Timing:
@@ -126,21 +148,31 @@ def test_run_writes_a_json_document(tmp_path):
     assert len(back["copy_large_runs"]) == 2
 
 
-def test_readme_table_is_the_committed_h200_run():
-    # The README's Performance table is generated (benchmarks/table.py) from the committed JSON;
-    # a new run committed without regenerating it, or a hand-edited figure, fails here.
-    import importlib.util
-    from pathlib import Path
+@pytest.mark.parametrize("result", ["gpu-nvidia-h200.json", "gpu-nvidia-h100-80gb-hbm3.json",
+                                    "sweep-rms_norm-activation-img2gray-nvidia-h200.json",
+                                    "sweep-rms_norm-activation-img2gray-nvidia-h100-80gb-hbm3.json"])
+def test_the_performance_page_tables_are_the_committed_runs(result: str) -> None:
+    # docs/performance.md's tables are generated (benchmarks/table.py) from the committed JSON; a
+    # new run committed without regenerating them, or a hand-edited figure, fails here.
+    from pybuild.bench import sweep_report
 
-    root = Path(__file__).resolve().parents[2]
-    spec = importlib.util.spec_from_file_location("bench_table", root / "benchmarks" / "table.py")
-    table = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(table)
-    doc = json.loads((root / "benchmarks" / "results" / "gpu-nvidia-h200.json").read_text())
-    readme = (root / "README.md").read_text()
-    rendered = "\n".join(table.rows(doc))
-    assert rendered in readme, "README table differs: python3 benchmarks/table.py benchmarks/results/gpu-nvidia-h200.json"
-    assert f"source commit `{doc['environment']['git'][:7]}`" in readme
+    doc = json.loads((ROOT / "benchmarks" / "results" / result).read_text())
+    page = (ROOT / "docs" / "performance.md").read_text()
+    table = sweep_report.markdown_table if doc.get("kind") == "sweep" else markdown_table
+    rendered = "\n".join(table(doc))
+    assert rendered in page, f"docs/performance.md differs: python3 benchmarks/table.py benchmarks/results/{result}"
+
+
+def test_the_table_script_prints_the_table_and_refuses_a_wrong_file(tmp_path: Path) -> None:
+    result = ROOT / "benchmarks" / "results" / "gpu-nvidia-h200.json"
+    proc = subprocess.run([sys.executable, "benchmarks/table.py", str(result)], cwd=ROOT, capture_output=True,
+                          text=True, check=False)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines() == markdown_table(json.loads(result.read_text()))
+    (tmp_path / "x.json").write_text("{}")
+    proc = subprocess.run([sys.executable, "benchmarks/table.py", str(tmp_path / "x.json")], cwd=ROOT,
+                          capture_output=True, text=True, check=False)
+    assert proc.returncode == 2 and "not a readable bench result" in proc.stderr and "Traceback" not in proc.stderr
 
 
 @pytest.mark.parametrize("text, message", [
@@ -149,13 +181,10 @@ def test_readme_table_is_the_committed_h200_run():
     ("raise ImportError('no triton')\n", "cannot be loaded (ImportError: no triton)"),
 ])
 def test_a_broken_benchmark_file_is_one_usage_error(tmp_path, text: str, message: str) -> None:
-    from pybuild.bench import load_cases_module
-    from pybuild.errors import UsageError
-
-    (tmp_path / "benchmarks").mkdir()
-    (tmp_path / "benchmarks" / "k.py").write_text(text)
-    with pytest.raises(UsageError, match=r"k\.py") as info:
-        load_cases_module(tmp_path, "k")
+    (tmp_path / "k" / "benchmarks").mkdir(parents=True)
+    (tmp_path / "k" / "benchmarks" / "cases.py").write_text(text)
+    with pytest.raises(UsageError, match=r"k/benchmarks/cases\.py") as info:
+        load_cases_module(tmp_path / "k")
     assert message in str(info.value)
 
 
@@ -164,12 +193,85 @@ def test_a_broken_benchmark_file_is_one_usage_error(tmp_path, text: str, message
     ("return 1 / 0", "cases() failed (ZeroDivisionError: division by zero)"),
 ])
 def test_a_benchmark_whose_cases_fail_is_one_usage_error(tmp_path, body: str, message: str) -> None:
-    from pybuild.bench import load_cases_module
-    from pybuild.errors import UsageError
-
-    (tmp_path / "benchmarks").mkdir()
-    (tmp_path / "benchmarks" / "k.py").write_text(f"def cases(kernel, device, quick):\n    {body}\n")
-    module = load_cases_module(tmp_path, "k")
-    with pytest.raises(UsageError, match=r"k\.py: ") as info:
+    (tmp_path / "k" / "benchmarks").mkdir(parents=True)
+    (tmp_path / "k" / "benchmarks" / "cases.py").write_text(f"def cases(kernel, device, quick):\n    {body}\n")
+    module = load_cases_module(tmp_path / "k")
+    with pytest.raises(UsageError, match=r"k/benchmarks/cases\.py: ") as info:
         run([("k", object(), module)], "cpu", quick=True, compile_=False, command="test", log=lambda _: None)
     assert message in str(info.value)
+
+
+def test_a_kernel_without_cases_is_one_usage_error_naming_the_file_to_add(tmp_path: Path) -> None:
+    assert not has_cases(tmp_path / "k")
+    with pytest.raises(UsageError, match=r"k/benchmarks/cases\.py: no bench cases for kernel k; add this file"):
+        load_cases_module(tmp_path / "k")
+
+
+@pytest.mark.parametrize("kernel", ["activation", "img2gray", "rms_norm"])
+def test_every_kernel_keeps_its_cases_beside_its_tests_and_they_run_on_cpu(kernel: str) -> None:
+    # Each kernel's cases file loads, gives Case objects for the CPU and SweepOps for the sweep;
+    # the kernel itself is stood in for by the plain-torch reference (no build needed here).
+    from pybuild.bench import SweepOp
+    from pybuild.bench.cases import cases_of
+    from pybuild.bench.sweep import sweep_ops_of
+
+    kernel_dir = ROOT / "kernels" / kernel
+    assert cases_path(kernel_dir) == kernel_dir / "benchmarks" / "cases.py" and has_cases(kernel_dir)
+    module = load_cases_module(kernel_dir)
+
+    reference = {  # ours = eager, so the check must pass
+        "activation": lambda: SimpleNamespace(**{op: module._eager(op) for op in ACTIVATIONS}),
+        "img2gray": lambda: SimpleNamespace(img2gray=module.eager),
+        "rms_norm": lambda: SimpleNamespace(rms_norm=lambda x, w, eps: module.eager(x, w)),
+    }[kernel]()
+    cases = cases_of(module, reference, "cpu", quick=True)
+    assert cases and all(isinstance(c, Case) and c.kernel == kernel for c in cases)
+    ops = sweep_ops_of(module, reference, "cpu")
+    assert ops and all(isinstance(o, SweepOp) for o in ops)
+    r = run_case(cases[0], "cpu", 0, compile_=False, reps=1, copy_large=None, log=lambda _: None)
+    assert "MISMATCH" not in r.check and r.timings["ours"].ms > 0
+
+
+def test_the_cases_action_writes_the_json_prints_the_table_and_exits_0(tmp_path: Path, capsys) -> None:
+    from pybuild.bench import Output, bench_cases
+    from pybuild.ui import Reporter
+
+    class Module:
+        @staticmethod
+        def cases(kernel, device, quick):
+            return [case(device)]
+
+    output = Output(out=tmp_path / "out", name="run", strict=True)
+    assert bench_cases([("k", None, Module)], "cpu", quick=True, compile_=False, command="test", output=output,
+                       rep=Reporter(quiet=True)) == 0  # targets are GPU targets: none judged, none missed
+    doc = json.loads((tmp_path / "out" / "run.json").read_text())
+    assert doc["command"] == "test" and doc["results"][0]["check"] == "exact"
+    assert "256x256" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("wrong", [False, True])
+def test_the_sweep_action_exits_1_on_a_wrong_result(tmp_path: Path, wrong: bool) -> None:
+    from pybuild.bench import Distribution, Output, SweepOp, bench_sweep
+    from pybuild.ui import Reporter
+
+    def make(shape, seed):
+        return (torch.randn(*shape.dims, generator=torch.Generator().manual_seed(seed)),)
+
+    op = SweepOp(kernel="k", op="double", kind="rows", dtypes=("float32",), make=make,
+                 ours=(lambda x: x * 2 + 1) if wrong else (lambda x: x + x), eager=lambda x: x * 2,
+                 bytes_of=lambda r, c, d: 8 * r * c)
+
+    class Module:
+        __file__ = "kernels/k/benchmarks/cases.py"
+
+        @staticmethod
+        def sweep_ops(kernel, device):
+            return [op]
+
+    output = Output(out=tmp_path, json=True)
+    rc = bench_sweep([("k", None, Module)], "cpu", Distribution(seed=1, n=3, max_bytes=1 << 14), compile_=False,
+                     workers=0, command="test", output=output, rep=Reporter(quiet=True))
+    assert rc == (1 if wrong else 0)
+    assert [p.suffix for p in sorted(tmp_path.iterdir())] == [".json", ".svg"]  # sweep-k-<cpu>.json and .svg
+    assert json.loads(next(tmp_path.glob("sweep-k-*.json")).read_text())["summary"]["k double"]["correct"] == \
+        (0 if wrong else 3)

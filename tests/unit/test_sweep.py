@@ -9,8 +9,8 @@ import xml.etree.ElementTree as ET
 import pytest
 import torch
 
-from pybuild import sweep, sweep_report
-from pybuild.sweep_shapes import LAST_FORMS, LAST_MAX, Distribution, draw_images, draw_rows, is_prime, shape_last
+from pybuild.bench import compile_workers, sweep, sweep_report
+from pybuild.bench.sweep_shapes import LAST_FORMS, LAST_MAX, Distribution, draw_images, draw_rows, is_prime, shape_last
 
 
 def rows_bytes(esize: dict[str, int]):
@@ -94,7 +94,7 @@ def _op(wrong: bool = False) -> sweep.SweepOp:
 
 class _Module:
     def __init__(self, op):
-        self.__file__ = "benchmarks/k.py"
+        self.__file__ = "kernels/k/benchmarks/cases.py"
         self._op = op
 
     def sweep_ops(self, kernel, device):
@@ -142,7 +142,7 @@ def test_the_static_compile_gets_a_code_object_of_its_own():
     def f(x):
         return x + 1
 
-    g = sweep.fresh(f)
+    g = compile_workers.fresh(f)
     assert g.__code__ is not f.__code__ and g(1) == 2
 
 
@@ -165,7 +165,7 @@ def test_a_benchmark_file_without_sweep_ops_is_one_usage_error():
     from pybuild.errors import UsageError
 
     class NoSweep:
-        __file__ = "benchmarks/k.py"
+        __file__ = "kernels/k/benchmarks/cases.py"
 
-    with pytest.raises(UsageError, match=r"benchmarks/k.py: defines no sweep_ops\(kernel, device\)"):
+    with pytest.raises(UsageError, match=r"kernels/k/benchmarks/cases.py: defines no sweep_ops\(kernel, device\)"):
         sweep.sweep_ops_of(NoSweep(), None, "cpu")

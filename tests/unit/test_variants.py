@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -109,10 +110,13 @@ def test_bad_variant_name() -> None:
 
 def test_variants_json_is_documented() -> None:
     data = json.loads((REPO / "variants.json").read_text())
-    readme = (REPO / "README.md").read_text()
-    assert "variants.json" in readme
+    page = (REPO / "docs" / "variants.md").read_text()
     for key in ("cxx-abi", "systems", "exclude"):
         assert key in data
+    undocumented = [key for key in data if not re.search(rf"^\| `{key}(\[\][.\w]*)?`", page, re.M)]
+    undocumented += [f"torch[].{key}" for entry in data["torch"] for key in entry
+                     if f"`.{key}`" not in page and f"`torch[].{key}`" not in page]
+    assert undocumented == [], f"docs/variants.md's key table lacks {undocumented}"
 
 
 _BASE = {"torch": [{"version": "2.13", "cpu": True}], "cxx-abi": ["cxx11"], "systems": ["x86_64-linux"]}

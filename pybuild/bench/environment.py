@@ -1,0 +1,87 @@
+"""What a result was measured on: versions, the device, the source commit; and which device to use."""
+
+from __future__ import annotations
+
+import os
+import platform
+import subprocess
+from pathlib import Path
+from typing import Any
+
+from ..errors import UsageError
+
+FARM_ROOT = Path(__file__).resolve().parents[2]
+
+
+def _run(cmd: list[str]) -> str:
+    try:
+        return subprocess.run(cmd, capture_output=True, text=True, timeout=30, check=False).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return ""
+
+
+def _device(device: str) -> dict[str, Any]:
+    import torch
+
+    if device != "cuda":
+        return {"name": platform.processor() or platform.machine(), "threads": torch.get_num_threads()}
+    p = torch.cuda.get_device_properties(0)
+    return {"name": p.name, "capability": f"{p.major}.{p.minor}", "sms": p.multi_processor_count,
+            "l2-bytes": getattr(p, "L2_cache_size", 0), "memory-bytes": p.total_memory}
+
+
+def source_commit(root: Path = FARM_ROOT) -> str | None:
+    """``PYBUILD_SOURCE_COMMIT`` when set (a copy of the tree shipped elsewhere: its caller knows
+    best), else the checkout's commit, with ``-dirty`` when tracked files changed."""
+    if os.environ.get("PYBUILD_SOURCE_COMMIT"):
+        return os.environ["PYBUILD_SOURCE_COMMIT"]
+    commit = _run(["git", "-C", str(root), "rev-parse", "HEAD"])
+    if len(commit) != 40:
+        return None
+    dirty = bool(_run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"]))
+    return commit + ("-dirty" if dirty else "")
+
+
+def environment(device: str) -> dict[str, Any]:
+    """Python, torch, triton, nvcc, driver and device, and the source commit, for the JSON."""
+    import torch
+
+    env: dict[str, Any] = {
+        "python": platform.python_version(),
+        "torch": torch.__version__,
+        "torch-cuda": torch.version.cuda,
+        "platform": platform.platform(),
+    }
+    try:
+        import triton  # type: ignore[import-not-found]
+
+        env["triton"] = triton.__version__
+    except ImportError:
+        env["triton"] = None
+    nvcc = _run(["nvcc", "--version"]).splitlines()
+    env["nvcc"] = nvcc[-1] if nvcc else None
+    env["device"] = _device(device)
+    if device == "cuda":
+        env["driver"] = _run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"]) or None
+    env["git"] = source_commit()
+    return env
+
+
+def device_slug(doc: dict[str, Any]) -> str:
+    """The default result name: ``gpu-<device name>`` on CUDA (``gpu-nvidia-h200``), else the CPU's."""
+    name = doc["environment"]["device"]["name"] if doc["method"]["device"] == "cuda" else "cpu"
+    slug = "".join(c if c.isalnum() else "-" for c in name.lower()).strip("-")
+    while "--" in slug:
+        slug = slug.replace("--", "-")
+    return ("gpu-" if doc["method"]["device"] == "cuda" else "") + slug
+
+
+def resolve_device(requested: str) -> str:
+    """``auto`` -> cuda when torch sees a GPU, else cpu; ``cuda`` without one is a usage error."""
+    import torch
+
+    if requested == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    if requested == "cuda" and not torch.cuda.is_available():
+        raise UsageError("--device cuda: torch sees no CUDA device here; use --device cpu")
+    return requested

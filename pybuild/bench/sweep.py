@@ -1,0 +1,278 @@
+"""``python -m pybuild bench KERNEL --sweep N --seed S``: N seeded random shapes per op.
+
+A kernel's ``benchmarks/cases.py`` opts in with ``sweep_ops(kernel, device) -> list[SweepOp]``
+(``kernel`` may be None in the compile workers: only ``eager`` and ``make`` run there). Each shape
+(sweep_shapes.py draws them) is checked against the plain-torch reference, then ours, torch eager,
+``torch.compile`` as a user gets it by default (one compiled function for every shape of the op,
+so it turns dynamic once sizes vary) and ``torch.compile(..., dynamic=False)`` (a fresh code object
+per shape, so each shape is compiled for itself; compile_workers.py compiles them all first) are
+timed in interleaved rounds, each round as CUDA-graph replays (timing.time_cuda_graph) and as
+plain calls from Python (timing.time_cuda_launch); every figure is the median of the rounds.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import UsageError
+from .compile_workers import compile_static, warm_compiles
+from .environment import device_slug, environment
+from .runner import configure_dynamo
+from .sweep_report import summarize
+from .sweep_shapes import Distribution, Shape, draw_images, draw_rows
+from .timing import (
+    DEFAULT_L2_BYTES,
+    L2_MULTIPLE,
+    median_ms,
+    round_order,
+    time_cuda_graph,
+    time_cuda_launch,
+    time_wall,
+    warm_up_cuda,
+)
+
+MAX_SETS = 32  # input sets per shape (fewer than the bench's: hundreds of shapes)
+SLOW_MS = 0.5  # a call slower than this on the device is a slow one (the host issues any call faster)
+ROUND_BUDGET_MS = 8.0  # device time one implementation's graph may take per round (slow peers get fewer sets)
+LARGE = 16 << 20  # from here on fewer rounds and replays
+THRESHOLDS = {"graph": 0.95, "plain": 1.0}  # ours / best peer in graphs; ours / eager in plain calls
+
+
+@dataclass
+class SweepOp:
+    """One op of a kernel for the sweep. ``make(shape, seed)`` returns fresh arguments on the device."""
+
+    kernel: str
+    op: str
+    kind: str  # "rows": [rows, last]; "image": [H, W] or [N, H, W] uint8 RGB
+    dtypes: tuple[str, ...]
+    make: Callable[[Shape, int], tuple[Any, ...]]
+    ours: Callable[..., Any]
+    eager: Callable[..., Any]
+    bytes_of: Callable[[int, int, str], int] | None = None  # rows ops: bytes one call moves
+    bytes_per_pixel: int = 4  # image ops
+    step: int = 1  # rows ops: the last dimension is a multiple of this
+    tol: dict[str, tuple[float, float]] = field(default_factory=dict)  # dtype -> (atol, rtol)
+    exact: bool = False
+
+
+def shapes_of(op: SweepOp, dist: Distribution) -> list[Shape]:
+    if op.kind == "image":
+        return draw_images(f"{op.kernel}.{op.op}", dist, op.bytes_per_pixel)
+    if op.kind == "rows" and op.bytes_of is not None:
+        return draw_rows(f"{op.kernel}.{op.op}", dist, op.dtypes, op.bytes_of, op.step)
+    raise UsageError(f"{op.kernel} {op.op}: sweep kind {op.kind!r} needs bytes_of (rows) or is unknown; "
+                     "use kind 'rows' with bytes_of, or 'image'")
+
+
+def sweep_ops_of(module: Any, kernel: Any, device: str) -> list[SweepOp]:
+    path = getattr(module, "__file__", None) or getattr(module, "__name__", "the benchmark file")
+    if not callable(getattr(module, "sweep_ops", None)):
+        raise UsageError(f"{path}: defines no sweep_ops(kernel, device) function; add one to sweep this kernel")
+    try:
+        ops = list(module.sweep_ops(kernel, device))
+    except Exception as e:
+        raise UsageError(f"{path}: sweep_ops() failed ({type(e).__name__}: {e}); fix the benchmark file") from e
+    if not ops or not all(isinstance(o, SweepOp) for o in ops):
+        raise UsageError(f"{path}: sweep_ops() must return a non-empty list of pybuild.bench.SweepOp")
+    return ops
+
+
+def check(op: SweepOp, shape: Shape, ours: Any, ref: Any) -> tuple[bool, str]:
+    import torch
+
+    if ours.shape != ref.shape or ours.dtype != ref.dtype:
+        return False, f"shape/dtype {tuple(ours.shape)} {ours.dtype} != {tuple(ref.shape)} {ref.dtype}"
+    if op.exact:
+        ok = torch.equal(ours, ref)
+        return ok, "exact" if ok else "MISMATCH"
+    atol, rtol = op.tol.get(shape.dtype, (1e-2, 1.6e-2))
+    diff = (ours.float() - ref.float()).abs()
+    ok = bool((diff <= atol + rtol * ref.float().abs()).all()) \
+        and bool(torch.isfinite(ours).all() == torch.isfinite(ref).all())
+    return ok, f"max |diff| {diff.max().item():.3g}" + ("" if ok else " MISMATCH")
+
+
+def n_sets(nbytes: int, l2_bytes: int) -> int:
+    return max(2, min(MAX_SETS, math.ceil(L2_MULTIPLE * l2_bytes / max(1, nbytes))))
+
+
+def _time_rounds(impls: dict[str, Callable[..., Any]], arg_sets: list, device: str, rounds: int,
+                 reps: int) -> tuple[dict[str, list[float]], dict[str, list[float]], dict[str, str]]:
+    """Per implementation: graph ms and plain-call ms of its rounds, and how the graph was timed.
+    Plain calls of ours and eager (the plain-call ratio) are timed every round, the compiled ones
+    (information only; Dynamo's guards make them slow on the host) in the first round."""
+    import torch
+
+    graph: dict[str, list[float]] = {k: [] for k in impls}
+    plain: dict[str, list[float]] = {k: [] for k in impls}
+    method = {k: "cuda-graph" if device == "cuda" else "wall-clock" for k in impls}
+    for round_ in range(rounds):
+        for name, fn in round_order(list(impls.items()), round_):
+            if device != "cuda":
+                ms = time_wall(fn, arg_sets, reps)
+                graph[name].append(ms)
+                plain[name].append(ms)
+                continue
+            if method[name] == "cuda-graph":
+                try:
+                    graph[name].append(time_cuda_graph(fn, arg_sets, reps))
+                except Exception:  # noqa: BLE001 - not capturable: timed by launches, and said so
+                    torch.cuda.synchronize()
+                    method[name] = "launch"
+            if name in ("ours", "eager") or round_ == 0 or method[name] == "launch":
+                plain[name].append(time_cuda_launch(fn, arg_sets, max(3, reps // 4)))
+            if method[name] == "launch":
+                graph[name].append(plain[name][-1])
+    return graph, plain, method
+
+
+def _slowest_call_ms(impls: dict[str, Callable[..., Any]], args: tuple[Any, ...]) -> float:
+    """Each implementation called once (compiling it where it compiles), then three times back to
+    back between device events: the slowest per-call time. Where the device takes longer than the
+    host to issue a call this is the device's time; else (small inputs) it is the host's."""
+    import torch
+
+    worst = 0.0
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    for fn in impls.values():
+        fn(*args)
+        torch.cuda.synchronize()
+        start.record()
+        for _ in range(3):
+            fn(*args)
+        end.record()
+        end.synchronize()
+        worst = max(worst, start.elapsed_time(end) / 3)
+    return worst
+
+
+def run_shape(op: SweepOp, shape: Shape, impls: dict[str, Callable[..., Any]], device: str,
+              l2_bytes: int) -> dict[str, Any]:
+    """Check one shape, then time every implementation; the result entry of the JSON."""
+    t0 = time.monotonic()
+    first = op.make(shape, 0)
+    ok, note = check(op, shape, op.ours(*first), op.eager(*first))
+    large = shape.bytes >= LARGE
+    rounds = (3 if large else 5) if device == "cuda" else 1
+    reps = (10 if large else 20) if device == "cuda" else 3
+    sets = 2
+    if device == "cuda":
+        sets = n_sets(shape.bytes, l2_bytes)
+        # Fewer sets and replays where a peer is slow (torch eager on some shapes: ms per call). Below
+        # SLOW_MS a call's time may be the host's (Dynamo's guards), which says nothing here.
+        slowest = _slowest_call_ms(impls, first)
+        if slowest > SLOW_MS and sets * slowest * reps > ROUND_BUDGET_MS:
+            sets = max(2, min(sets, int(ROUND_BUDGET_MS / (slowest * reps))))
+            reps = max(3, min(reps, int(ROUND_BUDGET_MS / (sets * slowest))))
+    arg_sets = [first] + [op.make(shape, seed) for seed in range(1, sets)]
+    del first
+    graph, plain, method = _time_rounds(impls, arg_sets, device, rounds, reps)
+    del arg_sets
+    if device == "cuda":
+        import torch
+
+        torch.cuda.empty_cache()
+    g = {k: median_ms(v) * 1e3 for k, v in graph.items()}
+    p = {k: median_ms(v) * 1e3 for k, v in plain.items()}
+    peers = [k for k in g if k != "ours"]
+    best = min(peers, key=lambda k: g[k])
+    return {
+        "kernel": op.kernel, "op": op.op, "shape": list(shape.dims), "label": shape.label, "dtype": shape.dtype,
+        "form": shape.form, "bytes": shape.bytes, "correct": ok, "check": note, "sets": sets, "rounds": rounds,
+        "graph_us": g, "plain_us": p, "graph_method": method,
+        "graph_rounds_us": {k: [x * 1e3 for x in v] for k, v in graph.items()},
+        "plain_rounds_us": {k: [x * 1e3 for x in v] for k, v in plain.items()},
+        "reps": reps, "best_peer": best, "graph_ratio": g[best] / g["ours"], "plain_ratio": p["eager"] / p["ours"],
+        "plain_ratio_best": min(p[k] for k in peers) / p["ours"],
+        "seconds": round(time.monotonic() - t0, 3),
+    }
+
+
+# --------------------------------------------------------------------------------------------
+# The run
+
+
+def _method(device: str, compile_: bool) -> dict[str, Any]:
+    """How the sweep measured, for the JSON."""
+    return {
+        "device": device,
+        "implementations": {
+            "ours": "the kernel as a user calls it",
+            "eager": "the plain-torch reference in eager mode (also the correctness reference)",
+            "compile": "torch.compile(eager): one compiled function for every shape of the op, as a user "
+                       "gets by default (it turns dynamic once sizes vary)" if compile_ else None,
+            "compile-static": "torch.compile(eager, dynamic=False), compiled for each shape" if compile_ else None,
+        },
+        "graph": f"CUDA graph of one call per input set ({MAX_SETS} sets at most, past {L2_MULTIPLE}x L2 "
+                 f"where that fits), median of replays / calls; 20 replays per round, 10 from "
+                 f"{LARGE >> 20} MiB; fewer sets and replays (3 at least) where an implementation takes over "
+                 f"{SLOW_MS:g} ms a call and would take more than {ROUND_BUDGET_MS:g} ms a round" if device == "cuda"
+                 else "median wall-clock per call",
+        "plain": "calls from Python on the current stream, device events, median; ours and eager every round, "
+                 "the compiled ones in the first" if device == "cuda" else None,
+        "rounds": "5 interleaved rounds (3 from 16 MiB), odd rounds in reverse order; every figure is the "
+                  "median round" if device == "cuda" else "1",
+        "bytes": "inputs read once + outputs written once, per call",
+        "graph_ratio": "best peer's graph time / ours (peers: eager, compile, compile-static)",
+        "plain_ratio": "eager's plain-call time / ours",
+        "thresholds": THRESHOLDS,
+    }
+
+
+def run(kernels: Sequence[tuple[str, Any, Any]], device: str, dist: Distribution, compile_: bool, workers: int,
+        command: str, log: Callable[[str], None],
+        on_shape: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
+    """Sweep ``(name, loaded kernel package, cases module)`` triples; returns the JSON document."""
+    import torch
+
+    t_start = time.monotonic()
+    plan = [(op, shapes_of(op, dist)) for _, kernel, module in kernels for op in sweep_ops_of(module, kernel, device)]
+    env = environment(device)
+    l2 = (env["device"].get("l2-bytes") or DEFAULT_L2_BYTES) if device == "cuda" else 0
+    doc: dict[str, Any] = {
+        "schema": 1, "kind": "sweep", "command": command,
+        "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "environment": env,
+        "distribution": dist.describe(),
+        "method": _method(device, compile_),
+        "results": [],
+    }
+    if device == "cuda":
+        configure_dynamo(1 << 16)
+        if compile_:
+            modules = {name: str(module.__file__) for name, _, module in kernels}
+            jobs = [(op, s) for op, shapes in plan for s in shapes]
+            doc["compile_warm_up"] = warm_compiles(jobs, modules, workers, log)
+        log(f"device {env['device']['name']}; warming up")
+        warm_up_cuda(2.0)
+    total = sum(len(s) for _, s in plan)
+    done = 0
+    for op, shapes in plan:
+        impls: dict[str, Callable[..., Any]] = {"ours": op.ours, "eager": op.eager}
+        if compile_:  # one compiled function for every shape of the op, as a user gets by default
+            impls["compile"] = torch.compile(op.eager)
+        for shape in shapes:
+            done += 1
+            if compile_:
+                impls["compile-static"] = compile_static(op.eager)
+            r = run_shape(op, shape, impls, device, l2)
+            doc["results"].append(r)
+            log(f"[{done}/{total} {time.monotonic() - t_start:.0f} s] {op.op} {shape.dtype} {shape.label} "
+                f"({shape.form}, {shape.bytes / 1e6:.3g} MB): "
+                f"{'ok' if r['correct'] else 'WRONG'}; graph {r['graph_ratio']:.3f}x {r['best_peer']} "
+                f"(ours {r['graph_us']['ours']:.2f} us), plain {r['plain_ratio']:.3f}x eager; {r['seconds']:.1f} s")
+            if on_shape is not None and (done % 25 == 0 or done == total):
+                doc["summary"] = summarize(doc)
+                on_shape(doc)
+    doc["summary"] = summarize(doc)
+    doc["seconds"] = round(time.monotonic() - t_start, 1)
+    return doc
+
+
+def out_name(kernels: Sequence[str], doc: dict[str, Any]) -> str:
+    return "sweep-" + "-".join(kernels) + "-" + device_slug(doc).removeprefix("gpu-")
+

@@ -1,0 +1,230 @@
+"""README.md and docs/: links that resolve, a CLI page that covers every command and option, a
+manifest page that lists every key each edition reads, the quick start CI runs, and performance
+figures that are the committed run's."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+PAGES = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
+
+_FENCE = re.compile(r"^```.*?^```", re.M | re.S)
+_CODE_SPAN = re.compile(r"`[^`]+`")
+_LINK = re.compile(r"\[[^\]\n]*\]\(([^)\s]+)\)")
+_HEADING = re.compile(r"^#{1,6}\s+(.+?)\s*$", re.M)
+
+
+def anchors(text: str) -> set[str]:
+    """The anchors GitHub gives a page's headings: lowercased, punctuation dropped, spaces to '-'."""
+    seen: dict[str, int] = {}
+    out = set()
+    for title in _HEADING.findall(_FENCE.sub("", text)):
+        slug = re.sub(r"[^\w\- ]", "", title.lower()).replace(" ", "-")
+        n = seen.get(slug, 0)
+        seen[slug] = n + 1
+        out.add(slug if n == 0 else f"{slug}-{n}")
+    return out
+
+
+def broken_links(page: Path) -> list[str]:
+    """Each relative link of ``page`` (outside code) whose file or heading does not exist."""
+    text = page.read_text(encoding="utf-8")
+    prose = _CODE_SPAN.sub("", _FENCE.sub("", text))
+    broken = []
+    for target in _LINK.findall(prose):
+        if re.match(r"[a-z][a-z0-9+.-]*:", target):  # https:, mailto:
+            continue
+        path, _, anchor = target.partition("#")
+        dest = (page.parent / path).resolve() if path else page
+        if not dest.exists():
+            broken.append(f"{page.name}: {target}: no such file")
+        elif anchor and dest.suffix == ".md" and anchor not in anchors(dest.read_text(encoding="utf-8")):
+            broken.append(f"{page.name}: {target}: no heading #{anchor} in {dest.name}")
+    return broken
+
+
+def test_pages_exist() -> None:
+    assert len(PAGES) > 5, PAGES
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
+def test_relative_links_resolve(page: Path) -> None:
+    assert broken_links(page) == []
+
+
+def test_link_checker_finds_broken_links(tmp_path: Path) -> None:
+    (tmp_path / "other.md").write_text("# Other page\n\n## A section: `[x]`\n")
+    page = tmp_path / "page.md"
+    page.write_text(
+        "# Page\n\n## Here\n\n"
+        "[ok](other.md) [ok](other.md#a-section-x) [ok](#here) [web](https://example.org/x.md)\n"
+        "`[in code](missing.md)`\n```\n[in a block](missing.md)\n```\n"
+        "[gone](missing.md) [bad anchor](other.md#nope) [bad self](#nowhere)\n"
+    )
+    assert broken_links(page) == [
+        "page.md: missing.md: no such file",
+        "page.md: other.md#nope: no heading #nope in other.md",
+        "page.md: #nowhere: no heading #nowhere in page.md",
+    ]
+
+
+def _help(*argv: str) -> str:
+    env = {**os.environ, "COLUMNS": "1000"}
+    done = subprocess.run([sys.executable, "-m", "pybuild", *argv, "--help"], cwd=REPO, env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def _section(text: str, title: str) -> str:
+    match = re.search(rf"^## {re.escape(title)}\n(.*?)(?=^## |\Z)", text, re.M | re.S)
+    assert match, f"docs/cli.md has no section `## {title}`"
+    return match.group(1)
+
+
+def test_cli_page_has_a_section_per_command_naming_each_option() -> None:
+    top = _help()
+    commands = re.findall(r"^ {4}([a-z][a-z-]*)(?= |$)", top.split("options:")[0], re.M)
+    assert len(commands) > 10, top
+    cli = (REPO / "docs" / "cli.md").read_text(encoding="utf-8")
+    missing = []
+    for command in commands:
+        section = _section(cli, f"`{command}`")
+        options = set(re.findall(r"(?<![\w-])(--[a-z][a-z-]*)", _help(command).split("options:", 1)[1]))
+        for option in sorted(options - {"--help"}):
+            if not re.search(rf"`{re.escape(option)}(?![\w-])", section):
+                missing.append(f"{command} {option}")
+    assert missing == [], f"docs/cli.md does not describe: {', '.join(missing)}"
+
+
+# A minimal [general] per edition the farm reads; the probes below add one unknown key somewhere and
+# read the allowed keys back from the error, so the page is checked against the parser itself.
+_GENERAL = {
+    "5": 'name = "k"\nversion = 1\nedition = 5\nlicense = "MIT"\nbackends = ["cuda"]\n',
+    "v4": 'name = "k"\nversion = 1\nlicense = "MIT"\nbackends = ["cuda"]\n',
+    "v3": 'name = "k"\nbackends = ["cuda"]\n',
+    "farm": 'name = "k"\nuniversal = false\n',
+}
+_SUBTABLES = ("hub", "cuda", "neuron", "tpu", "xpu")
+_FRAMEWORKS = ("torch", "torch-noarch", "tvm-ffi")
+_BACKENDS = ("cpu", "cuda", "metal", "rocm", "xpu")
+
+
+def _probe_manifest(edition: str, where: str) -> str:
+    framework = where if where in _FRAMEWORKS else "torch"
+    text = "zzzz = 1\n" if where == "top" else ""
+    text += "[general]\n" + _GENERAL[edition] + ("zzzz = 1\n" if where == "general" else "")
+    if where.startswith("general."):
+        text += f"[{where}]\nzzzz = 1\n"
+    text += f"[{framework}]\n" + ("" if framework == "torch-noarch" else 'src = ["a.cpp"]\n')
+    text += "zzzz = 1\n" if where == framework else ""
+    if where.startswith("kernel."):
+        depends = "" if edition == "farm" else 'depends = ["torch"]\n'
+        text += f'[kernel.k]\nbackend = "{where[7:]}"\n{depends}src = ["k.cc"]\nzzzz = 1\n'
+    return text
+
+
+def _keys_the_parser_reads(tmp_path: Path) -> set[tuple[str, str, str]]:
+    """(edition, table, key) for every key each edition reads; key "" for a table itself."""
+    from pybuild.manifest import load_manifest
+
+    read: set[tuple[str, str, str]] = set()
+    places = ["top", "general", *(f"general.{t}" for t in _SUBTABLES), *_FRAMEWORKS,
+              *(f"kernel.{b}" for b in _BACKENDS)]
+    for edition in _GENERAL:
+        for where in places:
+            if edition == "v3" and where in ("torch-noarch", "tvm-ffi"):
+                continue  # a file with either table is taken for v4, so v3's reading cannot be probed here
+            folder = tmp_path / f"{edition}-{where}"
+            folder.mkdir()
+            (folder / "build.toml").write_text(_probe_manifest(edition, where))
+            with pytest.raises(Exception) as info:  # noqa: B017 (whichever error class the parser raises)
+                load_manifest(folder)
+            found = re.search(r"unknown key `(\w+)` in \[([^\]]+)\]; (?:allowed keys: (.*)|did you mean)",
+                              str(info.value))
+            assert found, f"{edition} {where}: {info.value}"
+            key, table, allowed = found.groups()
+            if key != "zzzz":  # the table itself is not read in this edition (e.g. [general.tpu] before 5)
+                continue
+            table = "kernel" if table.startswith("kernel.") else table
+            for name in (allowed or "").split(", "):
+                if table == "top level":
+                    read.add((edition, name, ""))
+                elif table == "general" and name in _SUBTABLES:
+                    read.add((edition, f"general.{name}", ""))
+                else:
+                    read.add((edition, table, name))
+    return read
+
+
+def _keys_the_page_lists() -> set[tuple[str, str, str]]:
+    page = (REPO / "docs" / "manifest.md").read_text(encoding="utf-8")
+    listed: set[tuple[str, str, str]] = set()
+    current: list[str] = []
+    for row in _section(page, "Every key, by edition").splitlines():
+        cells = [c.strip() for c in row.strip().strip("|").split("|")]
+        if len(cells) < 6 or not cells[0].startswith("`"):
+            continue
+        tables = [t.removesuffix(".<name>") for t in re.findall(r"`\[([^\]]+)\]`", cells[0])]
+        keys = re.findall(r"`([a-z][\w-]*)`", cells[0])
+        if tables and not keys:
+            current = tables
+        for edition, cell in zip(("farm", "v3", "v4", "5"), cells[1:5], strict=True):
+            if cell == "–":
+                continue
+            only = re.findall(r"`([a-z][\w-]*)`", cell)
+            for table in tables or current:
+                for key in {"", *(only or keys)}:
+                    listed.add((edition, table, key))
+    return listed
+
+
+def test_manifest_page_lists_every_key_each_edition_reads(tmp_path: Path) -> None:
+    def probed(entry: tuple[str, str, str]) -> bool:
+        return not (entry[0] == "v3" and entry[1] in ("torch-noarch", "tvm-ffi") and entry[2])
+
+    read = set(filter(probed, _keys_the_parser_reads(tmp_path)))
+    listed = set(filter(probed, _keys_the_page_lists()))
+    assert sorted(read - listed) == [], "read by the parser, missing from docs/manifest.md"
+    assert sorted(listed - read) == [], "in docs/manifest.md, not read by the parser"
+
+
+def test_quick_start_test_command_is_what_ci_runs() -> None:
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    command = "bash .ci/setup && python3 -m pytest -q"
+    assert f"# 2. Run the whole test suite (this is what CI runs).\n{command}\n" in readme
+    assert "bash .ci/setup && python3 -m pybuild build\n" in readme
+    ci = (REPO / ".ci" / "run").read_text(encoding="utf-8").strip().splitlines()
+    assert ci[-1] == command, ".ci/run must end with exactly the README's test command"
+
+
+def _headline_row(result: dict) -> str:
+    t = result["timings"]
+    return (f"| {result['kernel']} `{result['op']}` | {result['label']} | {result['dtype']} "
+            f"| {t['ours']['ms'] * 1e3:.1f} | {t['ours']['gbps']:.0f} | {t['compile']['gbps']:.0f} "
+            f"| {t['eager']['gbps']:.0f} |")
+
+
+def test_readme_performance_headline_is_the_committed_h200_run() -> None:
+    # The README shows a few rows of the committed H200 run; a new run committed without updating
+    # them, or a hand-edited figure, fails here.
+    doc = json.loads((REPO / "benchmarks" / "results" / "gpu-nvidia-h200.json").read_text())
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    headline = _section(readme, "Performance")
+    rows = [line for line in headline.splitlines() if re.match(r"\| \w+ `", line)]
+    assert len(rows) >= 3, "README's Performance section shows no result rows"
+    committed = {_headline_row(r) for r in doc["results"]}
+    assert [r for r in rows if r not in committed] == [], "README rows differ from the committed H200 JSON"
+    met = sum(x["met"] for r in doc["results"] for x in r["targets"])
+    total = sum(len(r["targets"]) for r in doc["results"])
+    git = doc["environment"]["git"]
+    assert f"{met} of {total} targets met; large copy {doc['copy_large']['gbps']:.0f} GB/s; source {git}" in headline
+    assert f"source commit\n`{git[:7]}`" in headline or f"source commit `{git[:7]}`" in headline
