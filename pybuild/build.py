@@ -17,23 +17,21 @@ import json
 import os
 import re
 import shutil
-import signal
-import subprocess
-import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import __version__, safeload
-from .digest import ops_name as make_ops_name
+from . import __version__, backends, safeload
 from .digest import digest_mismatches, source_hash
+from .digest import ops_name as make_ops_name
 from .elf import NotELFError, bad_rpaths
 from .errors import BuildError, InputLimitError, ToolchainError, VariantsError
 from .fsutil import dir_size, remove_tree, replace_dir
 from .generate import ProjectSpec, render_ops_py, template_fingerprint, write_project
-from .host import Toolchain, ccache, host_toolchain, nvcc_capabilities, nvcc_version
-from .manifest import Manifest, check_cuda_archs, cuda_capabilities_for
+from .host import Toolchain, ccache, host_toolchain
+from .logged_run import run_logged as _run_logged
+from .manifest import Manifest
 from .metadata import METADATA, git_state, make_metadata, write_metadata
 from .staging import check_writable, owned_staging, remove_dead_leftovers, variant_lock
 from .variants import Variant, parse_variant_name
@@ -65,30 +63,6 @@ class BuildResult:
 
 def _no_progress(message: str, fraction: float | None) -> None:
     return None
-
-
-def _cuda_archs(manifest: Manifest, variant: Variant, options: BuildOptions) -> tuple[str, ...]:
-    if variant.backend != "cuda":
-        return ()
-    if options.cuda_archs:
-        return options.cuda_archs
-    env = os.environ.get("PYBUILD_CUDA_ARCHS")
-    if env and env.strip():
-        return check_cuda_archs(env, "PYBUILD_CUDA_ARCHS")
-    assert variant.backend_version is not None
-    return cuda_capabilities_for(manifest, variant.backend_version)
-
-
-def torch_arch_list(archs: tuple[str, ...]) -> str:
-    """``TORCH_CUDA_ARCH_LIST`` for ``archs``: machine code for each, plus PTX of the newest plain
-    one so that newer GPUs can JIT it ("8.0;9.0" -> "8.0;9.0+PTX")."""
-    plain = [a for a in archs if not a.endswith(("a", "f"))]
-    return ";".join(f"{a}+PTX" if plain and a == plain[-1] else a for a in archs)
-
-
-def metadata_archs(archs: tuple[str, ...]) -> tuple[str, ...]:
-    """The archs metadata.json declares, in the loader's notation (``9.0+PTX`` for the PTX one)."""
-    return tuple(torch_arch_list(archs).split(";")) if archs else ()
 
 
 def _build_key(manifest: Manifest, variant: Variant, src_hash: str, archs: tuple[str, ...],
@@ -133,24 +107,21 @@ def _check_variant_buildable(variant: Variant, toolchain: Toolchain) -> None:
         here = tvm_ffi_version()
         if here != variant.torch:
             found = f"tvm-ffi {here}" if here else "no tvm-ffi"
-            raise ToolchainError(f"variant {variant.name} needs tvm-ffi {variant.torch} (pip install "
-                                 f"'apache-tvm-ffi>={variant.torch},<{variant.torch[:-1]}{int(variant.torch[-1]) + 1}'); "
+            want = variant.torch or ""
+            raise ToolchainError(f"variant {variant.name} needs tvm-ffi {want} (pip install "
+                                 f"'apache-tvm-ffi>={want},<{want[:-1]}{int(want[-1]) + 1}'); "
                                  f"this Python has {found}")
     elif variant.stable_abi:  # any torch from that version on builds it
         if tuple(int(x) for x in info.major_minor.split(".")) < variant.torch_tuple:
-            msg = f"variant {variant.name} needs torch {variant.torch} or later, but {toolchain.python} has torch {info.version}"
+            msg = (f"variant {variant.name} needs torch {variant.torch} or later, but {toolchain.python} has "
+                   f"torch {info.version}")
             raise ToolchainError(msg)
     elif variant.torch != info.major_minor:
         msg = f"variant {variant.name} needs torch {variant.torch}, but {toolchain.python} has torch {info.version}"
         raise ToolchainError(msg)
-    if variant.backend == "cuda":
-        if not info.cuda:
-            raise ToolchainError(f"variant {variant.name} needs a CUDA build of torch; torch {info.version} has none")
-        nvcc = toolchain.nvcc
-        if nvcc is None:
-            raise ToolchainError(f"variant {variant.name} needs nvcc; install the CUDA toolkit or set CUDA_HOME")
-    elif variant.backend != "cpu":
-        raise ToolchainError(f"variant {variant.name}: backend {variant.backend} cannot be built on this host")
+    why = backends.get(variant.backend).unbuildable(variant, toolchain)
+    if why is not None:
+        raise ToolchainError(why)
 
 
 #: `depends` this farm provides to a build: torch itself (the farm's own `cutlass` and `cub` names
@@ -176,65 +147,6 @@ def _check_output_place(root: Path, variant: Variant) -> None:
     check_writable(root / BUILD_DIR)
 
 
-#: Runs a command as the leader of its own process group that dies with pybuild: when pybuild exits or
-#: is killed (even by SIGKILL), the system sends this wrapper SIGTERM (PR_SET_PDEATHSIG), and it kills
-#: the whole group: CMake, ninja and every compiler they started.
-_GROUP_WRAPPER = """
-import ctypes, os, signal, subprocess, sys
-def stop(*_):
-    os.killpg(0, signal.SIGKILL)
-signal.signal(signal.SIGTERM, stop)
-ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
-if os.getppid() != int(sys.argv[1]):  # pybuild died before the line above
-    stop()
-rc = subprocess.call(sys.argv[2:])
-sys.exit(rc if rc >= 0 else 128 - rc)
-"""
-
-
-def _in_own_group(cmd: list[str]) -> list[str]:
-    """``cmd`` wrapped so that a killed pybuild takes it and its children along (Linux; elsewhere as is)."""
-    if not sys.platform.startswith("linux"):
-        return cmd
-    return [sys.executable, "-c", _GROUP_WRAPPER, str(os.getpid()), *cmd]
-
-
-def _run_logged(cmd: list[str], log: Path, cwd: Path | None, on_line: Callable[[str], None] | None = None,
-                env: dict[str, str] | None = None) -> None:
-    """Run ``cmd`` appending its output to ``log``; raise BuildError with the log's tail on failure."""
-    with log.open("a") as f:
-        f.write(f"$ {' '.join(cmd)}\n")
-        f.flush()
-        proc = subprocess.Popen(_in_own_group(cmd), cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                text=True, env=env, errors="replace", start_new_session=True)
-        assert proc.stdout is not None
-        tail: list[str] = []
-        try:
-            for line in proc.stdout:
-                f.write(line)
-                tail = (tail + [line.rstrip()])[-25:]
-                if on_line:
-                    on_line(line)
-            rc = proc.wait()
-        except BaseException:  # Ctrl-C or an error of the caller: take the whole group along, now
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-            raise
-    if rc != 0:
-        at = next((i for i, t in enumerate(tail) if re.search(r"error|Error|ERROR|fatal", t)), None)
-        first = tail[at].strip() if at is not None else (tail[-1].strip() if tail else "")
-        if at is not None and first.endswith(":"):  # "CMake Error at X (message):" -- the cause follows
-            cause = next((t.strip() for t in tail[at + 1:] if t.strip()), "")
-            first = f"{first} {cause}"
-        msg = f"`{Path(cmd[0]).name} {cmd[1] if len(cmd) > 1 else ''}` failed (exit {rc}): {first[:300]} (full log: {log})"
-        compiler = re.search(r"CMAKE_(CXX|C|CUDA)_COMPILER", "\n".join(tail))
-        if compiler and len(cmd) > 1 and cmd[1] == "-S":  # configure could not use a compiler: the toolchain
-            env_var = {"CXX": "CXX", "C": "CC", "CUDA": "CUDACXX"}[compiler[1]]
-            raise ToolchainError(f"{msg}; check the {compiler[1]} compiler (${env_var}, PATH)")
-        raise BuildError(msg)
-
-
 def build_variant(
     manifest: Manifest,
     variant: Variant,
@@ -250,16 +162,14 @@ def build_variant(
     start = time.monotonic()
     root = manifest.root.resolve()  # absolute: CMake runs with cwd=.pybuild/<variant>
     final = root / BUILD_DIR / variant.name
-    work = root / WORK_DIR / variant.name
-    stamp = work / "stamp.json"
+    stamp = root / WORK_DIR / variant.name / "stamp.json"
     _check_variant_buildable(variant, toolchain)
     _check_depends(manifest, variant)
     _check_output_place(root, variant)
 
     remove_dead_leftovers(root)  # what killed runs left, even when this run has nothing to do
     src_hash = source_hash(manifest)
-    ops = make_ops_name(manifest, variant.backend, src_hash)
-    archs = _cuda_archs(manifest, variant, options)
+    archs = backends.get(variant.backend).build_archs(manifest, variant, options.cuda_archs)
     key = _build_key(manifest, variant, src_hash, archs, toolchain)
     if not options.force and is_up_to_date(final, stamp, key):
         return BuildResult(manifest.name, variant.name, "up to date", time.monotonic() - start, dir_size(final), final)
@@ -269,101 +179,127 @@ def build_variant(
         if not options.force and is_up_to_date(final, stamp, key):  # built by the run this one waited for
             return BuildResult(manifest.name, variant.name, "up to date", time.monotonic() - start, dir_size(final),
                                final)
-        work.mkdir(parents=True, exist_ok=True)
-        log = work / "build.log"
-        log.write_text(f"pybuild {__version__} building {manifest.name} for {variant.name}\n")
-        project = work / "project"
-        spec = ProjectSpec(backend=variant.backend, ops_name=ops, cuda_archs=archs)
-        write_project(manifest, spec, dest=project)
-
-        cmake_dir = work / "cmake"
-        args = [
-            cmake, "-S", str(project), "-B", str(cmake_dir), "-G", "Ninja",
-            f"-DCMAKE_MAKE_PROGRAM={ninja}",
-            "-DCMAKE_BUILD_TYPE=Release",
-            f"-DPython3_EXECUTABLE={toolchain.python}",
-            f"-DPYBUILD_SOURCE_DIR={root.resolve()}",
-            f"-DPYBUILD_BACKEND={variant.backend}",
-            f"-DOPS_NAME={ops}",
-            f"-DPYBUILD_CUDA_ARCHS={';'.join(archs)}",
-        ]
-        launcher = ccache()
-        if launcher:
-            args += [f"-DCMAKE_CXX_COMPILER_LAUNCHER={launcher}", f"-DCMAKE_CUDA_COMPILER_LAUNCHER={launcher}"]
-        if variant.backend == "cuda":
-            nvcc = toolchain.nvcc
-            assert nvcc is not None
-            args.append(f"-DCMAKE_CUDA_COMPILER={nvcc}")
-            toolkit = nvcc_version(nvcc)
-            known = nvcc_capabilities(nvcc)
-            unknown = [a for a in archs if known and a.rstrip("af") not in known]
-            if unknown:
-                msg = (f"CUDA capabilities {unknown} are unknown to {nvcc} (CUDA {toolkit}); it knows "
-                       f"{sorted(known, key=float)}. Fix cuda-capabilities in {manifest.path} or --cuda-archs")
-                raise ToolchainError(msg)
-            if variant.backend_version and toolkit.split(".")[0] != variant.backend_version.split(".")[0]:
-                msg = f"variant {variant.name} needs CUDA {variant.backend_version}, but nvcc is CUDA {toolkit}"
-                raise ToolchainError(msg)
-        _drop_moved_cmake_cache(cmake_dir)
-        configure_key = hashlib.sha256("\0".join(args).encode()).hexdigest()
-        configure_stamp = work / "configure.sha256"
-        env = toolchain.environ()
-        # Paths relative to the kernel folder in ccache's hash: copies of a kernel share cache hits.
-        env.setdefault("CCACHE_BASEDIR", str(root.resolve()))
-        env.setdefault("CCACHE_NOHASHDIR", "1")
-        if archs:
-            env["TORCH_CUDA_ARCH_LIST"] = torch_arch_list(archs)
-        if not (cmake_dir / "CMakeCache.txt").is_file() or not configure_stamp.is_file() \
-                or configure_stamp.read_text() != configure_key:
-            # other settings, another toolchain (e.g. a new environment) or a failed configure: the
-            # old cache would keep the old torch's and compiler's paths; configure afresh (ccache
-            # keeps the compiles cheap)
-            shutil.rmtree(cmake_dir, ignore_errors=True)
-            progress("configuring (CMake)", None)
-            _run_logged(args, log, cwd=work, env=env)
-            configure_stamp.write_text(configure_key)
-
-        def on_line(line: str) -> None:
-            m = re.match(r"\[(\d+)/(\d+)\] (.*)", line)
-            if m:
-                done, total = int(m[1]), int(m[2])
-                what = m[3].split(" ")
-                target = Path(what[-1]).name if what else ""
-                progress(f"compiling [{done}/{total}] {target}", done / total)
-
-        build_cmd = [cmake, "--build", str(cmake_dir)]
-        if options.jobs:
-            build_cmd += ["--parallel", str(options.jobs)]
-        progress("compiling", 0.0)
-        _run_logged(build_cmd, log, cwd=work, on_line=on_line, env=env)
-
+        job = _Job(manifest, variant, toolchain, root, make_ops_name(manifest, variant.backend, src_hash), archs,
+                   cmake, ninja)
+        job.work.mkdir(parents=True, exist_ok=True)
+        job.log.write_text(f"pybuild {__version__} building {manifest.name} for {variant.name}\n")
+        env = _configure(job, progress)
+        _compile(job, env, options, progress)
         progress("assembling", None)
-        with _staging(root, variant) as staging:
-            _run_logged([cmake, "--install", str(cmake_dir), "--prefix", str(staging)], log, cwd=work)
-            pkg_dest = _add_package(manifest, staging, ops, noarch=False)
-            for so in pkg_dest.glob("*.so"):
-                try:
-                    bad = bad_rpaths(so)
-                except NotELFError as e:
-                    raise BuildError(f"{e}: the build installed a broken extension") from None
-                if bad:
-                    msg = f"{so.name}: RPATH points into build directories ({', '.join(bad)}); " \
-                          "CMAKE_INSTALL_RPATH must stay empty"
-                    raise BuildError(msg)
-            info = toolchain.torch
-            extra = {
-                "version": __version__,
-                "variant": variant.name,
-                "torch": info.version,
-                "cuda": info.cuda if variant.backend == "cuda" else None,
-                "source-hash": src_hash,
-            }
-            _seal(manifest, variant, staging, final, ops=ops, archs=metadata_archs(archs), extra=extra)
+        _install(job, final, src_hash)
         stamp.write_text(json.dumps({"key": key, "metadata-sha256": _sha256(final / METADATA)}))
-        commands = cmake_dir / "compile_commands.json"
+        commands = job.cmake_dir / "compile_commands.json"
         if commands.is_file():
             shutil.copyfile(commands, root / "compile_commands.json")
     return BuildResult(manifest.name, variant.name, "built", time.monotonic() - start, dir_size(final), final)
+
+
+@dataclass(frozen=True)
+class _Job:
+    """One compiled variant's build, once it is known to be needed."""
+
+    manifest: Manifest
+    variant: Variant
+    toolchain: Toolchain
+    root: Path  # the kernel folder, absolute
+    ops: str
+    archs: tuple[str, ...]
+    cmake: str
+    ninja: str
+
+    @property
+    def work(self) -> Path:
+        return self.root / WORK_DIR / self.variant.name
+
+    @property
+    def log(self) -> Path:
+        return self.work / "build.log"
+
+    @property
+    def cmake_dir(self) -> Path:
+        return self.work / "cmake"
+
+
+def _configure(job: _Job, progress: Progress) -> dict[str, str]:
+    """Write the CMake project and configure it (again only when its settings changed); returns the
+    environment the build steps run in."""
+    variant, backend = job.variant, backends.get(job.variant.backend)
+    project = job.work / "project"
+    write_project(job.manifest, ProjectSpec(backend=variant.backend, ops_name=job.ops, cuda_archs=job.archs),
+                  dest=project)
+    args = [
+        job.cmake, "-S", str(project), "-B", str(job.cmake_dir), "-G", "Ninja",
+        f"-DCMAKE_MAKE_PROGRAM={job.ninja}",
+        "-DCMAKE_BUILD_TYPE=Release",
+        f"-DPython3_EXECUTABLE={job.toolchain.python}",
+        f"-DPYBUILD_SOURCE_DIR={job.root}",
+        f"-DPYBUILD_BACKEND={variant.backend}",
+        f"-DOPS_NAME={job.ops}",
+    ]
+    launcher = ccache()
+    if launcher:
+        args += [f"-DCMAKE_CXX_COMPILER_LAUNCHER={launcher}", f"-DCMAKE_CUDA_COMPILER_LAUNCHER={launcher}"]
+    args += backend.cmake_args(job.manifest, variant, job.toolchain, job.archs)
+    _drop_moved_cmake_cache(job.cmake_dir)
+    configure_key = hashlib.sha256("\0".join(args).encode()).hexdigest()
+    configure_stamp = job.work / "configure.sha256"
+    env = job.toolchain.environ()
+    # Paths relative to the kernel folder in ccache's hash: copies of a kernel share cache hits.
+    env.setdefault("CCACHE_BASEDIR", str(job.root))
+    env.setdefault("CCACHE_NOHASHDIR", "1")
+    env.update(backend.build_environ(job.archs))
+    if not (job.cmake_dir / "CMakeCache.txt").is_file() or not configure_stamp.is_file() \
+            or configure_stamp.read_text() != configure_key:
+        # other settings, another toolchain (e.g. a new environment) or a failed configure: the
+        # old cache would keep the old torch's and compiler's paths; configure afresh (ccache
+        # keeps the compiles cheap)
+        shutil.rmtree(job.cmake_dir, ignore_errors=True)
+        progress("configuring (CMake)", None)
+        _run_logged(args, job.log, cwd=job.work, env=env)
+        configure_stamp.write_text(configure_key)
+    return env
+
+
+def _compile(job: _Job, env: dict[str, str], options: BuildOptions, progress: Progress) -> None:
+    def on_line(line: str) -> None:
+        m = re.match(r"\[(\d+)/(\d+)\] (.*)", line)
+        if m:
+            done, total = int(m[1]), int(m[2])
+            what = m[3].split(" ")
+            target = Path(what[-1]).name if what else ""
+            progress(f"compiling [{done}/{total}] {target}", done / total)
+
+    build_cmd = [job.cmake, "--build", str(job.cmake_dir)]
+    if options.jobs:
+        build_cmd += ["--parallel", str(options.jobs)]
+    progress("compiling", 0.0)
+    _run_logged(build_cmd, job.log, cwd=job.work, on_line=on_line, env=env)
+
+
+def _install(job: _Job, final: Path, src_hash: str) -> None:
+    """Install the build into a staging folder, complete it (package, metadata.json) and swap it in."""
+    variant = job.variant
+    with _staging(job.root, variant) as staging:
+        _run_logged([job.cmake, "--install", str(job.cmake_dir), "--prefix", str(staging)], job.log, cwd=job.work)
+        pkg_dest = _add_package(job.manifest, staging, job.ops, noarch=False)
+        for so in pkg_dest.glob("*.so"):
+            try:
+                bad = bad_rpaths(so)
+            except NotELFError as e:
+                raise BuildError(f"{e}: the build installed a broken extension") from None
+            if bad:
+                msg = f"{so.name}: RPATH points into build directories ({', '.join(bad)}); " \
+                      "CMAKE_INSTALL_RPATH must stay empty"
+                raise BuildError(msg)
+        info = job.toolchain.torch
+        extra = {
+            "version": __version__,
+            "variant": variant.name,
+            "torch": info.version,
+            "cuda": backends.get(variant.backend).toolkit_version(info),
+            "source-hash": src_hash,
+        }
+        _seal(job.manifest, variant, staging, final, ops=job.ops, archs=job.archs, extra=extra)
 
 
 def _assemble_noarch(manifest: Manifest, variant: Variant, options: BuildOptions) -> BuildResult:
@@ -410,9 +346,9 @@ def _add_package(manifest: Manifest, staging: Path, ops: str, *, noarch: bool) -
 
 
 def _seal(manifest: Manifest, variant: Variant, staging: Path, final: Path, *, ops: str,
-          archs: tuple[str, ...], extra: dict[str, object]) -> None:
+          archs: tuple[str, ...], extra: Mapping[str, object]) -> None:
     """Write ``metadata.json`` (its digest over the finished files) and swap ``staging`` in as ``final``."""
-    metadata = make_metadata(manifest, ops_name=ops, backend=variant.backend, cuda_archs=archs,
+    metadata = make_metadata(manifest, ops_name=ops, backend=variant.backend, archs=archs,
                              variant_dir=staging, extra=extra)
     write_metadata(staging, metadata)
     replace_dir(staging, final)

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import configparser
 import functools
-import hashlib
 import json
 import os
 import shutil
@@ -25,177 +24,31 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from urllib.parse import urlparse
 
+from .envplan import (
+    BUILD_PACKAGES,
+    ENV_SCHEMA,
+    MARKER,
+    PYPI,
+    PYPI_TORCH_CUDA,
+    PYTORCH_INDEX,
+    EnvPlan,
+    HostFacts,
+    IndexConfig,
+    Refusal,
+    env_torch,
+    nvcc_requirements,
+    plan_env,
+)
 from .errors import ToolchainError
 from .fsutil import dir_size, locked
 from .host import Toolchain, cuda_toolkit_root, find_nvcc, host_system, nvcc_version, torch_info_at
 from .variants import Variant
 
-#: The CUDA release of each torch minor's wheels on PyPI (the `cuda-toolkit` pin in the metadata of
-#: its manylinux x86_64/aarch64 wheels: 2.11.0 13.0.2, 2.12.1 13.0.2, 2.13.0 13.0.3, 2.14.1 13.0.3,
-#: 2.15.0 13.2.2). PyPI has no other CUDA release and no CPU build of these on Linux.
-PYPI_TORCH_CUDA: dict[str, str] = {"2.11": "13.0", "2.12": "13.0", "2.13": "13.0", "2.14": "13.0", "2.15": "13.2"}
-#: PyTorch's own index: one sub-index per backend (``/cu126``, ``/cpu``, ``/rocm7.1``, ``/xpu``).
-PYTORCH_INDEX = "https://download.pytorch.org/whl"
-PYPI = "https://pypi.org/simple"
-#: Always in an environment: the build tools (pybuild's CMake floor is 3.22).
-BUILD_PACKAGES = ("cmake>=3.22", "ninja")
-MARKER = "pybuild-env.json"
-ENV_SCHEMA = 1
-
-
-@dataclass(frozen=True)
-class IndexConfig:
-    """Where packages come from: PyPI (uv's default index), PyTorch's index if configured
-    (``PYBUILD_TORCH_INDEX_URL``), and flat wheel folders (pip's ``find-links``, mirrored for uv)."""
-
-    torch_index: str | None = None
-    find_links: tuple[str, ...] = ()
-    local_wheels: tuple[str, ...] = ()  # file names of the torch wheels found in local find-links folders
-    #: pip's index-url and extra-index-url: not passed to uv (an extra index would take precedence for
-    #: every package it has, torch included), so a refusal names them
-    pip_indexes: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True)
-class HostFacts:
-    system: str  # "x86_64-linux"
-    python: str  # the interpreter environments are made with
-    python_tag: str  # "cp311"
-    nvcc_version: str | None  # the machine's nvcc, "13.0"
-    nvcc: str | None
-
-
-@dataclass(frozen=True)
-class EnvPlan:
-    """What one variant's environment holds and where it comes from."""
-
-    variant: str
-    requirements: tuple[str, ...]
-    uv_args: tuple[str, ...]  # index options for `uv pip install`
-    torch_cuda: str | None  # the CUDA release the installed torch must report (None: a CPU build)
-    nvcc: str | None  # the machine's nvcc (path) when it serves the variant; None: from a wheel or not needed
-    python: str
-    source: str  # one line: where torch comes from (for people; not part of the key)
-    python_tag: str = ""  # "cp311": the Python the environment is made for
-
-    @property
-    def key(self) -> str:
-        """The environment's identity: what it installs, from where (requirements and index options),
-        the toolkit and the Python (path and version); not the wording of ``source``."""
-        data = {**asdict(self), "schema": ENV_SCHEMA}
-        del data["source"]
-        return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()
-
-    @property
-    def dirname(self) -> str:
-        return f"{self.variant}-{self.key[:10]}"
-
-
-@dataclass(frozen=True)
-class Refusal:
-    """A variant no reachable index serves (or this machine cannot build), and the one-line why."""
-
-    variant: str
-    reason: str
-
-
-def _cuda_nodot(version: str) -> str:
-    return version.replace(".", "")
-
-
-def _torch_subindex(variant: Variant) -> str:
-    if variant.backend == "cuda":
-        return f"cu{_cuda_nodot(variant.backend_version or '')}"
-    if variant.backend == "rocm":
-        return f"rocm{variant.backend_version}"
-    return variant.backend  # cpu, xpu
-
-
-def _local_torch_wheel(variant: Variant, config: IndexConfig, python_tag: str) -> str | None:
-    """A CPU torch wheel of the variant's minor for this Python in a local find-links folder."""
-    from packaging.utils import InvalidWheelFilename, parse_wheel_filename
-
-    arch = (variant.system or "").split("-")[0]
-    for name in config.local_wheels:
-        try:
-            dist, version, _, tags = parse_wheel_filename(name)
-        except InvalidWheelFilename:
-            continue
-        if dist != "torch" or version.local != "cpu" or f"{version.major}.{version.minor}" != env_torch(variant):
-            continue
-        if any(t.interpreter == python_tag and t.platform.endswith(arch) for t in tags):
-            return str(version)
-    return None
-
-
-def nvcc_requirements(cuda: str) -> tuple[str, ...]:
-    """NVIDIA's wheels that make a working nvcc of CUDA ``cuda`` ("12.6", "13.2"), pinned to it."""
-    if cuda.startswith("12."):
-        return (f"nvidia-cuda-nvcc-cu12=={cuda}.*", f"nvidia-cuda-runtime-cu12=={cuda}.*",
-                f"nvidia-cuda-cccl-cu12=={cuda}.*")
-    return tuple(f"{p}=={cuda}.*" for p in ("nvidia-cuda-nvcc", "nvidia-cuda-crt", "nvidia-nvvm",
-                                            "nvidia-cuda-runtime", "nvidia-cuda-cccl"))
-
-
-def env_torch(variant: Variant) -> str | None:
-    """The torch release ``variant``'s environment holds: its own, or for a stable-ABI variant the
-    matrix torch it is built with."""
-    return variant.build_torch or variant.torch
-
-
-def plan_env(variant: Variant, config: IndexConfig, host: HostFacts) -> EnvPlan | Refusal:
-    """The packages of ``variant``'s environment, or why none can be made here. Pure."""
-    name = variant.name
-    if variant.noarch:
-        return Refusal(name, "a pure-Python variant needs no environment; `python -m pybuild build` assembles it")
-    if variant.system != host.system:
-        return Refusal(name, f"builds on an {variant.system} machine (this one is {host.system}); "
-                             "or `nix build` with a remote builder of that system")
-    if variant.backend in ("rocm", "xpu"):
-        label = {"rocm": "ROCm", "xpu": "XPU"}[variant.backend]
-        return Refusal(name, f"{label} variants are built with Nix (`nix build`); pybuild's environments "
-                             "build cpu and cuda variants only")
-    if variant.backend not in ("cpu", "cuda"):
-        return Refusal(name, f"the {variant.backend} backend is not built in environments on Linux")
-    torch = env_torch(variant)
-    torch_req = f"torch=={torch}.*"
-    pypi_cuda = PYPI_TORCH_CUDA.get(torch or "")
-    index_hint = f"{PYTORCH_INDEX}/{_torch_subindex(variant)}"
-    requirements = [torch_req, *BUILD_PACKAGES]
-    uv_args: list[str] = []
-    torch_cuda: str | None = None
-    if variant.backend == "cuda" and pypi_cuda == variant.backend_version:
-        source = f"PyPI (torch {torch}'s CUDA {pypi_cuda} build)"
-        torch_cuda = pypi_cuda
-    elif config.torch_index:
-        uv_args += ["--extra-index-url", f"{config.torch_index.rstrip('/')}/{_torch_subindex(variant)}"]
-        source = f"{uv_args[-1]}"
-        torch_cuda = variant.backend_version if variant.backend == "cuda" else None
-    elif variant.backend == "cpu" and (local := _local_torch_wheel(variant, config, host.python_tag)):
-        requirements[0] = f"torch=={local}"
-        uv_args += [a for link in config.find_links for a in ("--find-links", link)]
-        source = f"the local CPU wheel torch {local} (find-links)"
-    elif variant.backend == "cpu" and pypi_cuda:
-        # No CPU wheel reachable: compile against the same release's CUDA wheel. A CPU variant uses
-        # only torch's CPU API, identical in both builds; `pybuild test` loads it under that torch.
-        source = f"PyPI (torch {torch}'s CUDA {pypi_cuda} build: no CPU wheel of it is reachable)"
-        torch_cuda = pypi_cuda
-    else:
-        served = f"PyPI serves torch {torch} only as a CUDA {pypi_cuda} build" if pypi_cuda else \
-            f"PyPI serves no torch {torch} that pybuild knows of"
-        pip = f"; pip's index-url/extra-index-url ({' '.join(config.pip_indexes)}) are not read: " \
-            "PYBUILD_TORCH_INDEX_URL takes an index laid out as PyTorch's (one sub-index per backend)" \
-            if config.pip_indexes else ""
-        return Refusal(name, f"no reachable index serves it ({served}); PyTorch's index does: "
-                             f"PYBUILD_TORCH_INDEX_URL={PYTORCH_INDEX} (uv --extra-index-url {index_hint}){pip}")
-    nvcc: str | None = None
-    if torch_cuda:  # a CUDA variant, or a CPU one on a CUDA wheel: torch's CMake config needs the toolkit
-        if host.nvcc and host.nvcc_version == torch_cuda:
-            nvcc = host.nvcc
-        else:
-            requirements += nvcc_requirements(torch_cuda)
-    return EnvPlan(name, tuple(requirements), tuple(uv_args), torch_cuda, nvcc, host.python, source, host.python_tag)
-
+__all__ = [
+    "BUILD_PACKAGES", "ENV_SCHEMA", "MARKER", "PYPI", "PYPI_TORCH_CUDA", "PYTORCH_INDEX", "Env", "EnvPlan", "HostFacts",
+    "IndexConfig", "Refusal", "cache_root", "ensure_env", "env_torch", "envs_dir", "host_facts", "index_config",
+    "list_envs", "merge_requirements", "nvcc_requirements", "plan_env", "test_packages", "uv_bin",
+]
 
 # ------------------------------------------------------------------------------------------------
 # Reading the machine (I/O; the plan itself stays pure)
@@ -371,33 +224,44 @@ def ensure_env(plan: EnvPlan, variant: Variant, progress: Callable[[str], None] 
     root.mkdir(parents=True, exist_ok=True)
     log = root / f"{plan.dirname}.log"
     with locked(root / f"{plan.dirname}.lock"):
-        marker = _read_marker(path, plan)
-        created = marker is None
-        if created:
-            shutil.rmtree(path, ignore_errors=True)  # an environment a failed or interrupted run left
-            log.write_text(f"environment of {variant.name}: {plan.source}\n")
-            progress(f"making its environment ({plan.source})")
-            _run_uv(["venv", "--quiet", "--python", plan.python, str(path)], log, f"{variant.name}: uv venv")
-            progress(f"installing {', '.join(plan.requirements)}")
-            _run_uv(["pip", "install", "--python", str(path / "bin" / "python"), *plan.uv_args, *plan.requirements],
-                    log, f"{variant.name}: installing {' '.join(plan.requirements)}")
-            tc = _verify(path, plan, variant)
-            marker = {"key": plan.key, "plan": asdict(plan), "torch": tc.torch.version, "cuda": tc.torch.cuda,
-                      "nvcc": str(tc.nvcc) if tc.nvcc else None, "extra": []}
-        have = list(marker.get("extra", []))
-        missing = [p for p in extra if p not in have]
-        if missing:
-            progress(f"adding {', '.join(missing)}")
-            with log.open("a") as f:
-                f.write(f"adding {missing}\n")
-            merged = merge_requirements(have, extra)
-            # the plan's requirements too, so that no extra moves the environment's torch
-            _run_uv(["pip", "install", "--python", str(path / "bin" / "python"), *plan.uv_args,
-                     *plan.requirements, *merged], log, f"{variant.name}: installing {' '.join(missing)}")
-            _verify(path, plan, variant)
-            marker["extra"] = merged
+        found = _read_marker(path, plan)
+        created = found is None
+        marker = _make_env(path, plan, variant, log, progress) if found is None else found
+        _add_packages(path, plan, variant, log, progress, marker, extra)
         (path / MARKER).write_text(json.dumps(marker, indent=1))  # last: the environment is complete
     return Env(path, plan, _toolchain(path, plan), created=created, packages=tuple(marker["extra"]))
+
+
+def _make_env(path: Path, plan: EnvPlan, variant: Variant, log: Path, progress: Callable[[str], None]) -> dict:
+    """A new environment at ``path`` (replacing what a failed or interrupted run left); its marker."""
+    shutil.rmtree(path, ignore_errors=True)
+    log.write_text(f"environment of {variant.name}: {plan.source}\n")
+    progress(f"making its environment ({plan.source})")
+    _run_uv(["venv", "--quiet", "--python", plan.python, str(path)], log, f"{variant.name}: uv venv")
+    progress(f"installing {', '.join(plan.requirements)}")
+    _run_uv(["pip", "install", "--python", str(path / "bin" / "python"), *plan.uv_args, *plan.requirements],
+            log, f"{variant.name}: installing {' '.join(plan.requirements)}")
+    tc = _verify(path, plan, variant)
+    return {"key": plan.key, "plan": asdict(plan), "torch": tc.torch.version, "cuda": tc.torch.cuda,
+            "nvcc": str(tc.nvcc) if tc.nvcc else None, "extra": []}
+
+
+def _add_packages(path: Path, plan: EnvPlan, variant: Variant, log: Path, progress: Callable[[str], None],
+                  marker: dict, extra: tuple[str, ...]) -> None:
+    """Install the ``extra`` packages the environment lacks; records them in ``marker``."""
+    have = list(marker.get("extra", []))
+    missing = [p for p in extra if p not in have]
+    if not missing:
+        return
+    progress(f"adding {', '.join(missing)}")
+    with log.open("a") as f:
+        f.write(f"adding {missing}\n")
+    merged = merge_requirements(have, extra)
+    # the plan's requirements too, so that no extra moves the environment's torch
+    _run_uv(["pip", "install", "--python", str(path / "bin" / "python"), *plan.uv_args,
+             *plan.requirements, *merged], log, f"{variant.name}: installing {' '.join(missing)}")
+    _verify(path, plan, variant)
+    marker["extra"] = merged
 
 
 def merge_requirements(have: list[str], extra: tuple[str, ...] | list[str]) -> list[str]:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import jinja2
 
-from . import __version__
+from . import __version__, backends
 from .errors import PybuildError
 from .manifest import COMPILED_SUFFIXES, Manifest
 
@@ -62,12 +62,23 @@ def render_project(manifest: Manifest, spec: ProjectSpec) -> dict[str, str]:
         "m": manifest,
         "backend": spec.backend,
         "ops_name": spec.ops_name,
-        "cuda_archs": spec.cuda_archs,
+        "fragments": cmake_fragments(spec),
         "noarch": False,  # a pure-Python kernel has no project (its _ops.py comes from the build)
         "tvm_ffi": manifest.framework == "tvm-ffi",
         "marker": f"{MARKER} {__version__}",
     }
     return {rel: _env.get_template(_template_for(rel)).render(ctx) for rel in generated_paths(manifest)}
+
+
+def cmake_fragments(spec: ProjectSpec) -> dict[str, list[str]]:
+    """Each section of every compiled backend's CMake fragment (``templates/backends/<name>.cmake.j2``),
+    in matrix order, the blank ones left out. A project holds them all: ``-DPYBUILD_BACKEND`` picks."""
+    out: dict[str, list[str]] = {}
+    for section in backends.SECTIONS:
+        texts = (b.cmake_fragment(section, spec.cuda_archs if b.name == spec.backend else ())
+                 for b in backends.all_backends() if b.facts.compiled)
+        out[section] = [t for t in texts if t]
+    return out
 
 
 def render_ops_py(ops_name: str, noarch: bool = False, tvm_ffi: bool = False) -> str:

@@ -1,4 +1,5 @@
-"""What this machine can build: the installed torch, its CUDA, nvcc, CMake, ninja, ccache.
+"""What this machine can build: the installed torch, CMake, ninja, ccache, and the variants each
+backend detects here (nvcc and the CUDA toolkit: ``pybuild.backends.cuda``).
 
 Detection never imports torch (that takes seconds): it reads the installed distribution's
 metadata and ``torch/version.py``, so ``pybuild build`` on an up-to-date tree stays fast.
@@ -19,6 +20,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from . import backends
+from .backends.cuda import cuda_toolkit_root as cuda_toolkit_root
+from .backends.cuda import find_nvcc as find_nvcc
+from .backends.cuda import nvcc_capabilities as nvcc_capabilities
+from .backends.cuda import nvcc_version as nvcc_version
 from .errors import ToolchainError
 from .variants import Variant, stable_abi_variant, tvm_ffi_variant
 
@@ -117,61 +123,16 @@ def host_system() -> str:
     return f"{machine}-{system}"
 
 
-def find_nvcc() -> Path | None:
-    for env in ("CUDACXX",):
-        if os.environ.get(env):
-            return Path(os.environ[env])
-    for env in ("CUDA_HOME", "CUDA_PATH"):
-        if os.environ.get(env) and (Path(os.environ[env]) / "bin" / "nvcc").is_file():
-            return Path(os.environ[env]) / "bin" / "nvcc"
-    found = shutil.which("nvcc")
-    if found:
-        return Path(found)
-    default = Path("/usr/local/cuda/bin/nvcc")
-    return default if default.is_file() else None
-
-
-@functools.lru_cache(maxsize=None)
-def nvcc_version(nvcc: Path) -> str:
-    out = subprocess.run([str(nvcc), "--version"], capture_output=True, text=True, check=False).stdout
-    m = re.search(r"release (\d+\.\d+)", out)
-    if not m:
-        raise ToolchainError(f"{nvcc}: could not read the CUDA version from `nvcc --version`")
-    return m[1]
-
-
-@functools.lru_cache(maxsize=None)
-def cuda_toolkit_root(nvcc: Path) -> Path:
-    """The toolkit folder of ``nvcc`` as nvcc itself reports it (``TOP``), so that a wrapper script
-    such as /usr/local/bin/nvcc leads to the real toolkit."""
-    out = subprocess.run([str(nvcc), "--dryrun", "-x", "cu", "-c", os.devnull, "-o", os.devnull],
-                         capture_output=True, text=True, check=False)
-    m = re.search(r"^#\$ TOP=(.+)$", out.stdout + out.stderr, re.M)
-    return Path(m[1].strip()).resolve() if m else Path(nvcc).resolve().parent.parent
-
-
-@functools.lru_cache(maxsize=None)
-def nvcc_capabilities(nvcc: Path) -> frozenset[str]:
-    """Capabilities this nvcc can target, as "9.0" strings (from ``nvcc --list-gpu-arch``)."""
-    out = subprocess.run([str(nvcc), "--list-gpu-arch"], capture_output=True, text=True, check=False).stdout
-    return frozenset(f"{m[1][:-1]}.{m[1][-1]}" for m in re.finditer(r"compute_(\d+)", out))
-
-
-def cuda_major_minor(v: str) -> str:
-    major, minor = v.split(".")[:2]
-    return f"{major}.{minor}"
-
-
 def host_variants(require_nvcc: bool = True) -> list[Variant]:
-    """The variants this machine builds: CPU always; CUDA too when torch has CUDA and nvcc is here."""
+    """The variants this machine builds, as each backend detects it (CPU always; CUDA when torch has
+    CUDA and nvcc is here): those needing no device first, so the last is the most capable."""
     info = torch_info()
     system = host_system()
     abi: str | None = None if system.endswith("-darwin") else info.cxx_abi
-    variants = [Variant(info.major_minor, "cpu", None, abi, system)]
-    if info.cuda:
-        if not require_nvcc or find_nvcc() is not None:
-            variants.append(Variant(info.major_minor, "cuda", cuda_major_minor(info.cuda), abi, system))
-    return variants
+    found = [b for b in backends.all_backends() if b.facts.compiled]
+    found.sort(key=lambda b: b.device_module is not None)
+    return [Variant(info.major_minor, b.name, version, abi, system)
+            for b in found for version in b.host_versions(info, require_toolchain=require_nvcc)]
 
 
 def tvm_ffi_version() -> str | None:
@@ -197,7 +158,8 @@ def kernel_host_variants(manifest: Manifest) -> list[Variant]:
                 continue
             v = tvm_ffi_variant(v, version)
         stable = manifest.stable_abi_for(v.backend)
-        if stable is not None and not v.tvm_ffi:  # one stable-ABI build, made with this torch if it is at least that version
+        # one stable-ABI build, made with this torch if it is at least that version
+        if stable is not None and not v.tvm_ffi:
             if v.torch_tuple < stable:
                 continue
             v = stable_abi_variant(v, f"{stable[0]}.{stable[1]}")

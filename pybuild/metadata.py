@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import json
 import subprocess
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from . import __version__, safeload
+from . import __version__, backends, safeload
 from .digest import digest_files
 from .errors import PybuildError
 from .manifest import Manifest
@@ -37,18 +38,16 @@ def make_metadata(
     *,
     ops_name: str,
     backend: str,
-    cuda_archs: tuple[str, ...],
+    archs: tuple[str, ...],
     variant_dir: Path,
-    extra: dict[str, Any],
+    extra: Mapping[str, Any],
 ) -> dict[str, Any]:
-    """The metadata dict for the finished files in ``variant_dir`` (digest computed from them)."""
+    """The metadata dict for the finished files in ``variant_dir`` (digest computed from them); ``archs``:
+    the device architectures the build targeted (none for a pure-Python variant)."""
     backend_info: dict[str, Any] = {"type": backend}
-    if backend == "cuda" and cuda_archs:  # for a pure-Python variant, those [torch-noarch] names
-        backend_info["archs"] = list(cuda_archs)
-    elif backend == "cuda" and manifest.noarch_cuda_capabilities:
-        backend_info["archs"] = list(manifest.noarch_cuda_capabilities)
-    elif backend == "rocm" and manifest.noarch_rocm_archs:
-        backend_info["archs"] = list(manifest.noarch_rocm_archs)
+    declared = backends.get(backend).metadata_archs(manifest, archs)
+    if declared:
+        backend_info["archs"] = list(declared)
     provenance: dict[str, Any] = {"kernel-builder": {"version": f"pybuild-{__version__}"}}
     builder_git = git_state(Path(__file__).resolve().parent, ["."])
     if builder_git:
@@ -65,7 +64,7 @@ def make_metadata(
         "backend": backend_info,
         "digest": {"algorithm": "sha256", "files": digest_files(variant_dir)},
         "provenance": provenance,
-        "pybuild": extra,
+        "pybuild": dict(extra),
     }
 
 

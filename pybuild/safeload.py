@@ -10,16 +10,17 @@ from __future__ import annotations
 import json
 import os
 import stat
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 from .errors import InputLimitError, PybuildError
 
-try:
+if sys.version_info >= (3, 11):
     import tomllib
-except ModuleNotFoundError:  # Python 3.10
-    import tomli as tomllib  # type: ignore[no-redef]
+else:  # Python 3.10
+    import tomli as tomllib
 
 #: Largest build.toml / variants.json / metadata.json read (the real ones are a few KiB).
 MAX_FILE_BYTES = 8 << 20
@@ -62,7 +63,8 @@ def read_bytes(path: Path, error: ErrorType = InputLimitError, limit: int = MAX_
             msg = f"{shown(path)}: not a regular file but {_kind(st.st_mode)}; replace it with the file itself"
             raise error(msg)
         if st.st_size > limit:
-            raise error(f"{shown(path)}: too large ({st.st_size} bytes; at most {limit} are read); is it the right file?")
+            raise error(f"{shown(path)}: too large ({st.st_size} bytes; at most {limit} are read); "
+                        "is it the right file?")
         os.set_blocking(fd, True)
         chunks, total = [], 0
         while chunk := os.read(fd, 1 << 20):

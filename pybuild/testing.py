@@ -17,18 +17,14 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import ModuleType
-from typing import Any, Callable, Iterator
+from typing import Any
 
+from . import backends
 from .host import kernel_host_variants
 from .manifest import load_manifest
-
-
-def cuda_available() -> bool:
-    import torch
-
-    return torch.cuda.is_available()
 
 
 def ensure_built(kernel_dir: Path) -> None:
@@ -46,8 +42,8 @@ def test_variant() -> str | None:
 
 
 def variant_dir_for(kernel_dir: Path, backend: str | None = None) -> Path:
-    """The built variant this process would load: the one ``PYBUILD_TEST_VARIANT`` names, else CUDA
-    where available, else CPU."""
+    """The built variant this process would load: the one ``PYBUILD_TEST_VARIANT`` names, else that of
+    ``backend``, else the most capable host variant whose device torch sees here (CUDA over CPU)."""
     named = test_variant()
     if named:
         found = kernel_dir / "build" / named
@@ -58,7 +54,11 @@ def variant_dir_for(kernel_dir: Path, backend: str | None = None) -> Path:
     manifest = load_manifest(kernel_dir)
     variants = kernel_host_variants(manifest)
     if backend is None:
-        backend = "cuda" if cuda_available() and any(v.backend == "cuda" for v in variants) else "cpu"
+        usable = [backends.get(v.backend) for v in variants if backends.get(v.backend).device_available()]
+        devices = [b for b in usable if b.device_module is not None]  # an accelerator over the CPU
+        if not usable:
+            raise RuntimeError(f"{kernel_dir}: no host variant runs here (host: {[v.name for v in variants]})")
+        backend = (devices or usable)[0].name
     for v in variants:
         if v.backend == backend:
             return kernel_dir / "build" / v.name
@@ -88,7 +88,7 @@ def load_built_kernel(kernel_dir: Path, backend: str | None = None, build: bool 
     try:
         import kernels
 
-        get_local_kernel = kernels.get_local_kernel
+        get_local_kernel = kernels.get_local_kernel  # type: ignore[attr-defined]
     except (ImportError, AttributeError):
         return _import_variant(variant_dir)
     return get_local_kernel(variant_dir)

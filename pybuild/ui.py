@@ -106,7 +106,7 @@ class Reporter:
 
     def table(self, title: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
         if self.json_mode:
-            out_console.print_json(json.dumps([dict(zip(columns, map(str, r))) for r in rows]))
+            out_console.print_json(json.dumps([dict(zip(columns, map(str, r), strict=False)) for r in rows]))
             return
         if self.quiet:
             return

@@ -13,34 +13,23 @@ import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, get_args
+from typing import Any
 
-from . import safeload
+from . import backends, safeload
 from .errors import VariantsError
 
-Backend = Literal["cuda", "rocm", "cpu", "metal", "xpu"]
-BACKENDS: tuple[str, ...] = get_args(Backend)
-#: Backends whose matrix entry is a list of toolkit versions (the others are a boolean).
-VERSIONED_BACKENDS = ("cuda", "rocm", "xpu")
-#: Backends of pure-Python kernels: the matrix's, and those that only exist as noarch variants.
-NOARCH_BACKENDS: tuple[str, ...] = (*BACKENDS, "neuron", "tpu", "cann")
-#: The loader names a Huawei Ascend (cann) system's noarch variants `torch-npu`.
-_NOARCH_NAME = {"cann": "npu"}
+#: The built-in backends of compiled kernels, and of pure-Python ones (``pybuild.backends`` is the live
+#: registry, with any backend registered since; prefer ``backends.names()`` / ``backends.noarch_names()``).
+BACKENDS: tuple[str, ...] = backends.names()
+NOARCH_BACKENDS: tuple[str, ...] = backends.noarch_names()
 CXX_ABIS = ("cxx11", "cxx98")
 SYSTEMS = ("x86_64-linux", "aarch64-linux", "aarch64-darwin")
 #: torch releases a matrix may name (a new release: add it here once its wheels are out).
 KNOWN_TORCH = tuple(f"2.{minor}" for minor in range(0, 16))
-#: CUDA toolkits torch has published wheels for (a new one: add it here and to manifest.CUDA_CAPABILITIES).
-KNOWN_CUDA = ("11.8", "12.1", "12.4", "12.6", "12.8", "12.9", "13.0", "13.2")
 EXCLUDE_KEYS = ("torch", "backend", "backend-version", "cxx-abi", "system", "reason")
 
-_BACKEND_PREFIX = {"cuda": "cu", "rocm": "rocm", "xpu": "xpu"}
-_NOARCH_RE = re.compile(r"^torch-(?P<backend>cpu|cuda|rocm|metal|xpu|neuron|tpu|npu)$", re.ASCII)
-_NAME_RE = re.compile(
-    r"^(?P<framework>torch-stable-abi|torch|tvm-ffi)(?P<major>\d)(?P<minor>\d+)"
-    r"(?:-(?P<abi>cxx11|cxx98))?"
-    r"-(?P<backend>cpu|metal|cu\d{3,}|rocm\d{2,}|xpu\d{4,})"
-    r"-(?P<system>x86_64-linux|aarch64-linux|aarch64-darwin)$", re.ASCII)
+_FRAMEWORK_RE = r"(?P<framework>torch-stable-abi|torch|tvm-ffi)(?P<major>\d)(?P<minor>\d+)(?:-(?P<abi>cxx11|cxx98))?"
+_SYSTEM_RE = r"(?P<system>x86_64-linux|aarch64-linux|aarch64-darwin)"
 
 
 @dataclass(frozen=True, order=True)
@@ -68,25 +57,19 @@ class Variant:
     @property
     def name(self) -> str:
         if self.torch is None:
-            return f"torch-{_NOARCH_NAME.get(self.backend, self.backend)}"
+            return f"torch-{backends.get(self.backend).facts.noarch_name}"
         major, minor = self.torch.split(".")
         if self.stable_abi:  # torch-stable-abi211-cu130-x86_64-linux: no C++ ABI part
             return f"torch-stable-abi{major}{minor}-{self.backend_tag}-{self.system}"
         if self.tvm_ffi:  # tvm-ffi01-cu130-x86_64-linux
             return f"tvm-ffi{major}{minor}-{self.backend_tag}-{self.system}"
-        parts = [f"torch{major}{minor}"]
-        if self.cxx_abi is not None:
-            parts.append(self.cxx_abi)
-        parts.append(self.backend_tag)
-        parts.append(self.system)
-        return "-".join(parts)
+        abi = f"-{self.cxx_abi}" if self.cxx_abi is not None else ""
+        return f"torch{major}{minor}{abi}-{self.backend_tag}-{self.system}"
 
     @property
     def backend_tag(self) -> str:
         """``cpu``, ``cu130``, ``rocm71``, ``metal``: the backend part of the name."""
-        if self.backend_version is None:
-            return self.backend
-        return _BACKEND_PREFIX[self.backend] + self.backend_version.replace(".", "")
+        return backends.get(self.backend).tag(self.backend_version)
 
     @property
     def torch_tuple(self) -> tuple[int, int]:
@@ -128,7 +111,7 @@ def _version_key(version: str) -> tuple[int, ...]:
 def _sort_key(v: Variant) -> tuple[Any, ...]:
     return (
         (1, ()) if v.noarch else (0, v.torch_tuple),
-        NOARCH_BACKENDS.index(v.backend),
+        backends.rank(v.backend),
         _version_key(v.backend_version) if v.backend_version else (),
         v.cxx_abi or "",
         v.system or "",
@@ -137,10 +120,11 @@ def _sort_key(v: Variant) -> tuple[Any, ...]:
 
 def parse_variant_name(name: str) -> Variant:
     """Parse ``torch213-cxx11-cpu-x86_64-linux`` (or a noarch ``torch-cuda``) back into a :class:`Variant`."""
-    noarch = _NOARCH_RE.fullmatch(name)
-    if noarch:
-        return noarch_variant({v: k for k, v in _NOARCH_NAME.items()}.get(noarch["backend"], noarch["backend"]))
-    m = _NAME_RE.fullmatch(name)
+    if name.startswith("torch-") and (noarch := backends.by_noarch_name(name[len("torch-"):])) is not None:
+        return noarch_variant(noarch.name)
+    compiled = [b for b in backends.all_backends() if b.facts.compiled]
+    tags = "|".join(b.tag_pattern() for b in compiled)
+    m = re.fullmatch(f"{_FRAMEWORK_RE}-(?P<backend>{tags})-{_SYSTEM_RE}", name, re.ASCII)
     if not m:
         msg = (
             f"variant name {name!r} does not parse; expected e.g. "
@@ -148,17 +132,11 @@ def parse_variant_name(name: str) -> Variant:
         )
         raise VariantsError(msg)
     tag = m["backend"]
-    backend_version: str | None = None
-    if tag in ("cpu", "metal"):
-        backend = tag
-    else:
-        backend = next(b for b, p in _BACKEND_PREFIX.items() if tag.startswith(p))
-        digits = tag[len(_BACKEND_PREFIX[backend]) :]
-        backend_version = f"{digits[:-1]}.{digits[-1]}"
+    backend = next(b for b in compiled if re.fullmatch(b.tag_pattern(), tag, re.ASCII))
     return Variant(
         torch=f"{m['major']}.{m['minor']}",
-        backend=backend,
-        backend_version=backend_version,
+        backend=backend.name,
+        backend_version=backend.version_from_tag(tag),
         cxx_abi=m["abi"],
         system=m["system"],
         stable_abi=m["framework"] == "torch-stable-abi",
@@ -196,6 +174,34 @@ def _str_list(path: Path, where: str, value: Any, pattern: str, example: str) ->
 
 def expand_matrix(data: Any, path: Path = Path("variants.json")) -> Matrix:
     """Expand parsed ``variants.json`` data into the sorted variant list. Pure."""
+    torch_entries, abis, systems, excludes = _check_top_level(data, path)
+    variants: set[Variant] = set()
+    excluded: dict[Variant, str] = {}
+    seen_torch: set[str] = set()
+    for i, entry in enumerate(torch_entries):
+        for v in _entry_variants(path, f"torch[{i}]", entry, seen_torch, abis, systems):
+            reason = _excluded_by(v, excludes)
+            if reason is None:
+                variants.add(v)
+            else:
+                excluded[v] = reason
+    expanded = [*variants, *excluded]
+    for i, ex in enumerate(excludes):  # a typo ("cpuu", "13") would otherwise exclude nothing, silently
+        if not any(_matches(v, ex) for v in expanded):
+            keys = json.dumps({k: x for k, x in ex.items() if k != "reason"}, separators=(",", ":"), sort_keys=True)
+            raise _fail(path, f"exclude[{i}]", f"matches no variant ({keys}); fix its values or remove it")
+    if not variants:
+        raise _fail(path, "top level", "expands to no variant (each torch entry's backends on `systems`, minus "
+                                       "`exclude`); nothing would be built")
+    return Matrix(
+        path=path,
+        variants=tuple(sorted(variants, key=_sort_key)),
+        excluded=tuple(sorted(excluded.items(), key=lambda kv: _sort_key(kv[0]))),
+    )
+
+
+def _check_top_level(data: Any, path: Path) -> tuple[list[Any], list[str], list[str], list[dict[str, str]]]:
+    """The torch entries, ABIs, systems and excludes of ``data``, each checked but the torch entries."""
     if not isinstance(data, dict):
         raise _fail(path, "top level", "must be a JSON object with keys torch, cxx-abi, systems")
     unknown = set(data) - {"schema", "torch", "cxx-abi", "systems", "exclude", "$comment"}
@@ -212,7 +218,10 @@ def expand_matrix(data: Any, path: Path = Path("variants.json")) -> Matrix:
     for key, value, example in (("cxx-abi", abis, '["cxx11"]'), ("systems", systems, '["x86_64-linux"]')):
         if not value:
             raise _fail(path, key, f"is empty, which leaves no variant; list at least one, e.g. {example}")
-    excludes = data.get("exclude", [])
+    return torch_entries, abis, systems, _check_excludes(data.get("exclude", []), path)
+
+
+def _check_excludes(excludes: Any, path: Path) -> list[dict[str, str]]:
     if not isinstance(excludes, list):
         raise _fail(path, "exclude", "must be a list of objects")
     for i, ex in enumerate(excludes):
@@ -225,67 +234,53 @@ def expand_matrix(data: Any, path: Path = Path("variants.json")) -> Matrix:
         if bad:
             found = json.dumps(bad, separators=(",", ":"), sort_keys=True)
             raise _fail(path, f"exclude[{i}]", f"values must be strings like \"2.13\"; found {found}")
+    return excludes
 
-    variants: set[Variant] = set()
-    excluded: dict[Variant, str] = {}
-    seen_torch: set[str] = set()
-    for i, entry in enumerate(torch_entries):
-        where = f"torch[{i}]"
-        if not isinstance(entry, dict):
-            raise _fail(path, where, "must be an object")
-        version = entry.get("version")
-        if not isinstance(version, str) or not re.fullmatch(r"\d\.\d+", version, re.ASCII):
-            raise _fail(path, f"{where}.version", f'must be "major.minor" like "2.13"; found {version!r}')
-        if version not in KNOWN_TORCH:
-            raise _fail(path, f"{where}.version", f"unknown torch {version}; known: {', '.join(KNOWN_TORCH)} (a newer "
-                                                  "release: add it to KNOWN_TORCH in pybuild/variants.py)")
-        if version in seen_torch:
-            raise _fail(path, f"{where}.version", f"torch {version} is listed twice")
-        seen_torch.add(version)
-        unknown = set(entry) - {"version", *BACKENDS}
-        if unknown:
-            raise _fail(path, where, f"unknown key(s) {sorted(unknown)}; allowed: version, {', '.join(BACKENDS)}")
-        for backend in BACKENDS:
-            if backend not in entry:
-                continue
-            value = entry[backend]
-            if backend in VERSIONED_BACKENDS:
-                versions = _str_list(path, f"{where}.{backend}", value, r"\d+\.\d", '["12.8", "13.0"]')
-                unknown_cuda = [v for v in versions if backend == "cuda" and v not in KNOWN_CUDA]
-                if unknown_cuda:
-                    raise _fail(path, f"{where}.cuda", f"unknown CUDA {', '.join(unknown_cuda)}; known: "
-                                                       f"{', '.join(KNOWN_CUDA)}")
-                backend_versions: list[str | None] = list(versions)
-            else:
-                if not isinstance(value, bool):
-                    raise _fail(path, f"{where}.{backend}", f"must be true or false; found {value!r}")
-                backend_versions = [None] if value else []
-            for bv in backend_versions:
-                for system in systems:
-                    darwin = system.endswith("-darwin")
-                    if darwin != (backend == "metal"):
-                        continue  # metal exists only on darwin, darwin has only metal
-                    for abi in [None] if darwin else abis:
-                        v = Variant(version, backend, bv, abi, system)
-                        reason = _excluded_by(v, excludes)
-                        if reason is None:
-                            variants.add(v)
-                        else:
-                            excluded[v] = reason
-    expanded = [*variants, *excluded]
-    for i, ex in enumerate(excludes):  # a typo ("cpuu", "13") would otherwise exclude nothing, silently
-        if not any(_matches(v, ex) for v in expanded):
-            keys = json.dumps({k: x for k, x in ex.items() if k != "reason"}, separators=(",", ":"), sort_keys=True)
-            raise _fail(path, f"exclude[{i}]", f"matches no variant ({keys}); fix its values or remove it")
-    if not variants:
-        raise _fail(path, "top level", "expands to no variant (each torch entry's backends on `systems`, minus "
-                                       "`exclude`); nothing would be built")
-    ordered = tuple(sorted(variants, key=_sort_key))
-    return Matrix(
-        path=path,
-        variants=ordered,
-        excluded=tuple(sorted(excluded.items(), key=lambda kv: _sort_key(kv[0]))),
-    )
+
+def _entry_variants(path: Path, where: str, entry: Any, seen_torch: set[str], abis: list[str],
+                    systems: list[str]) -> list[Variant]:
+    """Every variant of one ``torch`` entry (before excludes), its keys checked."""
+    if not isinstance(entry, dict):
+        raise _fail(path, where, "must be an object")
+    version = entry.get("version")
+    if not isinstance(version, str) or not re.fullmatch(r"\d\.\d+", version, re.ASCII):
+        raise _fail(path, f"{where}.version", f'must be "major.minor" like "2.13"; found {version!r}')
+    if version not in KNOWN_TORCH:
+        raise _fail(path, f"{where}.version", f"unknown torch {version}; known: {', '.join(KNOWN_TORCH)} (a newer "
+                                              "release: add it to KNOWN_TORCH in pybuild/variants.py)")
+    if version in seen_torch:
+        raise _fail(path, f"{where}.version", f"torch {version} is listed twice")
+    seen_torch.add(version)
+    matrix_backends = backends.names()
+    unknown = set(entry) - {"version", *matrix_backends}
+    if unknown:
+        raise _fail(path, where, f"unknown key(s) {sorted(unknown)}; allowed: version, {', '.join(matrix_backends)}")
+    out = []
+    for name in matrix_backends:
+        if name not in entry:
+            continue
+        backend = backends.get(name)
+        for bv in _backend_versions(path, f"{where}.{name}", backend, entry[name]):
+            for system in systems:
+                if not backend.runs_on(system):
+                    continue  # metal exists only on darwin, darwin has only metal
+                for abi in [None] if system.endswith("-darwin") else abis:
+                    out.append(Variant(version, name, bv, abi, system))
+    return out
+
+
+def _backend_versions(path: Path, where: str, backend: backends.BackendType, value: Any) -> list[str | None]:
+    """A torch entry's value for ``backend``: its toolkit versions, or ``[None]`` / ``[]`` for true / false."""
+    if not backend.facts.versioned:
+        if not isinstance(value, bool):
+            raise _fail(path, where, f"must be true or false; found {value!r}")
+        return [None] if value else []
+    versions = _str_list(path, where, value, r"\d+\.\d", '["12.8", "13.0"]')
+    known = backend.known_versions
+    unknown = [v for v in versions if known and v not in known]
+    if unknown:
+        raise _fail(path, where, f"unknown {backend.facts.label} {', '.join(unknown)}; known: {', '.join(known)}")
+    return list(versions)
 
 
 def _matches(v: Variant, ex: dict[str, str]) -> bool:

@@ -4,16 +4,16 @@ A variant ``build/torch213-cxx11-cpu-x86_64-linux/img2gray/`` becomes
 ``img2gray-1.1.2+torch213cpucxx11-cp39-abi3-linux_x86_64.whl``: the package as built, a
 ``Requires-Dist: torch==2.13.*`` (the extension binds to that torch's C++ ABI), and a platform tag
 that tells the truth: ``manylinux_2_28_<arch>`` only when ``kernel-abi-check`` says the extensions
-fit it, else ``linux_<arch>``. Wheels are written with the standard library (PEP 427/491): sorted
-entries, fixed timestamps (``SOURCE_DATE_EPOCH`` or 1980-01-01), a RECORD with sha256 of every file,
-and the file is moved into place only when complete.
+fit it, else ``linux_<arch>``. ``packaging`` validates and writes the core metadata (name, version,
+requirements) and the tag; ``wheel.wheelfile.WheelFile`` writes the archive and its RECORD (sha256 of
+every file, PEP 427). What no library does is kept here: sorted entries, fixed timestamps
+(``SOURCE_DATE_EPOCH`` or 1980-01-01) and modes for reproducible bytes, and the file moved into
+place only when complete.
 """
 
 from __future__ import annotations
 
 import ast
-import base64
-import hashlib
 import json
 import os
 import re
@@ -22,6 +22,11 @@ import time
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
+
+from packaging.metadata import ExceptionGroup, InvalidMetadata, Metadata, RawMetadata
+from packaging.tags import Tag
+from packaging.utils import canonicalize_name
+from wheel.wheelfile import WheelFile
 
 from . import __version__
 from .check import MACOS, MANYLINUX, PYTHON_ABI
@@ -49,11 +54,11 @@ class WheelSpec:
     @property
     def dist_name(self) -> str:
         """The name as it appears in file names (PEP 491 escaping)."""
-        return re.sub(r"[-_.]+", "_", self.name).lower()
+        return canonicalize_name(self.name).replace("-", "_")
 
     @property
     def tag(self) -> str:
-        return f"{self.python_tag}-{self.abi_tag}-{self.platform_tag}"
+        return str(Tag(self.python_tag, self.abi_tag, self.platform_tag))
 
     @property
     def filename(self) -> str:
@@ -183,24 +188,23 @@ def wheel_spec(variant_dir: Path, version: str) -> tuple[WheelSpec, Path]:
     return spec, pkg
 
 
-def _metadata_text(spec: WheelSpec) -> str:
-    lines = ["Metadata-Version: 2.1", f"Name: {spec.name}", f"Version: {spec.version}"]
+def _metadata_text(spec: WheelSpec) -> bytes:
+    """Core metadata 2.1, validated by ``packaging`` (a bad name, version or requirement is refused)."""
+    raw: RawMetadata = {"metadata_version": "2.1", "name": spec.name, "version": spec.version,
+                        "requires_python": f">={PYTHON_ABI}", "requires_dist": list(spec.requires)}
     if spec.summary:
-        lines.append(f"Summary: {spec.summary}")
+        raw["summary"] = spec.summary
     if spec.license:
-        lines.append(f"License: {spec.license}")
-    lines.append(f"Requires-Python: >={PYTHON_ABI}")
-    lines += [f"Requires-Dist: {r}" for r in spec.requires]
-    return "\n".join(lines) + "\n"
+        raw["license"] = spec.license
+    try:
+        return bytes(Metadata.from_raw(raw).as_rfc822())
+    except (InvalidMetadata, ExceptionGroup) as e:
+        raise PybuildError(f"{spec.name} {spec.version}: no valid wheel metadata ({e}); rebuild the variant") from None
 
 
-def _wheel_text(spec: WheelSpec) -> str:
+def _wheel_text(spec: WheelSpec) -> bytes:
     return (f"Wheel-Version: 1.0\nGenerator: pybuild {__version__}\nRoot-Is-Purelib: "
-            f"{'true' if spec.abi_tag == 'none' else 'false'}\nTag: {spec.tag}\n")
-
-
-def _record_hash(data: bytes) -> str:
-    return "sha256=" + base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+            f"{'true' if spec.abi_tag == 'none' else 'false'}\nTag: {spec.tag}\n").encode()
 
 
 def _zip_time() -> tuple[int, int, int, int, int, int]:
@@ -212,7 +216,7 @@ def _zip_time() -> tuple[int, int, int, int, int, int]:
 
 
 def wheel_entries(spec: WheelSpec, pkg: Path, variant_dir: Path) -> list[tuple[str, bytes, bool]]:
-    """``(archive path, bytes, executable)`` of every file, RECORD last."""
+    """``(archive path, bytes, executable)`` of every file but RECORD (which the writer adds last)."""
     top = re.sub(r"[-.]+", "_", spec.name)
     entries: list[tuple[str, bytes, bool]] = []
     for p in sorted(pkg.rglob("*")):
@@ -222,13 +226,31 @@ def wheel_entries(spec: WheelSpec, pkg: Path, variant_dir: Path) -> list[tuple[s
             continue
         entries.append((f"{top}/{rel.as_posix()}", p.read_bytes(), p.suffix in (".so", ".dylib")))
     di = spec.dist_info
-    entries.append((f"{di}/METADATA", _metadata_text(spec).encode(), False))
-    entries.append((f"{di}/WHEEL", _wheel_text(spec).encode(), False))
+    entries.append((f"{di}/METADATA", _metadata_text(spec), False))
+    entries.append((f"{di}/WHEEL", _wheel_text(spec), False))
     entries.append((f"{di}/kernel-metadata.json", (variant_dir / METADATA).read_bytes(), False))
-    record = [f"{path},{_record_hash(data)},{len(data)}" for path, data, _ in entries]
-    record.append(f"{di}/RECORD,,")
-    entries.append((f"{di}/RECORD", ("\n".join(record) + "\n").encode(), False))
     return entries
+
+
+class _ReproducibleWheel(WheelFile):
+    """A ``WheelFile`` whose every entry, RECORD included, has the same timestamp and a fixed mode."""
+
+    def __init__(self, file: Path, date: tuple[int, int, int, int, int, int]) -> None:
+        self.date = date
+        super().__init__(file, "w")
+
+    def entry(self, path: str, executable: bool) -> zipfile.ZipInfo:
+        info = zipfile.ZipInfo(path, date_time=self.date)
+        info.external_attr = (0o100755 if executable else 0o100644) << 16
+        info.compress_type = zipfile.ZIP_DEFLATED
+        info.create_system = 3  # unix, so the modes above are honoured
+        return info
+
+    def writestr(self, zinfo_or_arcname: str | zipfile.ZipInfo, data: bytes | str,
+                 compress_type: int | None = None) -> None:
+        if isinstance(zinfo_or_arcname, str):  # RECORD, written on close
+            zinfo_or_arcname = self.entry(zinfo_or_arcname, False)
+        super().writestr(zinfo_or_arcname, data, compress_type)
 
 
 def build_wheel(variant_dir: Path, version: str, out_dir: Path) -> Path:
@@ -237,20 +259,14 @@ def build_wheel(variant_dir: Path, version: str, out_dir: Path) -> Path:
     entries = wheel_entries(spec, pkg, variant_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     final = out_dir / spec.filename
-    date = _zip_time()
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{spec.filename}.", dir=out_dir)
-    os.close(fd)
-    tmp = Path(tmp_name)
+    # WheelFile reads the name and version from the file name, so the temporary file has the final name
+    tmp_dir = Path(tempfile.mkdtemp(prefix=f".{spec.filename}.", dir=out_dir))
     try:
-        with zipfile.ZipFile(tmp, "w", compression=zipfile.ZIP_DEFLATED) as zf:
+        with _ReproducibleWheel(tmp_dir / spec.filename, _zip_time()) as whl:
             for path, data, executable in entries:
-                info = zipfile.ZipInfo(path, date_time=date)
-                info.external_attr = (0o100755 if executable else 0o100644) << 16
-                info.compress_type = zipfile.ZIP_DEFLATED
-                info.create_system = 3  # unix, so the modes above are honoured
-                zf.writestr(info, data)
-        os.replace(tmp, final)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+                whl.writestr(whl.entry(path, executable), data)
+        os.replace(tmp_dir / spec.filename, final)
+    finally:
+        (tmp_dir / spec.filename).unlink(missing_ok=True)
+        tmp_dir.rmdir()
     return final

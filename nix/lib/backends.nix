@@ -1,22 +1,56 @@
-{ lib }:
+{
+  lib,
+  # The backends' static facts, as pybuild/backends/backends.json holds them (pybuild writes the same
+  # shape for its registry, plugins included: `pybuild.backends.facts_json()`).
+  backendFacts ? builtins.fromJSON (builtins.readFile ../../pybuild/backends/backends.json),
+}:
 let
   inherit (lib)
-    attrNames
     concatStringsSep
     elemAt
     hasSuffix
     replaceStrings
     ;
+  inherit (builtins)
+    filter
+    genList
+    length
+    listToAttrs
+    ;
+  entries = backendFacts.backends;
+  wheelTagOf =
+    format: version:
+    if format == null then
+      null
+    else
+      replaceStrings [ "{version}" "{nodots}" ] [
+        (toString version)
+        (replaceStrings [ "." ] [ "" ] (toString version))
+      ] format;
+  backendOf = rank: f: {
+    name = f.name;
+    value =
+      {
+        inherit rank;
+        inherit (f) label compiled versioned;
+        darwin = f.os == "darwin";
+        noarchName = f."noarch-name";
+        wheelTag = wheelTagOf f."wheel-tag";
+      }
+      // (if f.versioned then { tagPrefix = f.tag; } else { inherit (f) tag; });
+  };
 in
 rec {
   /**
-    Every backend a variant can have, keyed by name: the one place that says how a backend is
-    written in a variant name and where it runs. pybuild's `variants.py` holds the same facts.
+    Every backend a variant can have, keyed by name: how a backend is written in a variant name and
+    where it runs, read from `pybuild/backends/backends.json` (the file pybuild reads too).
 
     - `rank`: position in the matrix order (variants sort by torch, then backend rank).
+    - `compiled`: its kernels are compiled; `false` for the backends of pure-Python kernels only.
     - `versioned`: the matrix lists toolkit versions (`"cuda": ["12.8"]`) rather than `true`.
     - `tagPrefix` / `tag`: the backend part of a variant name (`cu` + `128`, or `cpu`).
     - `darwin`: whether the backend exists on darwin only (metal) or on Linux only (the rest).
+    - `noarchName`: a pure-Python variant is `torch-<noarchName>` (`npu` for `cann`).
     - `wheelTag`: the local version tag of PyTorch's official wheels (`+cu128`, `+rocm7.1`).
 
     # Examples
@@ -26,43 +60,7 @@ rec {
     => "cu"
     ```
   */
-  backends = {
-    cuda = {
-      rank = 0;
-      versioned = true;
-      tagPrefix = "cu";
-      darwin = false;
-      wheelTag = version: "cu" + replaceStrings [ "." ] [ "" ] version;
-    };
-    rocm = {
-      rank = 1;
-      versioned = true;
-      tagPrefix = "rocm";
-      darwin = false;
-      wheelTag = version: "rocm" + version;
-    };
-    cpu = {
-      rank = 2;
-      versioned = false;
-      tag = "cpu";
-      darwin = false;
-      wheelTag = _: "cpu";
-    };
-    metal = {
-      rank = 3;
-      versioned = false;
-      tag = "metal";
-      darwin = true;
-      wheelTag = _: null;
-    };
-    xpu = {
-      rank = 4;
-      versioned = true;
-      tagPrefix = "xpu";
-      darwin = false;
-      wheelTag = _: "xpu";
-    };
-  };
+  backends = listToAttrs (genList (i: backendOf i (elemAt entries i)) (length entries));
 
   /**
     The backend names in matrix order.
@@ -80,11 +78,7 @@ rec {
     => [ "cuda" "rocm" "cpu" "metal" "xpu" ]
     ```
   */
-  backendNames =
-    let
-      names = attrNames backends;
-    in
-    builtins.sort (a: b: backends.${a}.rank < backends.${b}.rank) names;
+  backendNames = map (f: f.name) (filter (f: f.compiled) entries);
 
   /**
     The backends of pure-Python kernels: the matrix's, then those that exist only as noarch
@@ -103,11 +97,7 @@ rec {
     => [ "cuda" "rocm" "cpu" "metal" "xpu" "neuron" "tpu" "cann" ]
     ```
   */
-  noarchBackendNames = lib.backendNames ++ [
-    "neuron"
-    "tpu"
-    "cann"
-  ];
+  noarchBackendNames = map (f: f.name) entries;
 
   /**
     The backend part of a variant name: the toolkit version without dots after the backend's

@@ -1,6 +1,6 @@
 { lib }:
 let
-  inherit (lib) backends backendNames backendTag backendRunsOn systemArch;
+  inherit (lib) backends backendNames noarchBackendNames backendTag backendRunsOn systemArch;
 in
 {
   testBackendsCudaTagPrefix = {
@@ -10,6 +10,49 @@ in
   testBackendNamesInMatrixOrder = {
     expr = backendNames;
     expected = [ "cuda" "rocm" "cpu" "metal" "xpu" ];
+  };
+  testNoarchBackendNamesInMatrixOrder = {
+    expr = noarchBackendNames;
+    expected = [ "cuda" "rocm" "cpu" "metal" "xpu" "neuron" "tpu" "cann" ];
+  };
+  testBackendsCannNoarchName = {
+    expr = backends.cann.noarchName;
+    expected = "npu";
+  };
+  testBackendsWheelTagRocm = {
+    expr = backends.rocm.wheelTag "7.1";
+    expected = "rocm7.1";
+  };
+  testWithBackendFactsAddsABackend = {
+    expr =
+      (lib.withBackendFacts {
+        backends = [
+          {
+            name = "cpu";
+            label = "CPU";
+            compiled = true;
+            versioned = false;
+            tag = "cpu";
+            "tag-digits" = 0;
+            os = "linux";
+            "noarch-name" = "cpu";
+            "wheel-tag" = "cpu";
+          }
+          {
+            name = "dummy";
+            label = "Dummy";
+            compiled = true;
+            versioned = true;
+            tag = "dmy";
+            "tag-digits" = 2;
+            os = "linux";
+            "noarch-name" = "dummy";
+            "wheel-tag" = null;
+          }
+        ];
+      }).backendTag
+        { backend = "dummy"; backendVersion = "1.2"; };
+    expected = "dmy12";
   };
   testBackendTagCuda = {
     expr = backendTag { backend = "cuda"; backendVersion = "13.0"; };

@@ -58,7 +58,7 @@ _CONFLICTING_ENV = (
 
 def require_hub_client() -> None:
     """Skip the calling test where the installed huggingface_hub predates what the fixture and
-    pybuild publish need (a bare machine's preinstalled one; requirements-dev.txt pins it)."""
+    pybuild publish need (a bare machine's preinstalled one; pyproject.toml requires it)."""
     import pytest
 
     from pybuild.errors import PublishError
@@ -68,7 +68,7 @@ def require_hub_client() -> None:
     try:
         kernel_repo_type()
     except PublishError as e:
-        pytest.skip(f"{e} (requirements-dev.txt pins it)")
+        pytest.skip(f"{e} (pyproject.toml requires it)")
 
 
 def hub_env(endpoint: str, tmp_path, *, token: str = DUMMY_TOKEN, offline: bool = False) -> dict[str, str]:

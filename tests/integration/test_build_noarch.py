@@ -16,6 +16,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from packaging.metadata import Metadata
 
 from tests.hubfixture import HubServer, hub_subprocess_env
 from tests.loader import require_kernels_loader
@@ -159,9 +160,10 @@ def test_wheels_are_pure_python(farm: Path, tmp_path: Path) -> None:
     wheels = sorted(p.name for p in dist.iterdir())
     assert wheels == ["softcap-1.0.0+torchcpu-py3-none-any.whl", "softcap-1.0.0+torchcuda-py3-none-any.whl"]
     with zipfile.ZipFile(dist / wheels[0]) as z:
-        meta = z.read("softcap-1.0.0+torchcpu.dist-info/METADATA").decode()
+        meta = Metadata.from_email(z.read("softcap-1.0.0+torchcpu.dist-info/METADATA"))
         wheel = z.read("softcap-1.0.0+torchcpu.dist-info/WHEEL").decode()
-    assert "Requires-Dist: torch\n" in meta and "Tag: py3-none-any" in wheel and "Root-Is-Purelib: true" in wheel
+    assert [str(r) for r in meta.requires_dist or []] == ["torch"]
+    assert "Tag: py3-none-any" in wheel and "Root-Is-Purelib: true" in wheel
 
 
 def test_collect_places_a_noarch_result(farm: Path, tmp_path: Path) -> None:

@@ -10,18 +10,42 @@ from pathlib import Path
 import pytest
 
 from pybuild.__main__ import main
+from pybuild.cli import COMMANDS
 
 REPO = Path(__file__).resolve().parents[2]
-COMMANDS = ["variants", "generate", "clean", "build"]
+#: The modules of pybuild/cli/ that are not a command.
+NOT_COMMANDS = {"__init__", "common", "exits"}
 
 
-@pytest.mark.parametrize("command", [None, *COMMANDS])
+@pytest.mark.parametrize("command", [None, *(c.NAME for c in COMMANDS)])
 def test_help(command: str | None, capsys: pytest.CaptureFixture[str]) -> None:
     argv = ["--help"] if command is None else [command, "--help"]
     with pytest.raises(SystemExit) as info:
         main(argv)
     assert info.value.code == 0
-    assert "usage: python -m pybuild" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "usage: python -m pybuild" in out
+    if command is not None:
+        assert f"usage: python -m pybuild {command} " in out and "--debug" in out
+
+
+def test_every_command_module_is_a_listed_command() -> None:
+    """A module added under pybuild/cli/ is a command of its own name, listed once in --help's order."""
+    folder = REPO / "pybuild" / "cli"
+    modules = {p.stem for p in folder.glob("*.py")} - NOT_COMMANDS
+    listed = [c.__name__.rsplit(".", 1)[1] for c in COMMANDS]
+    assert sorted(listed) == sorted(modules)
+    assert all(c.NAME == c.__name__.rsplit(".", 1)[1].replace("_", "-") for c in COMMANDS)
+    assert len({c.NAME for c in COMMANDS}) == len(COMMANDS)
+
+
+def test_the_console_script_is_the_cli() -> None:
+    """pyproject's `pybuild = "pybuild.__main__:entry"` and `python -m pybuild` run the same main."""
+    import pybuild.__main__
+    import pybuild.cli
+
+    assert pybuild.__main__.entry is pybuild.cli.entry and pybuild.__main__.main is pybuild.cli.main
+    assert 'pybuild = "pybuild.__main__:entry"' in (REPO / "pyproject.toml").read_text()
 
 
 def test_unknown_flag_is_one_line(capsys: pytest.CaptureFixture[str]) -> None:
@@ -95,18 +119,20 @@ def test_bench_takes_the_kernel_name_too(capsys) -> None:
 
 
 @pytest.mark.parametrize(("err", "fragment"), [
-    (OSError(28, "No space left on device", "/farm/build/x"), "/farm/build/x: No space left on device; the disk is full"),
-    (PermissionError(13, "Permission denied", "/farm/kernels"), "/farm/kernels: Permission denied; check the permissions"),
+    (OSError(28, "No space left on device", "/farm/build/x"),
+     "/farm/build/x: No space left on device; the disk is full"),
+    (PermissionError(13, "Permission denied", "/farm/kernels"),
+     "/farm/kernels: Permission denied; check the permissions"),
     (NotADirectoryError(20, "Not a directory", "/farm/dist"), "a file stands where a folder is needed"),
 ])
 def test_file_system_errors_are_one_line_with_the_fix(err: OSError, fragment: str, monkeypatch,
                                                       capsys: pytest.CaptureFixture[str]) -> None:
-    import pybuild.__main__ as cli
+    import pybuild.cli.variants as variants_command
 
     def fail(args):  # noqa: ANN001, ANN202
         raise err
 
-    monkeypatch.setattr(cli, "cmd_variants", fail)
+    monkeypatch.setattr(variants_command, "run", fail)
     assert main(["variants"]) == 1
     lines = capsys.readouterr().err.strip().splitlines()
     assert len(lines) == 1 and fragment in lines[0], lines
@@ -147,7 +173,8 @@ def test_build_refuses_bad_arguments_before_any_work(guide_kernel: Path, tmp_pat
     other = _renamed_copy(guide_kernel, tmp_path / "other", "img2gray-two")
     toml = other / "build.toml"
     assert main(["build", str(guide_kernel), str(other), "--variant", "torch299-cxx11-cpu-x86_64-linux"]) == 2
-    assert "--variant torch299-cxx11-cpu-x86_64-linux: not a variant of variants.json for img2gray" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "--variant torch299-cxx11-cpu-x86_64-linux: not a variant of variants.json for img2gray" in err
     # two folders with the same kernel name (its builds, metadata and Hub repo would collide)
     twin = tmp_path / "twin"
     shutil.copytree(guide_kernel, twin)

@@ -39,7 +39,7 @@ def make_variant(dest: Path, kernel_dir: Path, variant: str = VARIANT, payload: 
     (pkg / "__init__.py").write_text("from ._ops import ops\n")
     (pkg / "_ops.py").write_text(f"ops = None  # {ops}\n")
     (pkg / f"{ops}.abi3.so").write_bytes(payload)
-    meta = make_metadata(manifest, ops_name=ops, backend="cpu", cuda_archs=(), variant_dir=dest / variant,
+    meta = make_metadata(manifest, ops_name=ops, backend="cpu", archs=(), variant_dir=dest / variant,
                          extra={"variant": variant})
     write_metadata(dest / variant, meta)
     return dest / variant

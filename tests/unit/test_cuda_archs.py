@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pybuild.build import metadata_archs, torch_arch_list
+from pybuild.backends.cuda import declared_archs, torch_arch_list
 
 CASES = [
     (("9.0",), "9.0+PTX", ("9.0+PTX",)),
@@ -18,12 +18,12 @@ CASES = [
 @pytest.mark.parametrize(("archs", "torch_list", "declared"), CASES, ids=[str(c[0]) for c in CASES])
 def test_ptx_of_the_newest_plain_capability(archs: tuple[str, ...], torch_list: str, declared: tuple[str, ...]) -> None:
     assert torch_arch_list(archs) == torch_list
-    assert metadata_archs(archs) == declared
+    assert declared_archs(archs) == declared
 
 
 def test_loader_reads_the_declared_archs() -> None:
     """kernels' own arch check: 9.0+PTX runs on 9.0 and newer; plain 9.0 only on 9.x."""
     archs = pytest.importorskip("kernels.archs")
-    assert archs._supports_cuda_capability(list(metadata_archs(("8.0", "9.0"))), (12, 0))
+    assert archs._supports_cuda_capability(list(declared_archs(("8.0", "9.0"))), (12, 0))
     assert not archs._supports_cuda_capability(["8.0", "9.0"], (12, 0))
-    assert not archs._supports_cuda_capability(list(metadata_archs(("8.0", "9.0"))), (7, 5))
+    assert not archs._supports_cuda_capability(list(declared_archs(("8.0", "9.0"))), (7, 5))

@@ -17,6 +17,7 @@ from pybuild.errors import PublishError
 from pybuild.manifest import load_manifest
 from pybuild.publish import (
     HUB_MANAGED,
+    Hub,
     ReleasePlan,
     is_transient,
     make_plan,
@@ -178,6 +179,44 @@ def test_transient_errors() -> None:
     assert [is_transient(HTTPErr(c)) for c in (500, 502, 503, 429, 404, 409, 412, 401)] == [True] * 4 + [False] * 4
     assert is_transient(ConnectionResetError()) and is_transient(TimeoutError())
     assert not is_transient(ValueError("bad"))
+    import httpx2  # huggingface_hub's HTTP client: a dropped connection or a timeout in it is transient
+
+    assert is_transient(httpx2.RemoteProtocolError("closed")) and is_transient(httpx2.ReadTimeout("slow"))
+
+
+def test_retries_back_off_and_honour_retry_after() -> None:
+    """Each Hub call: 1 s, 2 s, 4 s ... (at most 30 s) or the server's Retry-After; a refusal is not retried."""
+    class Resp:
+        def __init__(self, code: int, headers: dict) -> None:
+            self.status_code, self.headers = code, headers
+
+    class HTTPErr(Exception):
+        def __init__(self, code: int, headers: dict | None = None) -> None:
+            super().__init__(f"{code} error")
+            self.response = Resp(code, headers or {})
+
+    def failing(*errors: BaseException):
+        it = iter(errors)
+
+        def call() -> str:
+            err = next(it, None)
+            if err is not None:
+                raise err
+            return "ok"
+        return call
+
+    lines: list[str] = []
+    sleeps = Sleeps()
+    hub = Hub(None, None, retries=3, info=lines.append, sleep=sleeps)  # type: ignore[arg-type]
+    assert hub.call("list refs", failing(HTTPErr(503), HTTPErr(429, {"Retry-After": "7"}), TimeoutError())) == "ok"
+    assert sleeps == [1.0, 7.0, 4.0]
+    assert lines[1] == "  list refs: HTTPErr: 429 error; retry 2/3 in 7 s", lines
+    with pytest.raises(HTTPErr, match="500"):
+        hub.call("commit", failing(*[HTTPErr(500)] * 4))  # 1 try + 3 retries, then the error itself
+    assert sleeps[3:] == [1.0, 2.0, 4.0]
+    with pytest.raises(HTTPErr, match="404"):
+        hub.call("commit", failing(HTTPErr(404)))
+    assert len(sleeps) == 6
 
 
 # --------------------------------------------------------------------------------------------- Hub

@@ -11,10 +11,12 @@
 // (launch_packs16 says when and what each choice measured). On sm_90 and later the launches use PDL
 // (pdl.cuh). Packs are kept as raw registers (uint4 / uint2) and read as elements only to compute.
 // The row of pack c is c / (d / VEC), a multiply-high and a shift with a divisor prepared on the
-// host; no per-element integer division. Otherwise the same kernel runs with the widest pack the
-// half-row width and the pointers allow: 8 or 4 bytes, else one element (any d, any alignment),
-// several per thread (one element per thread ran odd d at 0.64-0.75x torch.compile on an H100;
-// benchmarks/results/NOTES.md has what the sweep measured since).
+// host; no per-element integer division. Half rows of whole 8-byte packs take the same kernel with
+// 8-byte packs. Other widths (odd, prime, unaligned d) with 16-byte aligned pointers take
+// act_direct_kernel (a 16-byte pack of output per thread, element loads) below kStagedFrom bytes
+// and act_staged_kernel (16-byte loads and stores through shared memory) from there: element loads
+// had run them at 0.45-0.70x torch.compile on an H200 (docs/performance.md). Unaligned pointers
+// take 4-byte packs or single elements, several per thread.
 // Arithmetic is fp32: exp is __expf, the logistic division __fdividef (x / inf = 0 as needed for
 // large negative inputs). erf is the branch-free Abramowitz & Stegun 7.1.26 formula (|error| <
 // 1.5e-7, about one fp32 ulp of 1): erff branches on |x|, which diverges within warps on real
@@ -216,6 +218,239 @@ void launch_unrolled(T* out, const T* in, int64_t rows, int64_t d, cudaStream_t 
   }
 }
 
+// Half widths that are not whole 8-byte packs (odd, prime and other unaligned d), with 16-byte
+// aligned pointers, from kStagedFrom bytes on (act_direct_kernel below that): staged through
+// shared memory, so that every global access is a 16-byte one
+// except at the ends of a range. A block owns kStageThreads 16-byte packs of output; it loads the
+// input those need as aligned 16-byte vectors (whatever d), computes from shared memory, and
+// stores its output as aligned vectors. Two layouts: kRows, a block's output is a run of whole
+// or partial rows and its input one contiguous range (rows of up to about 1000 bf16 / 500 fp32
+// elements); otherwise a block owns a chunk of one row, whose gate and up halves are two ranges.
+// (Element loads had run odd d at 0.45-0.60x torch.compile on an H200: 2 bytes per load left
+// too few bytes in flight.)
+constexpr int kStageThreads = 256;
+constexpr int kStageLoads = 4;  // 16-byte input vectors per thread at most
+
+// The aligned 16-byte vectors that cover elements [s, t) of a 16-byte aligned array of n: the
+// first, how many, and how many of the array's vectors are whole. A thread's k-th vector of the
+// range is vector at(k) of it.
+template <typename T>
+struct VecSpan {
+  static constexpr int64_t kVec = 16 / sizeof(T);
+  int64_t v0, nv, full;
+  __device__ __forceinline__ VecSpan(int64_t s, int64_t t, int64_t n)
+      : v0(s / kVec), nv((t + kVec - 1) / kVec - s / kVec), full(n / kVec) {}
+  __device__ __forceinline__ static int64_t at(int k) { return threadIdx.x + static_cast<int64_t>(k) * kStageThreads; }
+  __device__ __forceinline__ bool whole(int k) const { return at(k) < nv && v0 + at(k) < full; }
+};
+
+// Elements [s, t) of `a` (n elements, 16-byte aligned) as the vectors that cover them, vector j of
+// the range in r[j / kStageThreads] of thread j % kStageThreads. The tensor's last vector, if it is
+// partial, is left to stage_range.
+template <typename T, int K>
+__device__ __forceinline__ void load_range(uint4 (&r)[K], const T* __restrict__ a, int64_t s, int64_t t, int64_t n) {
+  const VecSpan<T> span(s, t, n);
+#pragma unroll
+  for (int k = 0; k < K; ++k) {
+    if (span.whole(k)) r[k] = __ldg(reinterpret_cast<const uint4*>(a) + span.v0 + span.at(k));
+  }
+}
+
+// The vectors of load_range into shared memory (smem element i is a[s / kVec * kVec + i]); the
+// tensor's partial last vector element by element.
+template <typename T, int K>
+__device__ __forceinline__ void stage_range(uint4* smem, const uint4 (&r)[K], const T* __restrict__ a, int64_t s,
+                                            int64_t t, int64_t n) {
+  const VecSpan<T> span(s, t, n);
+#pragma unroll
+  for (int k = 0; k < K; ++k) {
+    if (span.whole(k)) smem[span.at(k)] = r[k];
+  }
+  const int64_t j = span.full - span.v0;  // the partial vector's place in the range
+  if (j >= 0 && j < span.nv && j % kStageThreads == threadIdx.x) {
+    T* e = reinterpret_cast<T*>(smem + j);
+#pragma unroll 1
+    for (int64_t i = span.full * span.kVec; i < n; ++i) e[i - span.full * span.kVec] = a[i];
+  }
+}
+
+// Elements [s, t) of `a` from shared memory (smem element i is a[s / kVec * kVec + i]): whole
+// vectors as 16-byte streaming stores, the partial ones at either end element by element.
+template <typename T, int K>
+__device__ __forceinline__ void store_range(T* __restrict__ a, const uint4* smem, int64_t s, int64_t t) {
+  constexpr int kVec = 16 / sizeof(T);
+  const int64_t v0 = s / kVec;
+  const int64_t nv = (t + kVec - 1) / kVec - v0;
+#pragma unroll
+  for (int k = 0; k < K; ++k) {
+    const int64_t j = threadIdx.x + static_cast<int64_t>(k) * kStageThreads;
+    const int64_t e0 = (v0 + j) * kVec;
+    if (j < nv && e0 >= s && e0 + kVec <= t) __stcs(reinterpret_cast<uint4*>(a) + v0 + j, smem[j]);
+  }
+  if (threadIdx.x < 2) {  // the partial vectors at the two ends, if any
+    const int64_t up = (s + kVec - 1) / kVec * kVec, down = t / kVec * kVec;
+    const int64_t lo = threadIdx.x == 0 ? s : (down > up ? down : up);
+    const int64_t hi = threadIdx.x == 0 ? (up < t ? up : t) : t;
+    const T* se = reinterpret_cast<const T*>(smem) - v0 * kVec;
+#pragma unroll 1
+    for (int64_t i = lo; i < hi; ++i) a[i] = se[i];
+  }
+}
+
+template <typename T, Act A, bool kRows, typename Div>
+__global__ void __launch_bounds__(kStageThreads) act_staged_kernel(T* __restrict__ out, const T* __restrict__ in,
+                                                                   int64_t n_out, int64_t d, Div row_of,
+                                                                   int64_t chunks, int64_t chunk, bool trigger) {
+  constexpr int kVec = 16 / sizeof(T);
+  constexpr int kTile = kStageThreads * kVec;  // output elements of a block
+  __shared__ uint4 s_in[kStageLoads * kStageThreads];
+  __shared__ uint4 s_out[kStageThreads + 2];
+  const T* xin = reinterpret_cast<const T*>(s_in);
+  T* xout = reinterpret_cast<T*>(s_out);
+  const int64_t n_in = 2 * n_out;
+  uint4 r[kStageLoads];
+  int64_t os, ot;            // the block's output range
+  int64_t gate, up, obase;   // shared-memory offsets: output os + i reads xin[gate + i], xin[up + i]
+  farm_pdl::wait_for_previous_grid();
+  if constexpr (kRows) {
+    os = static_cast<int64_t>(blockIdx.x) * kTile;
+    ot = os + kTile < n_out ? os + kTile : n_out;
+    const int64_t s = static_cast<int64_t>(row_of.div(os)) * 2 * d;
+    const int64_t t = (static_cast<int64_t>(row_of.div(ot - 1)) + 1) * 2 * d;
+    load_range<T, kStageLoads>(r, in, s, t, n_in);
+    farm_pdl::allow_next_grid(trigger);
+    stage_range<T, kStageLoads>(s_in, r, in, s, t, n_in);
+    gate = -(s / kVec * kVec);
+    up = 0;
+    obase = os;
+  } else {
+    const int64_t row = blockIdx.x / chunks;
+    const int64_t c0 = (blockIdx.x - row * chunks) * chunk;
+    const int64_t c1 = c0 + chunk < d ? c0 + chunk : d;
+    const int64_t gs = row * 2 * d + c0, gt = row * 2 * d + c1;
+    constexpr int kHalf = kStageLoads / 2;
+    uint4 rg[kHalf], ru[kHalf];
+    load_range<T, kHalf>(rg, in, gs, gt, n_in);
+    load_range<T, kHalf>(ru, in, gs + d, gt + d, n_in);
+    farm_pdl::allow_next_grid(trigger);
+    stage_range<T, kHalf>(s_in, rg, in, gs, gt, n_in);
+    stage_range<T, kHalf>(s_in + kHalf * kStageThreads, ru, in, gs + d, gt + d, n_in);
+    os = row * d + c0;
+    ot = row * d + c1;
+    gate = gs - gs / kVec * kVec;
+    up = kHalf * kStageThreads * kVec + (gs + d) - (gs + d) / kVec * kVec;
+    obase = os / kVec * kVec;
+  }
+  __syncthreads();
+  T g[kVec], u[kVec];  // every read from shared memory first, then the stores (no aliasing to fear)
+#pragma unroll
+  for (int k = 0; k < kVec; ++k) {
+    const int64_t i = threadIdx.x + k * kStageThreads;
+    const int64_t e = os + i;
+    if (e < ot) {
+      if constexpr (kRows) {
+        const int64_t row = row_of.div(e);
+        const int64_t at = e + row * d + gate;  // row * 2 d + (e - row * d)
+        g[k] = xin[at];
+        u[k] = xin[at + d];
+      } else {
+        g[k] = xin[gate + i];
+        u[k] = xin[up + i];
+      }
+    }
+  }
+#pragma unroll
+  for (int k = 0; k < kVec; ++k) {
+    const int64_t e = os + threadIdx.x + k * kStageThreads;
+    if (e < ot) xout[e - obase] = from_float<T>(act<A>(to_float(g[k])) * to_float(u[k]));
+  }
+  __syncthreads();
+  store_range<T, 2>(out, s_out, os, ot);
+}
+
+// The same widths below kStagedFrom bytes: one 16-byte pack of output per thread (kVec consecutive
+// outputs), its 2 x kVec inputs loaded element by element (neighbouring threads share their cache
+// lines), no shared memory. On an H100 it ran as fast as the staged kernel or faster from 4 KB to
+// 82 MB (silu bf16 191614x6: 3.48 us a call against 3.91; gelu bf16 86x30180: 5.36 against 6.89;
+// gelu bf16 133513x206: 40.29 against 42.83), and slower at 117 MB (silu fp16 3194x12230: 47.61
+// against 45.57).
+constexpr int64_t kStagedFrom = int64_t{64} << 20;
+
+template <typename T, Act A>
+__global__ void __launch_bounds__(kStageThreads) act_direct_kernel(T* __restrict__ out, const T* __restrict__ in,
+                                                                   int64_t n_out, int64_t d, FastDiv32 row_of,
+                                                                   bool trigger) {
+  constexpr int kVec = 16 / sizeof(T);
+  const int64_t o0 = (static_cast<int64_t>(blockIdx.x) * kStageThreads + threadIdx.x) * kVec;
+  T g[kVec], u[kVec];
+  farm_pdl::wait_for_previous_grid();
+  if (o0 < n_out) {
+    int64_t row = row_of.div(static_cast<uint32_t>(o0));
+    int64_t c = o0 - row * d;
+#pragma unroll
+    for (int k = 0; k < kVec; ++k) {
+      const T* p = in + row * 2 * d + c;
+      g[k] = o0 + k < n_out ? p[0] : from_float<T>(0.0f);
+      u[k] = o0 + k < n_out ? p[d] : from_float<T>(0.0f);
+      if (++c == d) {
+        c = 0;
+        ++row;
+      }
+    }
+  }
+  farm_pdl::allow_next_grid(trigger);
+  if (o0 < n_out) {
+    uint4 pack;
+    T* r = reinterpret_cast<T*>(&pack);
+#pragma unroll
+    for (int k = 0; k < kVec; ++k) r[k] = from_float<T>(act<A>(to_float(g[k])) * to_float(u[k]));
+    if (o0 + kVec <= n_out) {
+      __stcs(reinterpret_cast<uint4*>(out) + o0 / kVec, pack);
+    } else {
+#pragma unroll
+      for (int k = 0; k < kVec; ++k) {
+        if (o0 + k < n_out) out[o0 + k] = r[k];
+      }
+    }
+  }
+}
+
+// Whether the rows layout fits a block: the input of kTile outputs spans at most
+// 2 (kTile - 1 + 2 d) elements, plus the alignment of its start.
+template <typename T>
+bool staged_rows_fit(int64_t d) {
+  constexpr int64_t kVec = 16 / sizeof(T);
+  constexpr int64_t kTile = kStageThreads * kVec;
+  return 2 * (kTile + 2 * d) + 2 * kVec <= int64_t{kStageLoads} * kStageThreads * kVec;
+}
+
+template <typename T, Act A>
+void launch_staged(T* out, const T* in, int64_t rows, int64_t d, cudaStream_t stream, bool pdl) {
+  constexpr int64_t kTile = kStageThreads * (16 / sizeof(T));
+  const int64_t n_out = rows * d;
+  const bool trigger = pdl && farm_pdl::trigger_pays(3 * kTile * static_cast<int64_t>(sizeof(T)));
+  if (3 * n_out * static_cast<int64_t>(sizeof(T)) < kStagedFrom && n_out < (int64_t{1} << 31)) {
+    const auto blocks = static_cast<unsigned>((n_out + kTile - 1) / kTile);
+    farm_pdl::launch(act_direct_kernel<T, A>, blocks, kStageThreads, stream, pdl, out, in, n_out, d,
+                     FastDiv32(static_cast<uint32_t>(d)), trigger);
+  } else if (staged_rows_fit<T>(d)) {
+    const auto blocks = static_cast<unsigned>((n_out + kTile - 1) / kTile);
+    if (n_out < (int64_t{1} << 31)) {
+      farm_pdl::launch(act_staged_kernel<T, A, true, FastDiv32>, blocks, kStageThreads, stream, pdl, out, in, n_out, d,
+                       FastDiv32(static_cast<uint32_t>(d)), int64_t{1}, d, trigger);
+    } else {
+      farm_pdl::launch(act_staged_kernel<T, A, true, Div64>, blocks, kStageThreads, stream, pdl, out, in, n_out, d,
+                       Div64(static_cast<uint64_t>(d)), int64_t{1}, d, trigger);
+    }
+  } else {
+    const int64_t chunks = (d + kTile - 1) / kTile;
+    const int64_t chunk = (d + chunks - 1) / chunks;
+    const auto blocks = static_cast<unsigned>(rows * chunks);
+    farm_pdl::launch(act_staged_kernel<T, A, false, Div64>, blocks, kStageThreads, stream, pdl, out, in, n_out, d,
+                     Div64(static_cast<uint64_t>(d)), chunks, chunk, trigger);
+  }
+}
+
 // What the launch shape depends on, looked up once per device: threads resident at once (SMs x
 // 2048 on Hopper), the L2 size and the peak memory bandwidth per SM (2 x memory clock x bus width
 // / SMs; 0 when the device does not report it). Defaults are an H100's.
@@ -312,6 +547,8 @@ void launch_typed(void* out, const void* in, int64_t rows, int64_t d, cudaStream
     launch_packs16<T, A>(o, i, rows, d, stream, pdl);
   } else if (addresses % 8 == 0 && half_bytes % 8 == 0) {
     launch_unrolled<T, A, 8, 256, 2>(o, i, rows, d, stream, pdl);
+  } else if (addresses % 16 == 0) {
+    launch_staged<T, A>(o, i, rows, d, stream, pdl);
   } else if (sizeof(T) < 4 && addresses % 4 == 0 && half_bytes % 4 == 0) {
     launch_unrolled<T, A, 4, 256, 4>(o, i, rows, d, stream, pdl);
   } else {  // 4 elements of each half per thread (8 in 16-bit dtypes spilled registers)

@@ -26,7 +26,9 @@
 // launch and for the workspace query):
 //   - rows of 2, 4 or 8 bytes (hidden 1, 2, 4 in 16-bit dtypes; 1, 2 in fp32): several rows to a
 //     16-byte pack (rms_norm_tiny_kernel);
-//   - rows that are not whole 16-byte packs or not 16-byte aligned take the widest unit their
+//   - rows that are not whole 16-byte packs, up to 16 KB, from 1 MB of x, with 16-byte aligned
+//     pointers: whole rows staged through shared memory as 16-byte vectors (rms_norm_staged_kernel);
+//   - other rows that are not whole 16-byte packs or not 16-byte aligned take the widest unit their
 //     width and pointers allow (8, 4 bytes or one element): up to 256 units in coalesced lane
 //     groups with several rows per group (rms_norm_group_kernel), longer ones as below;
 //   - a row per block, or shared by a thread-block cluster of up to 8 blocks (sm_90) when the row
@@ -286,34 +288,25 @@ struct Unit {
 };
 
 // Rows of any width and alignment, in units of BYTES (16, 8, 4 bytes or one element; the widest
-// that the row width and the pointers allow). The launcher passes group == blockDim.x: a row, or
-// a 1/split part of one, per block. With split > 1 (sm_90 and later) the split blocks of a row
-// form a thread-block cluster: each reduces its part, the parts' sums meet through distributed
-// shared memory, and every block writes its own part. (group < blockDim.x, a row per `group` <= 32
-// lanes reduced with shuffles, is the layout rms_norm_group_kernel took over.)
+// that the row width and the pointers allow): a row, or a 1/split part of one, per block. With
+// split > 1 (sm_90 and later) the split blocks of a row form a thread-block cluster: each reduces
+// its part, the parts' sums meet through distributed shared memory, and every block writes its
+// own part.
 // The first CPT units of a thread stay in registers from the load to the store; units past those
 // (rows longer than the block holds) are read again for the store, from L2.
 template <typename T, int BYTES, int CPT>
 __global__ void __launch_bounds__(kRowsThreads) rms_norm_rows_kernel(T* __restrict__ out, const T* __restrict__ in,
                                                                     const T* __restrict__ weight, int64_t rows,
-                                                                    int64_t hidden, int64_t units, int group,
-                                                                    int split, int64_t chunk, float inv_hidden,
+                                                                    int64_t hidden, int64_t units, int split, int64_t chunk, float inv_hidden,
                                                                     float eps, bool trigger) {
   using U = Unit<T, BYTES>;
   using R = typename U::R;
   __shared__ float scratch[33];
   [[maybe_unused]] __shared__ float cluster_sums[2];
-  int64_t row;
-  int lane, part = 0;
-  const bool grouped = group < static_cast<int>(blockDim.x);
-  if (grouped) {
-    row = static_cast<int64_t>(blockIdx.x) * (blockDim.x / group) + threadIdx.x / group;
-    lane = threadIdx.x & (group - 1);
-  } else {
-    row = blockIdx.x / split;
-    part = static_cast<int>(blockIdx.x % split);
-    lane = threadIdx.x;
-  }
+  const int group = static_cast<int>(blockDim.x);
+  const int64_t row = blockIdx.x / split;
+  const int part = static_cast<int>(blockIdx.x % split);
+  const int lane = threadIdx.x;
   const bool row_ok = row < rows;
   const int64_t lo = part * chunk;
   const int64_t hi = lo + chunk < units ? lo + chunk : units;
@@ -337,26 +330,22 @@ __global__ void __launch_bounds__(kRowsThreads) rms_norm_rows_kernel(T* __restri
 #pragma unroll 4
     for (int64_t i = rest; i < hi; i += group) ss += U::sumsq(x[i]);
   }
-  if (grouped) {
-    for (int o = group / 2; o > 0; o >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, o);
-  } else {
-    ss = block_sum(ss, scratch);
+  ss = block_sum(ss, scratch);
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    if (split > 1) {
-      namespace cg = cooperative_groups;
-      cg::cluster_group cluster = cg::this_cluster();
-      if (threadIdx.x == 0) cluster_sums[0] = ss;
-      cluster.sync();
-      if (threadIdx.x == 0) {
-        float total = 0.0f;
-        for (int r = 0; r < split; ++r) total += *cluster.map_shared_rank(&cluster_sums[0], r);
-        cluster_sums[1] = total;
-      }
-      cluster.sync();  // no block leaves while another reads its sum; the total is visible
-      ss = cluster_sums[1];
+  if (split > 1) {
+    namespace cg = cooperative_groups;
+    cg::cluster_group cluster = cg::this_cluster();
+    if (threadIdx.x == 0) cluster_sums[0] = ss;
+    cluster.sync();
+    if (threadIdx.x == 0) {
+      float total = 0.0f;
+      for (int r = 0; r < split; ++r) total += *cluster.map_shared_rank(&cluster_sums[0], r);
+      cluster_sums[1] = total;
     }
-#endif
+    cluster.sync();  // no block leaves while another reads its sum; the total is visible
+    ss = cluster_sums[1];
   }
+#endif
   if (!row_ok) return;
   const float rstd = rsqrtf(ss * inv_hidden + eps);
   R* y = reinterpret_cast<R*>(out + row * hidden);
@@ -471,6 +460,153 @@ __global__ void __launch_bounds__(256) rms_norm_tiny_kernel(T* __restrict__ out,
       }
     }
   }
+}
+
+// Rows that are not whole 16-byte packs (odd, prime and other unaligned widths) of up to
+// kStageCapacity bytes, with 16-byte aligned x, y and weight: staged through shared memory, so that every
+// global access is a 16-byte one except at the two ends of a block's range. A block owns `rpb`
+// whole rows (one contiguous range of x and of y), loads them as aligned 16-byte vectors, reduces
+// each row from shared memory with `group` lanes (a power of two up to 32), scales it in place
+// (the weight, loaded with x, in shared memory too) and stores the range as aligned vectors. (Element and 4/8-byte loads had run such rows at
+// 0.60-0.93x torch.compile on an H200: too few bytes in flight per thread.)
+constexpr int kStageThreads = 256;
+constexpr int kStageLoads = 4;  // 16-byte vectors of x per thread at most
+constexpr int64_t kStageCapacity = int64_t{kStageLoads} * kStageThreads * 16 - 16;  // bytes of rows per block
+constexpr int64_t kStagedFrom = int64_t{1} << 20;  // bytes of x; smaller inputs take the paths below
+
+// The aligned 16-byte vectors that cover elements [s, t) of a 16-byte aligned array of n: the
+// first, how many, and how many of the array's vectors are whole. A thread's k-th vector of the
+// range is vector at(k) of it.
+template <typename T>
+struct VecSpan {
+  static constexpr int64_t kVec = 16 / sizeof(T);
+  int64_t v0, nv, full;
+  __device__ __forceinline__ VecSpan(int64_t s, int64_t t, int64_t n)
+      : v0(s / kVec), nv((t + kVec - 1) / kVec - s / kVec), full(n / kVec) {}
+  __device__ __forceinline__ static int64_t at(int k) { return threadIdx.x + static_cast<int64_t>(k) * kStageThreads; }
+  __device__ __forceinline__ bool whole(int k) const { return at(k) < nv && v0 + at(k) < full; }
+};
+
+// Elements [s, t) of `a` (n elements, 16-byte aligned) as the vectors that cover them, vector j of
+// the range in r[j / kStageThreads] of thread j % kStageThreads. The tensor's last vector, if it is
+// partial, is left to stage_range.
+template <typename T, int K>
+__device__ __forceinline__ void load_range(uint4 (&r)[K], const T* __restrict__ a, int64_t s, int64_t t, int64_t n) {
+  const VecSpan<T> span(s, t, n);
+#pragma unroll
+  for (int k = 0; k < K; ++k) {
+    if (span.whole(k)) r[k] = __ldcs(reinterpret_cast<const uint4*>(a) + span.v0 + span.at(k));
+  }
+}
+
+// The vectors of load_range into shared memory (smem element i is a[s / kVec * kVec + i]); the
+// tensor's partial last vector element by element.
+template <typename T, int K>
+__device__ __forceinline__ void stage_range(uint4* smem, const uint4 (&r)[K], const T* __restrict__ a, int64_t s,
+                                            int64_t t, int64_t n) {
+  const VecSpan<T> span(s, t, n);
+#pragma unroll
+  for (int k = 0; k < K; ++k) {
+    if (span.whole(k)) smem[span.at(k)] = r[k];
+  }
+  const int64_t j = span.full - span.v0;  // the partial vector's place in the range
+  if (j >= 0 && j < span.nv && j % kStageThreads == threadIdx.x) {
+    T* e = reinterpret_cast<T*>(smem + j);
+#pragma unroll 1
+    for (int64_t i = span.full * span.kVec; i < n; ++i) e[i - span.full * span.kVec] = a[i];
+  }
+}
+
+// Elements [s, t) of `a` from shared memory (smem element i is a[s / kVec * kVec + i]): whole
+// vectors as 16-byte streaming stores, the partial ones at either end element by element.
+template <typename T, int K>
+__device__ __forceinline__ void store_range(T* __restrict__ a, const uint4* smem, int64_t s, int64_t t) {
+  constexpr int kVec = 16 / sizeof(T);
+  const int64_t v0 = s / kVec;
+  const int64_t nv = (t + kVec - 1) / kVec - v0;
+#pragma unroll
+  for (int k = 0; k < K; ++k) {
+    const int64_t j = threadIdx.x + static_cast<int64_t>(k) * kStageThreads;
+    const int64_t e0 = (v0 + j) * kVec;
+    if (j < nv && e0 >= s && e0 + kVec <= t) __stcs(reinterpret_cast<uint4*>(a) + v0 + j, smem[j]);
+  }
+  if (threadIdx.x < 2) {  // the partial vectors at the two ends, if any
+    const int64_t up = (s + kVec - 1) / kVec * kVec, down = t / kVec * kVec;
+    const int64_t lo = threadIdx.x == 0 ? s : (down > up ? down : up);
+    const int64_t hi = threadIdx.x == 0 ? (up < t ? up : t) : t;
+    const T* se = reinterpret_cast<const T*>(smem) - v0 * kVec;
+#pragma unroll 1
+    for (int64_t i = lo; i < hi; ++i) a[i] = se[i];
+  }
+}
+
+// One row of the staged kernel: its sum of squares over the lanes' elements (lane, lane + group,
+// ...), two loads in flight per lane.
+template <typename T>
+__device__ __forceinline__ float staged_sumsq(const T* xr, int hidden, int lane, int group) {
+  float ss = 0.0f;
+  for (int c = lane; c < hidden; c += 2 * group) {
+    float f[2];
+#pragma unroll
+    for (int u = 0; u < 2; ++u) f[u] = c + u * group < hidden ? to_float(xr[c + u * group]) : 0.0f;
+#pragma unroll
+    for (int u = 0; u < 2; ++u) ss += f[u] * f[u];
+  }
+  return ss;
+}
+
+// y = x * rstd * weight over the lane's elements of a row, in place in shared memory.
+template <typename T>
+__device__ __forceinline__ void staged_scale(T* xr, const T* ws, int hidden, int lane, int group, float rstd) {
+  for (int c = lane; c < hidden; c += 2 * group) {
+    T x[2], w[2];
+#pragma unroll
+    for (int u = 0; u < 2; ++u) {
+      if (c + u * group < hidden) {
+        x[u] = xr[c + u * group];
+        w[u] = ws[c + u * group];
+      }
+    }
+#pragma unroll
+    for (int u = 0; u < 2; ++u) {
+      if (c + u * group < hidden) xr[c + u * group] = from_float<T>(to_float(x[u]) * rstd * to_float(w[u]));
+    }
+  }
+}
+
+template <typename T, int K>
+__global__ void __launch_bounds__(kStageThreads) rms_norm_staged_kernel(T* __restrict__ out, const T* __restrict__ in,
+                                                                        const T* __restrict__ weight, int64_t rows,
+                                                                        int hidden, int rpb, int group,
+                                                                        float inv_hidden, float eps, bool trigger) {
+  constexpr int kVec = 16 / sizeof(T);
+  __shared__ uint4 s_x[K * kStageThreads];
+  __shared__ uint4 s_w[K * kStageThreads];
+  const int64_t r0 = static_cast<int64_t>(blockIdx.x) * rpb;
+  const int64_t r1 = r0 + rpb < rows ? r0 + rpb : rows;
+  const int64_t s = r0 * hidden, t = r1 * hidden;
+  uint4 r[K], rw[K];
+  farm_pdl::wait_for_previous_grid();
+  load_range<T, K>(r, in, s, t, rows * hidden);
+  load_range<T, K>(rw, weight, 0, hidden, hidden);  // the weight with x: no round trip later
+  farm_pdl::allow_next_grid(trigger);
+  stage_range<T, K>(s_x, r, in, s, t, rows * hidden);
+  stage_range<T, K>(s_w, rw, weight, 0, hidden, hidden);
+  __syncthreads();
+  T* xs = reinterpret_cast<T*>(s_x) + (s - s / kVec * kVec);
+  const T* ws = reinterpret_cast<const T*>(s_w);
+  const int n = static_cast<int>(r1 - r0);
+  const int lane = threadIdx.x & (group - 1);
+  const int groups = kStageThreads / group;
+  for (int b = 0; b < n; b += groups) {  // the same trip count for every lane: shuffles below
+    const int j = b + static_cast<int>(threadIdx.x) / group;
+    T* xr = xs + j * hidden;
+    float ss = j < n ? staged_sumsq(xr, hidden, lane, group) : 0.0f;
+    for (int o = group / 2; o > 0; o >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, o);
+    if (j < n) staged_scale(xr, ws, hidden, lane, group, rsqrtf(ss * inv_hidden + eps));
+  }
+  __syncthreads();
+  store_range<T, K>(out, s_x, s, t);
 }
 
 // Very wide rows, too few to fill the device even with a cluster of blocks per row: two kernels.
@@ -650,11 +786,13 @@ constexpr int kGroupMaxUnits = 256;             // rows of up to this many units
 // Units of BYTES each thread of rms_norm_rows_kernel holds in registers.
 constexpr int rows_cpt(int bytes) { return bytes == 16 ? 4 : bytes == 8 ? 4 : 8; }
 
-enum class Path { kTiny, kPacks, kGroup, kRows, kPartials };
+enum class Path { kTiny, kStaged, kPacks, kGroup, kRows, kPartials };
 
 // What a launch does, from the shape and the pointers alone (the workspace query and the launch
 // agree on it):
 //   - kTiny: rows of 2, 4 or 8 bytes, several to a 16-byte pack;
+//   - kStaged: rows that are not whole 16-byte packs, up to kStageCapacity bytes, staged through
+//     shared memory (16-byte aligned x, y and weight), unless the rows are too few to fill the device;
 //   - kPacks: rows of 16-byte packs held in registers by the tuned paths at the top, unless the
 //     rows are too few to fill the device and 16 KB or wider;
 //   - kGroup: other short rows (up to kGroupMaxUnits units of `bytes`);
@@ -692,6 +830,11 @@ Plan plan_of(int elem, uintptr_t out, uintptr_t in, uintptr_t weight, int64_t ro
     fill = (2 * dev.sms + rows - 1) / rows;
     if (fill > row_bytes / kMinSplitBytes) fill = row_bytes / kMinSplitBytes;
     if (fill < 1) fill = 1;
+  }
+  if (p.bytes < 16 && row_bytes <= kStageCapacity && fill == 1 && (addresses & 15u) == 0 &&
+      rows * row_bytes >= kStagedFrom) {
+    p.path = Path::kStaged;
+    return p;
   }
   if (p.bytes == 16 && units <= kMaxPacks && (fill == 1 || row_bytes < (16 << 10))) {
     p.path = Path::kPacks;
@@ -778,7 +921,7 @@ bool launch_rows_split(T* out, const T* in, const T* weight, int64_t rows, int64
   config.attrs = attribute;
   config.numAttrs = n;
   const cudaError_t err = cudaLaunchKernelEx(&config, rms_norm_rows_kernel<T, BYTES, CPT>, out, in, weight, rows,
-                                             hidden, units, threads, split, chunk, inv_h, eps, trigger);
+                                             hidden, units, split, chunk, inv_h, eps, trigger);
   if (err != cudaSuccess && split > 1) {
     cudaGetLastError();
     return false;
@@ -834,6 +977,21 @@ void launch_tiny(T* o, const T* x, const T* w, int64_t rows, int64_t hidden, flo
   }
 }
 
+// Rows per block: as many whole rows as kStageCapacity holds; lanes per row: a power of two with
+// about 8 elements each, up to a warp.
+template <typename T>
+void launch_staged(T* o, const T* x, const T* w, int64_t rows, int64_t hidden, float inv_h, float eps, cudaStream_t s,
+                   bool pdl) {
+  const int64_t fit = kStageCapacity / (hidden * static_cast<int64_t>(sizeof(T)));
+  const int rpb = static_cast<int>(fit < rows ? fit : rows);
+  int group = next_pow2(static_cast<int>((hidden + 7) / 8));
+  if (group > 32) group = 32;
+  const auto blocks = static_cast<unsigned>((rows + rpb - 1) / rpb);
+  const bool trigger = pdl && farm_pdl::trigger_pays(2 * rpb * hidden * static_cast<int64_t>(sizeof(T)));
+  farm_pdl::launch(rms_norm_staged_kernel<T, kStageLoads>, blocks, kStageThreads, s, pdl, o, x, w, rows,
+                   static_cast<int>(hidden), rpb, group, inv_h, eps, trigger);
+}
+
 template <typename T>
 void launch_typed(void* out, const void* in, const void* weight, float* partial, int64_t rows, int64_t hidden,
                   float eps, cudaStream_t s, bool pdl) {
@@ -845,6 +1003,8 @@ void launch_typed(void* out, const void* in, const void* weight, float* partial,
                          reinterpret_cast<uintptr_t>(weight), rows, hidden);
   if (p.path == Path::kTiny) {
     launch_tiny<T>(o, x, w, rows, hidden, inv_h, eps, s, pdl);
+  } else if (p.path == Path::kStaged) {
+    launch_staged<T>(o, x, w, rows, hidden, inv_h, eps, s, pdl);
   } else if (p.path == Path::kPacks) {
     launch_packs<T>(o, x, w, rows, hidden, inv_h, eps, s, pdl);
   } else if (p.bytes == 16) {

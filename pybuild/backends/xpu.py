@@ -1,0 +1,10 @@
+"""XPU: Intel GPUs through SYCL. Named, sorted and parsed; this farm builds it on no host yet."""
+
+from __future__ import annotations
+
+from .base import BaseBackend
+
+
+class Xpu(BaseBackend):
+    manifest_keys = ("sycl-flags",)
+    device_module = "xpu"

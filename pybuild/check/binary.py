@@ -1,0 +1,131 @@
+"""The checks of compiled extensions: ``abi3``, ``manylinux_2_28`` / ``macos``, ``rpath`` and ``runtime``."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from ..elf import NotELFError, bad_rpaths, dynamic_entries, embedded_cxx_runtime
+from ..errors import ToolchainError
+from .results import MACOS, MANYLINUX, NOT_MANYLINUX_HINT, PYTHON_ABI, CheckResult, _Variant
+
+
+def _abi_checker() -> Any:
+    try:
+        import kernel_abi_check
+    except ImportError:
+        msg = "kernel-abi-check is not installed; pip install kernel-abi-check (a dependency in pyproject.toml)"
+        raise ToolchainError(msg) from None
+    return kernel_abi_check
+
+
+def check_abi3(v: _Variant) -> CheckResult:
+    exts = v.extensions()
+    if not exts:
+        return CheckResult(v.name, "abi3", "pass", "no compiled extension")
+    if v.variant is not None and v.variant.noarch:
+        return CheckResult(v.name, "abi3", "fail",
+                           f"{', '.join(p.name for p in exts)} in a pure-Python variant: {v.name} loads on every "
+                           "system and torch of its backend, so it must hold no compiled file; remove it")
+    kac = _abi_checker()
+    problems: list[str] = []
+    symbols: list[str] = []
+    for so in exts:
+        try:
+            found = kac.ObjectFile(so).check_python_abi(PYTHON_ABI)
+        except (OSError, ValueError) as e:
+            problems.append(f"{so.name}: cannot be read: {e}")
+            continue
+        for s in found:
+            if isinstance(s, kac.IncompatibleAbi3Symbol):
+                problems.append(f"{so.name}: {s.name} is in the stable ABI only since Python {s.version_added}")
+            else:
+                problems.append(f"{so.name}: {s.name} is not in Python's stable ABI")
+            symbols.append(s.name)
+        if so.suffix == ".so":
+            try:
+                entries = dynamic_entries(so)
+            except NotELFError as e:  # e.g. a Mach-O file kernel-abi-check reads but readelf cannot
+                problems.append(str(e))
+                continue
+            libpython = [val for tag, val in entries if tag == "NEEDED" and val.startswith("libpython")]
+            problems += [f"{so.name}: links {lib}; an abi3 extension must not link libpython" for lib in libpython]
+    if problems:
+        return CheckResult(v.name, "abi3", "fail",
+                           "; ".join(problems) + f" (must load in every CPython >= {PYTHON_ABI}: use only the "
+                           "limited API, Py_LIMITED_API)", {"symbols": symbols})
+    tag = f"cp{PYTHON_ABI.replace('.', '')}-abi3"
+    return CheckResult(v.name, "abi3", "pass", f"{len(exts)} extension(s) use only the stable ABI ({tag})")
+
+
+def check_platform(v: _Variant) -> CheckResult:
+    exts = v.extensions()
+    darwin = v.variant is not None and (v.variant.system or "").endswith("-darwin")
+    name = "macos" if darwin else MANYLINUX
+    if not exts:
+        return CheckResult(v.name, name, "pass", "no compiled extension")
+    if v.variant is not None and v.variant.noarch:
+        return CheckResult(v.name, name, "skip", "a pure-Python variant may hold no compiled file (see abi3)")
+    kac = _abi_checker()
+    problems: list[str] = []
+    newest = ""
+    for so in exts:
+        try:
+            obj = kac.ObjectFile(so)
+            found = obj.check_macos(MACOS) if darwin else obj.check_manylinux(MANYLINUX)
+        except (OSError, ValueError) as e:
+            problems.append(f"{so.name}: cannot be read: {e}")
+            continue
+        for s in found:
+            if darwin:
+                problems.append(f"{so.name}: {s!r}")
+                continue
+            problems.append(f"{s.dep}_{s.version} ({s.name})")
+            if s.dep == "GLIBC" and _version_key(s.version) > _version_key(newest or "0"):
+                newest = s.version
+    if not problems:
+        return CheckResult(v.name, name, "pass", f"symbol versions fit {'macOS ' + MACOS if darwin else MANYLINUX}")
+    uniq = sorted(set(problems))
+    if darwin:
+        return CheckResult(v.name, name, "fail", f"needs a newer macOS than {MACOS}: {'; '.join(uniq)}")
+    glibc = f"needs glibc {newest}, newer than {MANYLINUX} (glibc 2.28) allows: " if newest else ""
+    detail = (f"NOT {MANYLINUX}: {glibc}references {', '.join(uniq[:4])}{' …' if len(uniq) > 4 else ''}; "
+              + NOT_MANYLINUX_HINT.format(kernel=v.kernel or "<kernel>"))
+    return CheckResult(v.name, name, "fail", detail, {"symbols": uniq})
+
+
+def _version_key(version: str) -> tuple[int, ...]:
+    return tuple(int(x) for x in re.findall(r"\d+", version))
+
+
+def check_rpath(v: _Variant) -> CheckResult:
+    problems = []
+    for so in v.extensions():
+        if so.suffix != ".so":
+            continue
+        try:
+            bad = bad_rpaths(so)
+        except NotELFError as e:
+            return CheckResult(v.name, "rpath", "fail", f"{e}; rebuild the variant")
+        if bad:
+            problems.append(f"{so.name}: {', '.join(bad)}")
+    if problems:
+        return CheckResult(v.name, "rpath", "fail",
+                           f"RPATH/RUNPATH into the build machine: {'; '.join(problems)}; "
+                           "keep CMAKE_INSTALL_RPATH empty")
+    return CheckResult(v.name, "rpath", "pass", "no RPATH into build directories")
+
+
+def check_runtime(v: _Variant) -> CheckResult:
+    """The C++ runtime must be the process's shared one (torch's), not a static copy in the module."""
+    problems = []
+    for so in v.extensions():
+        if so.suffix == ".so":
+            found = embedded_cxx_runtime(so)
+            if found:
+                problems.append(f"{so.name} defines {', '.join(found)}")
+    if problems:
+        return CheckResult(v.name, "runtime", "fail",
+                           f"embedded C++ runtime: {'; '.join(problems)}; link the shared libstdc++ "
+                           "(no -static-libstdc++; the generated CMake project links -l:libstdc++.so.6)")
+    return CheckResult(v.name, "runtime", "pass", "uses the shared C++ runtime")

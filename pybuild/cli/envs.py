@@ -1,0 +1,38 @@
+"""``python -m pybuild envs``: list (or --clear) the per-variant build environments in the cache."""
+
+from __future__ import annotations
+
+import argparse
+
+from ..ui import Reporter
+from .common import add_output_flags
+
+NAME = "envs"
+HELP = "list the per-variant build environments (or --clear them)"
+DESCRIPTION = ("List the environments `build --all`/`--variant` and `test` made under the user cache dir "
+               "(PYBUILD_CACHE_DIR, else $XDG_CACHE_HOME/pybuild, else ~/.cache/pybuild).")
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--clear", action="store_true", help="remove them all (uv's own cache stays)")
+    add_output_flags(p)
+
+
+def run(args: argparse.Namespace) -> int:
+    """List (or remove) the per-variant environments in the cache."""
+    import shutil
+
+    from ..envs import envs_dir, list_envs
+
+    rep = Reporter(quiet=args.quiet, json_mode=args.json)
+    found = list_envs()
+    if args.clear:
+        for path, _, _ in found:
+            shutil.rmtree(path)
+            rep.info(f"removed {path}")
+        return 0
+    rows = [(m["plan"]["variant"], m.get("torch", "?"), m.get("nvcc") or "-", m["plan"]["source"], str(p))
+            for p, m, _ in found]
+    rep.table(f"{len(rows)} environments in {envs_dir()} (uv's cache links each wheel into them; `du -sh` both "
+              "for the disk they take)", ["variant", "torch", "nvcc", "from", "path"], rows)
+    return 0

@@ -1,0 +1,113 @@
+"""A backend added from one module, and nowhere else, reaches every place a backend shows: the matrix
+(`pybuild variants`), variant names, the CLI's `--backend` choices, the generated CMake project (its
+fragment) and the Nix library (its facts, and Nix's variant names equal to pybuild's)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import jinja2
+import pytest
+
+from pybuild import backends
+from pybuild.__main__ import main
+from pybuild.backends import BaseBackend, Facts
+from pybuild.errors import VariantsError
+from pybuild.generate import ProjectSpec, render_project
+from pybuild.manifest import load_manifest
+from pybuild.variants import expand_matrix, parse_variant_name
+
+REPO = Path(__file__).resolve().parents[2]
+
+FACTS = Facts(name="dummy", label="Dummy", compiled=True, versioned=True, tag="dmy", tag_digits=2, os="linux",
+              noarch_name="dummy", wheel_tag="dmy{nodots}")
+FRAGMENT = jinja2.Template(
+    "{% macro configure(archs) %}\n"
+    'if(PYBUILD_BACKEND STREQUAL "dummy")\n'
+    '  message(STATUS "dummy toolkit for {{ archs | join(\';\') }}")\n'
+    "endif()\n"
+    "{% endmacro %}\n"
+    "{% macro helpers(archs) %}\n"
+    "function(pybuild_dummy_toolkit)\n"
+    "endfunction()\n"
+    "{% endmacro %}\n"
+)
+MATRIX = {"torch": [{"version": "2.13", "cpu": True, "dummy": ["1.2", "2.0"]}], "cxx-abi": ["cxx11"],
+          "systems": ["x86_64-linux", "aarch64-darwin"]}
+NAMES = ["torch213-cxx11-dmy12-x86_64-linux", "torch213-cxx11-dmy20-x86_64-linux"]
+
+
+class Dummy(BaseBackend):
+    """A backend this machine cannot build, with a CMake fragment of two sections."""
+
+    def fragment_template(self) -> jinja2.Template:
+        return FRAGMENT
+
+
+@pytest.fixture
+def dummy() -> Iterator[BaseBackend]:
+    backend = Dummy(FACTS)
+    backends.register(backend)
+    try:
+        yield backend
+    finally:
+        backends.unregister("dummy")
+
+
+def test_variants_lists_it(dummy: BaseBackend, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "variants.json").write_text(json.dumps(MATRIX))
+    assert main(["variants", "--variants", str(tmp_path / "variants.json"), "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert [r["name"] for r in rows] == ["torch213-cxx11-cpu-x86_64-linux", *NAMES]  # after the built-in ones
+    assert [(r["backend"], r["backend-version"]) for r in rows[1:]] == [("dummy", "1.2"), ("dummy", "2.0")]
+    assert main(["variants", "--variants", str(tmp_path / "variants.json"), "-q"]) == 0
+    assert capsys.readouterr().out.split() == ["torch213-cxx11-cpu-x86_64-linux", *NAMES]
+    v = parse_variant_name(NAMES[0])
+    assert (v.backend, v.backend_version, v.backend_tag) == ("dummy", "1.2", "dmy12")
+
+
+def test_variants_refuses_it_once_gone(tmp_path: Path) -> None:
+    """The same matrix without the module: the key is unknown (the test above saw the module at work)."""
+    with pytest.raises(VariantsError, match=r"unknown key\(s\) \['dummy'\]"):
+        expand_matrix(MATRIX, tmp_path / "variants.json")
+
+
+def test_cli_offers_it(dummy: BaseBackend, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["generate", "--help"])
+    assert "dummy" in capsys.readouterr().out
+
+
+def test_generate_places_its_fragment(dummy: BaseBackend) -> None:
+    manifest = load_manifest(REPO / "kernels" / "img2gray")
+    files = render_project(manifest, ProjectSpec(backend="dummy", ops_name="_img2gray_test", cuda_archs=("a1",)))
+    assert 'if(PYBUILD_BACKEND STREQUAL "dummy")\n  message(STATUS "dummy toolkit for a1")\nendif()\n' \
+        in files["CMakeLists.txt"]
+    assert "function(pybuild_dummy_toolkit)\nendfunction()\n" in files["cmake/pybuild.cmake"]
+    other = render_project(manifest, ProjectSpec(backend="cpu", ops_name="_img2gray_test"))
+    assert 'message(STATUS "dummy toolkit for ")' in other["CMakeLists.txt"]  # another backend's build: no archs
+
+
+@pytest.mark.nix
+@pytest.mark.skipif(shutil.which("nix-instantiate") is None, reason="needs nix-instantiate (.ci/setup installs nix)")
+def test_nix_reads_its_facts(dummy: BaseBackend, tmp_path: Path) -> None:
+    facts = tmp_path / "backends.json"
+    facts.write_text(json.dumps(backends.facts_json()))
+    matrix = json.dumps(json.dumps(MATRIX))  # a Nix string literal of the JSON text
+    expr = (f"let lib = (import {REPO}/nix/lib).withBackendFacts (builtins.fromJSON (builtins.readFile {facts})); "
+            "in { names = lib.backendNames; "
+            'tag = lib.backendTag { backend = "dummy"; backendVersion = "1.2"; }; '
+            'wheel = lib.backends.dummy.wheelTag "1.2"; '
+            f"variants = map lib.variantName (lib.expandMatrix (builtins.fromJSON {matrix})); }}")
+    proc = subprocess.run(["nix-instantiate", "--eval", "--strict", "--json", "-E", expr], capture_output=True,
+                          text=True, timeout=300, check=False)
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    assert out["names"] == [*backends.names()]
+    assert out["names"][-1] == "dummy"
+    assert (out["tag"], out["wheel"]) == ("dmy12", "dmy12")
+    assert out["variants"] == [v.name for v in expand_matrix(MATRIX).variants]
