@@ -156,6 +156,12 @@ def kernel_type(backend: str) -> type[KernelSpec]:
     return KERNEL_TYPES[backend]
 
 
+def own_keys(cls: type[KernelSpec]) -> tuple[str, ...]:
+    """The keys kernel type ``cls`` takes beyond those of every backend."""
+    common = declared_keys(KernelSpec)
+    return tuple(k for k in declared_keys(cls) if k not in common)
+
+
 def owner_of(toml: str) -> str | None:
     """The backend whose kernel type declares the key ``toml`` (None: every backend's, or none's)."""
     owners = [b for b, t in KERNEL_TYPES.items() if toml in declared_keys(t)]

@@ -33,7 +33,7 @@ from .reader import Reader
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover
-    import tomli as tomllib  # type: ignore[import-not-found]
+    import tomli as tomllib
 
 
 def _torch_fields(path: Path, data: dict[str, Any], framework: str, general: dict[str, Any]) -> dict[str, Any]:

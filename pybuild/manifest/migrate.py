@@ -26,7 +26,7 @@ from .model import Manifest
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover
-    import tomli as tomllib  # type: ignore[import-not-found]
+    import tomli as tomllib
 
 
 @dataclasses.dataclass(frozen=True)

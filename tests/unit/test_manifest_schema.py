@@ -170,3 +170,16 @@ def test_committed_locks_are_fresh() -> None:
                 "python -m pybuild.manifest.lock"
     for d in ("noarch-repo", "kernel-repo"):
         assert not write_lock(REPO / "nix" / "tests" / "fixtures" / d, load_matrix(REPO / "variants.json"), check=True)
+
+
+def test_each_backend_names_its_kernel_type() -> None:
+    """A backend's manifest keys are its kernel type's fields, declared once."""
+    from pybuild import backends
+
+    compiled = {b.facts.name: b for b in backends.all_backends() if b.facts.compiled}
+    assert set(compiled) == set(KERNEL_TYPES)
+    assert compiled["cuda"].kernel_type is kernels.CudaKernel
+    assert compiled["cuda"].manifest_keys == ("cuda-capabilities", "cuda-flags", "cuda-minver")
+    assert compiled["rocm"].manifest_keys == ("rocm-archs", "hip-flags")
+    assert compiled["xpu"].manifest_keys == ("sycl-flags",) and compiled["cpu"].manifest_keys == ()
+    assert backends.get("neuron").kernel_type is None
