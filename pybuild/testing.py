@@ -124,3 +124,25 @@ def failed_checks(checks: dict[str, tuple[Any, Any]], atol: float = 0.0, rtol: f
         if not bool(close.all()):
             bad.append(f"{name}: {int((~close).sum())} of {close.numel()} wrong")
     return bad
+
+
+def compile_cuda(source: Path, out: Path, arch: str = "sm_90", ptx: bool = False) -> subprocess.CompletedProcess[str]:
+    """``nvcc -c source -o out`` (``-ptx`` with ``ptx``) for ``arch`` as a kernel build compiles it (-O3,
+    CUDA_KERNEL, the farm's shared headers on the include path), with ptxas statistics on stderr; through
+    ccache where installed. Skips the calling test where no nvcc is on PATH."""
+    import shutil
+
+    import pytest
+
+    from .generate import INCLUDE
+
+    if shutil.which("nvcc") is None:
+        pytest.skip("needs nvcc (the CUDA toolkit)")
+    cmd = [shutil.which("ccache") or "", "nvcc", "-std=c++17", "-O3", f"-arch={arch}", "-Xptxas", "-v",
+           "-DCUDA_KERNEL", f"-I{INCLUDE}", "-ptx" if ptx else "-c", str(source), "-o", str(out)]
+    return subprocess.run([c for c in cmd if c], capture_output=True, text=True, check=False)
+
+
+def register_spills(ptxas_log: str) -> list[str]:
+    """The lines of ptxas statistics (``-Xptxas -v``) that report bytes spilled to local memory."""
+    return [line for line in ptxas_log.splitlines() if "spill" in line and not line.strip().startswith("0 bytes")]

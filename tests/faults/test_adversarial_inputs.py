@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from pybuild.__main__ import main
-from tests.faults.corpus import deep_tree, remove_deep, snapshot
-from tests.fakebuild import host_cpu_variant, make_kernel, make_variant, one_variant_matrix
+from tests.helpers.corpus import deep_tree, remove_deep, snapshot
+from tests.helpers.fakebuild import host_cpu_variant, make_kernel, make_variant, one_variant_matrix
 
 REPO = Path(__file__).resolve().parents[2]
 DEEP = 2000  # folders: deeper than Python's recursion limit
@@ -193,7 +193,8 @@ CASES: list[tuple[str, Callable[[Path], None], list[str], str]] = [
     ("tests-tree-2000-deep-publish", deep(lambda f: f / "kernels" / "tinyk" / "tests"), PUBLISH, "nested deeper than"),
     ("package-tree-2000-deep-build", deep(lambda f: f / "kernels" / "softcap" / "torch-ext" / "softcap" / "deep"),
      BUILD_NOARCH, "nested deeper than"),
-    ("non-utf8-extension-check", lambda farm: non_utf8_in(str(variant_dir(farm).relative_to(farm) / "tinyk"))(farm), CHECK, "not UTF-8"),
+    ("non-utf8-extension-check", lambda farm: non_utf8_in(str(variant_dir(farm).relative_to(farm) / "tinyk"))(farm),
+     CHECK, "not UTF-8"),
     ("non-utf8-file-publish", non_utf8_in("kernels/tinyk/tests"), PUBLISH, "not UTF-8"),
     ("non-utf8-file-build", non_utf8_in("kernels/softcap/torch-ext/softcap"), BUILD_NOARCH, "not UTF-8"),
     # collect
@@ -205,8 +206,8 @@ CASES: list[tuple[str, Callable[[Path], None], list[str], str]] = [
      "not a regular file"),
     ("collect-result-is-a-file", write("result", "x"), ["collect", "result"], "result"),
     # arguments
-    ("build-unknown-variant", lambda farm: None, ["build", "kernels/tinyk", "--variant", "torch999-cxx11-cpu-x86_64-linux"],
-     "torch999"),
+    ("build-unknown-variant", lambda farm: None,
+     ["build", "kernels/tinyk", "--variant", "torch999-cxx11-cpu-x86_64-linux"], "torch999"),
 ]
 
 

@@ -24,8 +24,8 @@ from pybuild.check import check_variant
 from pybuild.manifest import load_manifest
 from pybuild.staging import leftovers
 from pybuild.variants import parse_variant_name
-from tests.fakebuild import make_kernel, make_variant, one_variant_matrix
-from tests.faults.corpus import snapshot
+from tests.helpers.corpus import snapshot
+from tests.helpers.fakebuild import make_kernel, make_variant, one_variant_matrix
 from tests.hubfixture import DUMMY_TOKEN, HubServer, require_hub_client, use_hub_in_process
 
 REPO = Path(__file__).resolve().parents[2]

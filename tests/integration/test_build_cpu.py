@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers.procs import pybuild
+
 REPO = Path(__file__).resolve().parents[2]
 KERNEL = REPO / "kernels" / "img2gray"
 VARIANT = "torch213-cxx11-cpu-x86_64-linux"
@@ -23,11 +25,6 @@ pytestmark = pytest.mark.slow
 torch = pytest.importorskip("torch")
 if not torch.__version__.startswith("2.13") or os.uname().machine != "x86_64":
     pytest.skip(f"these tests expect torch 2.13 on x86_64 (have {torch.__version__})", allow_module_level=True)
-
-
-def pybuild(*args: str, cwd: Path = REPO, timeout: int = 600) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "pybuild", *args], cwd=cwd, capture_output=True, text=True,
-                          timeout=timeout)
 
 
 def python(code: str, env: dict[str, str] | None = None) -> str:
@@ -146,7 +143,7 @@ def test_compile_error_exits_6_and_leaves_build_dir(kernel_copy: Path) -> None:
     before = tree_state(kernel_copy / "build")
     src.write_text(good + "\nthis is not C++;\n")
     try:
-        proc = pybuild("build", str(kernel_copy))
+        proc = pybuild("build", str(kernel_copy), ok=False)
     finally:
         src.write_text(good)
     assert proc.returncode == 6, proc.stdout + proc.stderr  # BuildError, as --help lists

@@ -17,7 +17,7 @@ import pytest
 from pybuild.__main__ import main
 from pybuild.host import host_system
 from pybuild.manifest import load_manifest
-from tests.loader import require_kernels_loader
+from tests.helpers.loader import require_kernels_loader
 
 REPO = Path(__file__).resolve().parents[2]
 FIXTURE = REPO / "tests" / "fixtures" / "edition5-stable-clamp"

@@ -13,7 +13,6 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -22,6 +21,7 @@ import pytest
 from pybuild.envs import Refusal, host_facts, index_config, plan_env, uv_bin
 from pybuild.errors import ToolchainError
 from pybuild.variants import parse_variant_name
+from tests.helpers.procs import pybuild
 
 REPO = Path(__file__).resolve().parents[2]
 VARIANTS = ["torch213-cxx11-cpu-x86_64-linux", "torch214-cxx11-cpu-x86_64-linux"]
@@ -47,11 +47,6 @@ if (_why := _refused()) is not None:
     pytest.skip(_why, allow_module_level=True)
 
 
-def pybuild(*args: str, timeout: int = 1200) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "pybuild", *args], cwd=REPO, capture_output=True, text=True,
-                          timeout=timeout)
-
-
 @pytest.fixture(scope="module")
 def farm(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     root = tmp_path_factory.mktemp("farm")
@@ -67,14 +62,14 @@ def farm(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
 @pytest.fixture(scope="module")
 def built(farm: tuple[Path, Path]) -> tuple[Path, Path, str]:
     kernel, variants = farm
-    proc = pybuild("build", str(kernel), "--all", "--variants", str(variants))
+    proc = pybuild("build", str(kernel), "--all", "--variants", str(variants), timeout=1200)
     assert proc.returncode == 0, proc.stderr + proc.stdout
     return kernel, variants, proc.stderr + proc.stdout
 
 
 def test_every_variant_built_against_its_own_torch(built: tuple[Path, Path, str]) -> None:
     kernel, _, output = built
-    for name, torch in zip(VARIANTS, ("2.13", "2.14")):
+    for name, torch in zip(VARIANTS, ("2.13", "2.14"), strict=True):
         meta = json.loads((kernel / "build" / name / "metadata.json").read_text())
         assert meta["backend"]["type"] == "cpu"
         assert meta["pybuild"]["torch"].startswith(f"{torch}."), meta["pybuild"]
@@ -92,7 +87,7 @@ def test_cpu_variant_on_a_cuda_wheel_needs_no_cuda_library(built: tuple[Path, Pa
 def test_second_run_is_up_to_date_quickly(built: tuple[Path, Path, str]) -> None:
     kernel, variants, _ = built
     start = time.monotonic()
-    proc = pybuild("build", str(kernel), "--all", "--variants", str(variants))
+    proc = pybuild("build", str(kernel), "--all", "--variants", str(variants), timeout=1200)
     seconds = time.monotonic() - start
     assert proc.returncode == 0, proc.stderr
     for name in VARIANTS:
@@ -103,7 +98,7 @@ def test_second_run_is_up_to_date_quickly(built: tuple[Path, Path, str]) -> None
 
 def test_each_variant_passes_the_kernel_tests_under_its_own_torch(built: tuple[Path, Path, str]) -> None:
     kernel, variants, _ = built
-    for name, torch in zip(VARIANTS, ("2.13", "2.14")):
+    for name, torch in zip(VARIANTS, ("2.13", "2.14"), strict=True):
         proc = pybuild("test", str(kernel), "--variant", name, "--no-build", "--variants", str(variants),
                        "--", "-q", "-k", "reference or rounding or empty")
         assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -127,7 +122,7 @@ def test_one_stable_abi_build_passes_its_tests_under_two_torch_releases(tmp_path
     variants.write_text(json.dumps({"torch": [{"version": v, "cpu": True} for v in ("2.11", "2.13", "2.14")],
                                     "cxx-abi": ["cxx11"], "systems": ["x86_64-linux"]}))
     name = "torch-stable-abi211-cpu-x86_64-linux"
-    proc = pybuild("build", str(kernel), "--all", "--variants", str(variants))
+    proc = pybuild("build", str(kernel), "--all", "--variants", str(variants), timeout=1200)
     assert proc.returncode == 0, proc.stderr + proc.stdout
     assert re.search(rf"relu-torch-stable-abi {name}: built in [\d.]+ s under torch 2\.14\.", proc.stderr), proc.stderr
     assert sorted(p.name for p in (kernel / "build").iterdir()) == [name]

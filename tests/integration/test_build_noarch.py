@@ -9,17 +9,16 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
 import sys
-import textwrap
 import zipfile
 from pathlib import Path
 
 import pytest
 from packaging.metadata import Metadata
 
+from tests.helpers.loader import require_kernels_loader
+from tests.helpers.procs import pybuild, run, run_py
 from tests.hubfixture import HubServer, hub_subprocess_env
-from tests.loader import require_kernels_loader
 
 REPO = Path(__file__).resolve().parents[2]
 FIXTURE = REPO / "tests" / "fixtures" / "noarch-softcap"
@@ -45,20 +44,8 @@ print(json.dumps({{"module": k.__name__, "file": k.__file__}}))
 """
 
 
-def run(cmd: list[str], env: dict | None = None, cwd: Path = REPO, ok: bool = True) -> subprocess.CompletedProcess[str]:
-    proc = subprocess.run(cmd, env=env or dict(os.environ), cwd=cwd, capture_output=True, text=True, timeout=300)
-    if ok:
-        assert proc.returncode == 0, f"{cmd} failed ({proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
-    return proc
-
-
-def pybuild(*args: str, env: dict | None = None, ok: bool = True) -> subprocess.CompletedProcess[str]:
-    return run([sys.executable, "-m", "pybuild", *args], env=env, ok=ok)
-
-
 def probe(load: str, env: dict | None = None, cwd: Path = REPO) -> dict:
-    proc = run([sys.executable, "-c", textwrap.dedent(PROBE.format(load=load))], env=env, cwd=cwd)
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+    return run_py(PROBE.format(load=load), env=env, cwd=cwd)
 
 
 @pytest.fixture

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from pybuild.generate import INCLUDE
 from pybuild.host import find_nvcc
 from pybuild.manifest import load_manifest
 
@@ -41,7 +42,7 @@ def test_cu_compiles_for_sm90(kernel: str, src: str, tmp_path: Path) -> None:
         pytest.skip(f"{src} needs a CUDA build of torch; compiled by the GPU script")
     torch = pytest.importorskip("torch.utils.cpp_extension")
     manifest = load_manifest(kernel_dir)
-    includes = [kernel_dir / "csrc", kernel_dir / "torch-ext"]
+    includes = [kernel_dir / "csrc", kernel_dir / "torch-ext", INCLUDE]  # INCLUDE: <kernel_farm/...>
     includes += [kernel_dir / i for k in manifest.kernels for i in k.include]
     includes += [Path(p) for p in torch.include_paths()]
     cmd = [str(nvcc), "-c", "-std=c++17", "-O3", "-gencode=arch=compute_90,code=sm_90", "--expt-relaxed-constexpr",
@@ -58,12 +59,3 @@ def test_cu_compiles_for_sm90(kernel: str, src: str, tmp_path: Path) -> None:
                                  text=True, check=False)
         assert "sm_90" in listing.stdout, listing.stdout + listing.stderr
 
-
-def test_pdl_header_copies_are_identical() -> None:
-    """Each kernel carries its own copy of csrc/pdl.cuh (a kernel's sources are self-contained):
-    the copies must not drift apart."""
-    copies = sorted((REPO / "kernels").glob("*/csrc/pdl.cuh"))
-    assert len(copies) >= 2, copies
-    first = copies[0].read_bytes()
-    differ = [str(p.relative_to(REPO)) for p in copies[1:] if p.read_bytes() != first]
-    assert not differ, f"differ from {copies[0].relative_to(REPO)}: {differ}"

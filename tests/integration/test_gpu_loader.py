@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from pybuild.testing import ensure_built, variant_dir_for
-from tests.loader import require_kernels_loader
+from tests.helpers.loader import require_kernels_loader
 
 torch = pytest.importorskip("torch")
 require_kernels_loader()

@@ -19,6 +19,7 @@ import pytest
 from pybuild import scaffold
 from pybuild.__main__ import main
 from pybuild.errors import ManifestError
+from pybuild.generate import INCLUDE
 from pybuild.host import find_nvcc
 from pybuild.manifest import load_manifest
 
@@ -49,6 +50,7 @@ def test_new_writes_a_kernel_the_farm_reads(tmp_path: Path, capsys: pytest.Captu
     assert 'ops.def("my_op(Tensor input, float scale, Tensor! out) -> ()")' in binding
     cu = (dest / "csrc" / "my_op.cu").read_text()
     assert not re.search(r'#include\s*[<"](torch|ATen|c10)/', cu)  # nvcc compiles it without torch
+    assert "#include <kernel_farm/pdl.cuh>" in cu  # the farm's shared header; EXPECTED has no copy of it
     out = capsys.readouterr().err  # progress and summaries go to stderr
     assert "next: python -m pybuild build" in out and str(dest) in out
 
@@ -219,7 +221,7 @@ def test_the_new_cuda_kernel_compiles_for_sm90(name: str, tmp_path: Path) -> Non
     scaffold.create_kernel(dest, name)
     py = name.replace("-", "_")
     cmd = [str(nvcc), "-c", "-std=c++17", "-Xcompiler=-std=gnu++17", "-O3", "-gencode=arch=compute_90,code=sm_90",
-           f"-I{dest / 'csrc'}", str(dest / "csrc" / f"{py}.cu"), "-o", str(tmp_path / "out.o")]
+           f"-I{dest / 'csrc'}", f"-I{INCLUDE}", str(dest / "csrc" / f"{py}.cu"), "-o", str(tmp_path / "out.o")]
     if shutil.which("ccache"):
         cmd.insert(0, "ccache")
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)

@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from pybuild.errors import ManifestError, VariantsError
+from pybuild.generate import INCLUDE
 from pybuild.host import host_variants
 from pybuild.manifest import load_manifest
 from pybuild.manifest.lock import LOCK_FILE, write_lock
@@ -112,13 +113,16 @@ def test_sources_leave_out_build_outputs(tmp_path: Path) -> None:
     proc = run(["nix-instantiate", "--eval", "--strict", "--json", "--read-write-mode", "-E",
                 f"let lib = import {REPO}/nix/lib; ls = p: builtins.attrNames (builtins.readDir p); "
                 f"src = lib.kernelSource (lib.readKernel {kernel}); in "
-                "{ kernel = ls src; csrc = ls (src + \"/csrc\"); pybuild = ls lib.pybuildSource; }"])
+                "{ kernel = ls src; csrc = ls (src + \"/csrc\"); pybuild = ls lib.pybuildSource; "
+                "shared = ls (lib.pybuildSource + \"/pybuild/include/kernel_farm\"); }"])
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout) == {
         "kernel": sorted(p.name for p in kernel.iterdir()
                          if p.name not in ("build", ".pybuild", "result", "result-1", LOCK_FILE)),
         "csrc": sorted(p.name for p in (kernel / "csrc").iterdir() if p.name != "__pycache__"),
         "pybuild": ["pybuild"],
+        # the shared kernel headers travel with pybuild into every variant's build
+        "shared": sorted(p.name for p in (INCLUDE / "kernel_farm").iterdir()),
     }
 
 
@@ -237,7 +241,8 @@ BAD_MATRICES = [
     ("cuda-not-a-version", {"torch": [{"version": "2.13", "cuda": ["13"]}]}, 'torch[0].cuda: invalid entry "13"'),
     ("cpu-not-bool", {"torch": [{"version": "2.13", "cpu": "yes"}]}, "torch[0].cpu: must be true or false"),
     ("unknown-backend", {"torch": [{"version": "2.13", "cuda12": ["12.8"]}]}, 'torch[0]: unknown key(s) ["cuda12"]'),
-    ("unknown-top-key", {"torch": [{"version": "2.13", "cpu": True}], "sytems": []}, 'top level: unknown key(s) ["sytems"]'),
+    ("unknown-top-key", {"torch": [{"version": "2.13", "cpu": True}], "sytems": []},
+     'top level: unknown key(s) ["sytems"]'),
     ("bad-system", {"torch": [{"version": "2.13", "cpu": True}], "systems": ["x86_64-windows"]},
      'systems: invalid entry "x86_64-windows"'),
     ("bad-abi", {"torch": [{"version": "2.13", "cpu": True}], "cxx-abi": ["cxx14"]}, 'cxx-abi: invalid entry "cxx14"'),

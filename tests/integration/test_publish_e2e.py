@@ -10,10 +10,9 @@ upload leaves no new ref, a re-used tag with other content is refused, a clean r
 from __future__ import annotations
 
 import json
-import re
 import os
+import re
 import shutil
-import subprocess
 import sys
 import sysconfig
 import textwrap
@@ -22,8 +21,9 @@ from pathlib import Path
 import pytest
 
 from pybuild.testing import ensure_built, variant_dir_for
+from tests.helpers.loader import require_kernels_loader
+from tests.helpers.procs import pybuild, run, run_py
 from tests.hubfixture import HubServer, hub_subprocess_env
-from tests.loader import require_kernels_loader
 
 REPO = Path(__file__).resolve().parents[2]
 KERNEL = REPO / "kernels" / "img2gray"
@@ -70,22 +70,6 @@ print(json.dumps(digest(kernels.get_local_kernel(pathlib.Path({str(built)!r}))))
     return run_py(code, dict(os.environ), tmp_path_factory.mktemp("local"))
 
 
-def run(cmd: list[str], env: dict, cwd: Path, ok: bool = True) -> subprocess.CompletedProcess[str]:
-    proc = subprocess.run(cmd, env=env, cwd=cwd, capture_output=True, text=True, timeout=300)
-    if ok:
-        assert proc.returncode == 0, f"{cmd} failed ({proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
-    return proc
-
-
-def run_py(code: str, env: dict, cwd: Path) -> dict:
-    proc = run([sys.executable, "-c", textwrap.dedent(code)], env, cwd)
-    return json.loads(proc.stdout.strip().splitlines()[-1])
-
-
-def pybuild(*args: str, env: dict, ok: bool = True) -> subprocess.CompletedProcess[str]:
-    return run([sys.executable, "-m", "pybuild", *args], env, REPO, ok=ok)
-
-
 def cli(name: str) -> list[str]:
     script = Path(sysconfig.get_path("scripts")) / name
     if script.exists():
@@ -94,12 +78,6 @@ def cli(name: str) -> list[str]:
     if found is None:
         pytest.skip(f"the `{name}` command is not installed")
     return [found]
-
-
-@pytest.fixture
-def hub():
-    with HubServer() as server:
-        yield server
 
 
 def refs(hub: HubServer) -> dict:

@@ -24,7 +24,7 @@ import pytest
 
 from pybuild.errors import ManifestError
 from pybuild.manifest import Manifest, load_manifest
-from tests.loader import require_kernels_loader
+from tests.helpers.loader import require_kernels_loader
 
 REPO = Path(__file__).resolve().parents[2]
 UPSTREAM = Path(os.environ.get("PYBUILD_UPSTREAM_EXAMPLES")
@@ -88,7 +88,7 @@ def _build(names: list[str], dest: Path, env: dict[str, str] | None = None) -> d
 
     # one build per example at a time, as many at once as there are cores (each is mostly one compiler)
     with ThreadPoolExecutor(max_workers=max(1, min(len(dirs), (os.cpu_count() or 2) // 2))) as pool:
-        procs = dict(zip(dirs, pool.map(build, dirs.values())))
+        procs = dict(zip(dirs, pool.map(build, dirs.values()), strict=True))
     for name, proc in procs.items():
         assert proc.returncode == 0, f"{name}: pybuild build failed:\n{proc.stdout}\n{proc.stderr}"
     return dirs
@@ -118,7 +118,8 @@ def _run_own_tests(name: str, dirs: dict[str, Path], env: dict[str, str], desele
     if deselect:
         cmd += ["-k", deselect]
     proc = subprocess.run(cmd, cwd=dirs[name], env=env, capture_output=True, text=True)
-    assert proc.returncode == 0, f"{name}: its own tests failed against our build:\n{proc.stdout[-4000:]}\n{proc.stderr[-2000:]}"
+    assert proc.returncode == 0, \
+        f"{name}: its own tests failed against our build:\n{proc.stdout[-4000:]}\n{proc.stderr[-2000:]}"
     assert " passed" in proc.stdout
 
 

@@ -12,9 +12,8 @@ import pytest
 
 from pybuild.__main__ import main
 from pybuild.check import MANYLINUX, check_kernel
-from pybuild.digest import digest_files
 from pybuild.variants import load_matrix
-from tests.fakebuild import GLIBC_232, NON_ABI3, make_kernel, make_variant, one_variant_matrix
+from tests.helpers.fakebuild import GLIBC_232, NON_ABI3, make_kernel, make_variant, one_variant_matrix, reseal
 
 pytest.importorskip("kernel_abi_check")
 
@@ -111,11 +110,10 @@ def test_embedded_cxx_runtime(kernel: Path, matrix, tmp_path: Path) -> None:
     vdir = make_variant(kernel)
     so = next(vdir.rglob("*.so"))
     src = tmp_path / "throws.cpp"
-    src.write_text('#include <stdexcept>\nextern "C" int f(int x) { if (x < 0) throw std::runtime_error("neg"); return x; }\n')
+    src.write_text('#include <stdexcept>\n'
+                   'extern "C" int f(int x) { if (x < 0) throw std::runtime_error("neg"); return x; }\n')
     subprocess.run([gxx, "-shared", "-fPIC", "-static-libstdc++", str(src), "-o", str(so)], check=True)
-    meta = json.loads((vdir / "metadata.json").read_text())
-    meta["digest"]["files"] = digest_files(vdir)
-    (vdir / "metadata.json").write_text(json.dumps(meta))
+    reseal(vdir)
     report = quick_check(kernel, matrix)
     assert verdicts(report)[(vdir.name, "runtime")] == "fail"
     assert "defines __cxa_throw" in detail(report, "runtime")
@@ -154,11 +152,7 @@ def test_missing_or_invalid_metadata(kernel: Path, matrix) -> None:
 def test_import_failure_in_fresh_interpreter(kernel: Path, matrix) -> None:
     vdir = make_variant(kernel)
     (vdir / "tinyk" / "__init__.py").write_text("raise ImportError('libfoo.so.1: cannot open shared object file')\n")
-    meta = json.loads((vdir / "metadata.json").read_text())
-    from pybuild.digest import digest_files
-
-    meta["digest"]["files"] = digest_files(vdir)
-    (vdir / "metadata.json").write_text(json.dumps(meta))
+    reseal(vdir)
     report = check_kernel(kernel, matrix)
     assert verdicts(report)[(vdir.name, "import")] == "fail"
     assert "libfoo.so.1: cannot open shared object file" in detail(report, "import")

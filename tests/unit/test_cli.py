@@ -92,7 +92,7 @@ def test_variants_json(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_clean_reads_every_manifest_before_removing_anything(tmp_path: Path, capsys) -> None:
-    from tests.fakebuild import make_kernel
+    from tests.helpers.fakebuild import make_kernel
 
     good, broken = make_kernel(tmp_path / "a"), make_kernel(tmp_path / "b")
     (good / "build" / "some-variant").mkdir(parents=True)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from pybuild.fsutil import remove_tree, replace_dir
 from pybuild.staging import leftovers, owned_staging, remove_dead_leftovers, variant_lock
-from tests.faults.corpus import deep_tree
+from tests.helpers.corpus import deep_tree
 
 
 def test_replace_dir_swaps_complete_trees(tmp_path: Path) -> None:
@@ -94,7 +94,7 @@ def test_two_runs_clearing_the_same_dead_staging_never_fail(tmp_path: Path) -> N
             deep_tree(dead / f"p{i}", 20)
         errors = ctx.Queue()
 
-        def clear(variant: str) -> None:
+        def clear(variant: str, errors=errors) -> None:  # this round's queue, bound now
             try:
                 with variant_lock(tmp_path, variant):
                     pass

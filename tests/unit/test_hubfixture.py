@@ -26,21 +26,10 @@ from huggingface_hub.errors import (  # noqa: E402
     RevisionNotFoundError,
 )
 
-from tests.hubfixture import DUMMY_TOKEN, HubServer, hub_subprocess_env, use_hub_in_process  # noqa: E402
+from tests.helpers.procs import run, run_py  # noqa: E402
+from tests.hubfixture import HubServer, hub_subprocess_env  # noqa: E402
 
 KERNEL = "kernel"  # huggingface_hub 2.4 has a first-class "kernel" repo type (URLs /api/kernels/..., /kernels/...)
-
-
-@pytest.fixture
-def hub():
-    with HubServer() as server:
-        yield server
-
-
-@pytest.fixture
-def api(hub, monkeypatch, tmp_path):
-    use_hub_in_process(monkeypatch, hub.endpoint, tmp_path)
-    return HfApi(endpoint=hub.endpoint, token=DUMMY_TOKEN)
 
 
 def write_tree(root: Path, files: dict[str, str]) -> Path:
@@ -164,19 +153,6 @@ def kernels_cli() -> list[str]:
     return [sys.executable, "-c", "import sys; from kernels.cli import main; sys.argv[0] = 'kernels'; main()"]
 
 
-def run(cmd: list[str], env: dict, cwd: Path) -> subprocess.CompletedProcess:
-    proc = subprocess.run(cmd, env=env, cwd=cwd, capture_output=True, text=True, timeout=180)
-    if proc.returncode != 0:
-        raise RuntimeError(f"{cmd} failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
-    return proc
-
-
-def run_py(code: str, env: dict, cwd: Path) -> dict:
-    """Run `code` in a fresh interpreter; it must print one JSON object as its last line."""
-    proc = run([sys.executable, "-c", textwrap.dedent(code)], env, cwd)
-    return json.loads(proc.stdout.strip().splitlines()[-1])
-
-
 def publish_tinykern(api: HfApi, tmp_path: Path, *, only_build: bool = True) -> str:
     """Upload a pure-Python noarch kernel to org/tinykern on branch v1, tagged v1.0.0.
 
@@ -264,7 +240,8 @@ def lock_download_and_load_offline(hub: HubServer, tmp_path: Path) -> subprocess
     env = hub_subprocess_env(hub.endpoint, tmp_path)
     run(kernels_cli() + ["lock", str(project)], env, tmp_path)
     run(kernels_cli() + ["download", str(project)], env, tmp_path)
-    code = f"import kernels, pathlib; kernels.load_kernel('org/tinykern', lockfile=pathlib.Path({str(project / 'kernels.lock')!r}))"
+    lockfile = str(project / "kernels.lock")
+    code = f"import kernels, pathlib; kernels.load_kernel('org/tinykern', lockfile=pathlib.Path({lockfile!r}))"
     offline_env = hub_subprocess_env(hub.endpoint, tmp_path, offline=True)
     return subprocess.run([sys.executable, "-c", code], env=offline_env, cwd=tmp_path, capture_output=True,
                           text=True, timeout=180)
@@ -346,7 +323,8 @@ def test_upload_folder_retries_a_dropped_commit(hub, api, demo_repo, tmp_path):
     src2 = write_tree(tmp_path / "src2", {"g.txt": "g2\n"})
     info2 = api.upload_folder(folder_path=src2, repo_id=demo_repo, repo_type=KERNEL, revision="v1")
     assert hub.faults.triggered[-1] == ("commit", "POST", "drop")
-    newest, lost, previous = (c.commit_id for c in api.list_repo_commits(demo_repo, repo_type=KERNEL, revision="v1")[:3])
+    listed = api.list_repo_commits(demo_repo, repo_type=KERNEL, revision="v1")
+    newest, lost, previous = (c.commit_id for c in listed[:3])
     assert (newest, previous) == (info2.oid, info.oid) and lost not in (info.oid, info2.oid)
     commits = hub.store.get_repo(KERNEL, demo_repo).commits
     assert commits[newest].files == commits[lost].files  # a duplicate commit with the same tree

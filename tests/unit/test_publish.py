@@ -25,29 +25,17 @@ from pybuild.publish import (
     select_files,
 )
 from pybuild.variants import load_matrix
-from tests.fakebuild import GLIBC_232, make_kernel, make_variant, one_variant_matrix
-from tests.hubfixture import DUMMY_TOKEN, HubServer, require_hub_client, use_hub_in_process
+from tests.helpers.fakebuild import GLIBC_232, make_kernel, make_variant
+from tests.hubfixture import require_hub_client
 
 KERNEL = "kernel"
 REPO = "org/tinyk"
 
 
 @pytest.fixture
-def kernel(tmp_path: Path) -> Path:
-    k = make_kernel(tmp_path)
-    make_variant(k)
-    return k
-
-
-@pytest.fixture
 def hub_client() -> None:
     """For tests that run `publish` past its client check: a huggingface_hub that can upload to kernel repos."""
     require_hub_client()
-
-
-@pytest.fixture
-def variants_file(tmp_path: Path) -> Path:
-    return one_variant_matrix(tmp_path / "variants.json")
 
 
 def plan_for(kernel: Path, variants_file: Path, version: str = "1.0.0", **kw) -> ReleasePlan:
@@ -220,18 +208,6 @@ def test_retries_back_off_and_honour_retry_after() -> None:
 
 
 # --------------------------------------------------------------------------------------------- Hub
-
-
-@pytest.fixture
-def hub():
-    with HubServer() as server:
-        yield server
-
-
-@pytest.fixture
-def api(hub, monkeypatch, tmp_path):
-    use_hub_in_process(monkeypatch, hub.endpoint, tmp_path / "hf")
-    return HfApi(endpoint=hub.endpoint, token=DUMMY_TOKEN)
 
 
 class Sleeps(list):

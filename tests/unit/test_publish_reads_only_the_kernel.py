@@ -14,17 +14,10 @@ from pybuild.__main__ import main
 from pybuild.errors import PublishError, PybuildError
 from pybuild.manifest import load_manifest
 from pybuild.publish import select_files
-from tests.fakebuild import make_kernel, make_variant, one_variant_matrix
+from tests.helpers.fakebuild import one_variant_matrix
 
 REPO = "org/tinyk"
 SECRET = "id_rsa"
-
-
-@pytest.fixture
-def kernel(tmp_path: Path) -> Path:
-    k = make_kernel(tmp_path)
-    make_variant(k)
-    return k
 
 
 @pytest.fixture

@@ -10,11 +10,11 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from huggingface_hub import HfApi
+from huggingface_hub.errors import HfHubHTTPError
 
 from pybuild.__main__ import main
-from tests.fakebuild import make_kernel, make_variant, one_variant_matrix
-from tests.hubfixture import DUMMY_TOKEN, HubServer, require_hub_client, use_hub_in_process
+from tests.helpers.fakebuild import make_kernel, make_variant, one_variant_matrix
+from tests.hubfixture import HubServer, require_hub_client, use_hub_in_process
 
 KERNEL = "kernel"
 REPO = "org/tinyk"
@@ -147,83 +147,73 @@ def test_every_hub_call_failed_in_turn_leaves_refs_unchanged_or_complete(
     print(f"{len(calls)} Hub calls x {len(FAULTS)} faults: {dict(outcomes)}")
 
 
-def test_a_failed_tag_rolls_the_branch_back_and_says_which_step_failed(kernel: Path, tmp_path: Path, monkeypatch,
-                                                                        capsys) -> None:
-    variants = one_variant_matrix(tmp_path / "variants.json")
-    with HubServer() as hub:
-        use_hub_in_process(monkeypatch, hub.endpoint, tmp_path / "hf")
-        assert main(argv(kernel, variants, "1.0.0")) == 0
-        before = release_refs(hub)
-        (kernel / "csrc" / "new.cpp").write_text("// new\n")
-        hub.faults.fail_next("create_tag", 403, message="tag protection: refused")
-        assert main(argv(kernel, variants, "1.0.1")) == 9
-        err = capsys.readouterr().err
-        assert release_refs(hub) == before
-        assert not any(route == "delete_branch" for _, route, _, _ in hub.request_log), "v1 disappeared a while"
-        assert hub.store.refs(KERNEL, REPO)["branches"]["v1"] not in before["tags"].values()  # a new commit
-        assert "tag v1.0.1" in err and "refused the token" not in err and "rolled back" in err, err
-        assert main(argv(kernel, variants, "1.0.1")) == 0  # the rerun completes it
-        after = release_refs(hub)
-        assert after["branches"]["v1"] == tagged(hub, after, "v1.0.1")
+@pytest.mark.usefixtures("hub_in_process")
+def test_a_failed_tag_rolls_the_branch_back_and_says_which_step_failed(kernel: Path, variants_file: Path,
+                                                                        hub: HubServer, capsys) -> None:
+    assert main(argv(kernel, variants_file, "1.0.0")) == 0
+    before = release_refs(hub)
+    (kernel / "csrc" / "new.cpp").write_text("// new\n")
+    hub.faults.fail_next("create_tag", 403, message="tag protection: refused")
+    assert main(argv(kernel, variants_file, "1.0.1")) == 9
+    err = capsys.readouterr().err
+    assert release_refs(hub) == before
+    assert not any(route == "delete_branch" for _, route, _, _ in hub.request_log), "v1 disappeared a while"
+    assert hub.store.refs(KERNEL, REPO)["branches"]["v1"] not in before["tags"].values()  # a new commit
+    assert "tag v1.0.1" in err and "refused the token" not in err and "rolled back" in err, err
+    assert main(argv(kernel, variants_file, "1.0.1")) == 0  # the rerun completes it
+    after = release_refs(hub)
+    assert after["branches"]["v1"] == tagged(hub, after, "v1.0.1")
 
 
-def test_publish_plan_from_python_rolls_back_too(kernel: Path, tmp_path: Path, monkeypatch) -> None:
+def test_publish_plan_from_python_rolls_back_too(kernel: Path, variants_file: Path, hub: HubServer, api) -> None:
     from pybuild.check import check_kernel
     from pybuild.manifest import load_manifest
     from pybuild.publish import make_plan, publish_plan
     from pybuild.variants import load_matrix
 
-    variants = one_variant_matrix(tmp_path / "variants.json")
-    with HubServer() as hub:
-        use_hub_in_process(monkeypatch, hub.endpoint, tmp_path / "hf")
-        api = HfApi(endpoint=hub.endpoint, token=DUMMY_TOKEN)
-        report = check_kernel(kernel, load_matrix(variants), run_import=False)
-        plan = make_plan(load_manifest(kernel), repo_id=REPO, version="1.0.0", report=report,
-                         allow_noncompliant=False)
-        hub.faults.fail_next("create_tag", 500, times=3)
-        with pytest.raises(Exception):
-            publish_plan(api, plan, retries=2, info=lambda m: None, sleep=lambda s: None)
-        assert release_refs(hub) == {"branches": {}, "tags": {}}
+    report = check_kernel(kernel, load_matrix(variants_file), run_import=False)
+    plan = make_plan(load_manifest(kernel), repo_id=REPO, version="1.0.0", report=report,
+                     allow_noncompliant=False)
+    hub.faults.fail_next("create_tag", 500, times=3)
+    with pytest.raises(HfHubHTTPError):  # the Hub's own error, after the rollback
+        publish_plan(api, plan, retries=2, info=lambda m: None, sleep=lambda s: None)
+    assert release_refs(hub) == {"branches": {}, "tags": {}}
 
 
+@pytest.mark.usefixtures("hub_in_process")
 @pytest.mark.parametrize("route", ["commit", "create_tag"])
-def test_a_lost_answer_on_the_last_attempt_completes_the_release(kernel: Path, tmp_path: Path, monkeypatch,
-                                                                 capsys, route: str) -> None:
+def test_a_lost_answer_on_the_last_attempt_completes_the_release(kernel: Path, variants_file: Path, hub: HubServer,
+                                                                 monkeypatch, capsys, route: str) -> None:
     """The first try fails, the retry goes through but its answer is lost: the run finds its write on the
     Hub and completes the release (a half release, v1 moved without its tag, was left before)."""
-    variants = one_variant_matrix(tmp_path / "variants.json")
     monkeypatch.setattr("time.sleep", lambda s: None)
-    with HubServer() as hub:
-        use_hub_in_process(monkeypatch, hub.endpoint, tmp_path / "hf")
-        assert main(argv(kernel, variants, "1.0.0")) == 0
-        (kernel / "csrc" / "new.cpp").write_text("// new\n")
-        hub.faults.fail_next(route, 503)
-        hub.faults.drop_next(route, after_apply=True)
-        code = main(argv(kernel, variants, "1.0.1"))
-        err = capsys.readouterr().err
-        after = release_refs(hub)
-        assert not hub.faults.pending
-        assert code == 0, err
-        assert tagged(hub, after, "v1.0.1") == after["branches"]["v1"], after
-        assert "csrc/new.cpp" in hub.store.get_repo(KERNEL, REPO).commits[after["tags"]["v1.0.1"]].files
+    assert main(argv(kernel, variants_file, "1.0.0")) == 0
+    (kernel / "csrc" / "new.cpp").write_text("// new\n")
+    hub.faults.fail_next(route, 503)
+    hub.faults.drop_next(route, after_apply=True)
+    code = main(argv(kernel, variants_file, "1.0.1"))
+    err = capsys.readouterr().err
+    after = release_refs(hub)
+    assert not hub.faults.pending
+    assert code == 0, err
+    assert tagged(hub, after, "v1.0.1") == after["branches"]["v1"], after
+    assert "csrc/new.cpp" in hub.store.get_repo(KERNEL, REPO).commits[after["tags"]["v1.0.1"]].files
 
 
+@pytest.mark.usefixtures("hub_in_process")
 def test_a_tag_created_though_its_answer_and_the_check_were_lost_keeps_the_release(
-        kernel: Path, tmp_path: Path, monkeypatch, capsys) -> None:
+        kernel: Path, variants_file: Path, hub: HubServer, monkeypatch, capsys) -> None:
     """create_tag goes through but its answer is lost, and reading the refs to check fails too: the
     rollback must not move v1 away from a commit the new tag points at."""
-    variants = one_variant_matrix(tmp_path / "variants.json")
     monkeypatch.setattr("time.sleep", lambda s: None)
-    with HubServer() as hub:
-        use_hub_in_process(monkeypatch, hub.endpoint, tmp_path / "hf")
-        assert main(argv(kernel, variants, "1.0.0")) == 0
-        (kernel / "csrc" / "new.cpp").write_text("// new\n")
-        hub.faults.drop_next("create_tag", after_apply=True)
-        hub.faults.fail_next("refs", 503, times=2, skip=1)  # the publish's first read passes, _tag's check fails
-        code = main(argv(kernel, variants, "1.0.1"))
-        err = capsys.readouterr().err
-        after = release_refs(hub)
-        assert not hub.faults.pending, hub.faults.triggered
-        assert tagged(hub, after, "v1.0.1") == after["branches"]["v1"], (after, err)
-        assert hub.store.refs(KERNEL, REPO)["branches"]["v1"] == after["tags"]["v1.0.1"]
-        assert code == 0, err
+    assert main(argv(kernel, variants_file, "1.0.0")) == 0
+    (kernel / "csrc" / "new.cpp").write_text("// new\n")
+    hub.faults.drop_next("create_tag", after_apply=True)
+    hub.faults.fail_next("refs", 503, times=2, skip=1)  # the publish's first read passes, _tag's check fails
+    code = main(argv(kernel, variants_file, "1.0.1"))
+    err = capsys.readouterr().err
+    after = release_refs(hub)
+    assert not hub.faults.pending, hub.faults.triggered
+    assert tagged(hub, after, "v1.0.1") == after["branches"]["v1"], (after, err)
+    assert hub.store.refs(KERNEL, REPO)["branches"]["v1"] == after["tags"]["v1.0.1"]
+    assert code == 0, err

@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 
 from pybuild.check import _loader_digest_problems, check_variant, signature_problem
-from pybuild.publish import RemoteFile, ReleaseFile, ReleasePlan, differences
-from tests.fakebuild import make_kernel, make_variant
+from pybuild.publish import ReleaseFile, ReleasePlan, RemoteFile, differences
+from tests.helpers.fakebuild import make_kernel, make_variant
 
 
 @pytest.fixture

@@ -15,7 +15,7 @@ from packaging.metadata import Metadata
 from pybuild.__main__ import main
 from pybuild.variants import parse_variant_name
 from pybuild.wheel import build_wheel, local_label
-from tests.fakebuild import GLIBC_232, host_cpu_variant, make_kernel, make_variant
+from tests.helpers.fakebuild import GLIBC_232, host_cpu_variant, make_kernel, make_variant
 
 pytest.importorskip("kernel_abi_check")
 

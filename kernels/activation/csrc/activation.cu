@@ -28,8 +28,13 @@
 
 #include <cstdint>
 
+#include <kernel_farm/device.cuh>
+#include <kernel_farm/dtypes.cuh>
+#include <kernel_farm/memory.cuh>
+#include <kernel_farm/pdl.cuh>
+#include <kernel_farm/stage.cuh>
+
 #include "activation.h"
-#include "pdl.cuh"
 
 namespace activation {
 
@@ -54,25 +59,9 @@ struct Div64 {
   __device__ __forceinline__ uint64_t div(uint64_t n) const { return n / divisor; }
 };
 
-template <typename T>
-__device__ __forceinline__ float to_float(T x);
-template <>
-__device__ __forceinline__ float to_float(float x) { return x; }
-template <>
-__device__ __forceinline__ float to_float(__half x) { return __half2float(x); }
-template <>
-__device__ __forceinline__ float to_float(__nv_bfloat16 x) {  // exact: bf16 is the top half of an fp32
-  return __uint_as_float(static_cast<uint32_t>(__bfloat16_as_ushort(x)) << 16);
-}
-
-template <typename T>
-__device__ __forceinline__ T from_float(float x);
-template <>
-__device__ __forceinline__ float from_float(float x) { return x; }
-template <>
-__device__ __forceinline__ __half from_float(float x) { return __float2half_rn(x); }
-template <>
-__device__ __forceinline__ __nv_bfloat16 from_float(float x) { return __float2bfloat16_rn(x); }
+using farm_dtypes::from_float;
+using farm_dtypes::Raw;
+using farm_dtypes::to_float;
 
 // erf(x), branch-free: 1 - t (a1 + a2 t + ... + a5 t^4) exp(-x^2), t = 1 / (1 + p |x|), sign of x.
 __device__ __forceinline__ float erf_as(float x) {
@@ -96,28 +85,6 @@ __device__ __forceinline__ float act(float x) {
   }
 }
 
-// BYTES of consecutive elements as one register-sized value (loaded and stored as one access).
-template <int BYTES>
-struct RawT;
-template <>
-struct RawT<16> {
-  using type = uint4;
-};
-template <>
-struct RawT<8> {
-  using type = uint2;
-};
-template <>
-struct RawT<4> {
-  using type = uint32_t;
-};
-template <>
-struct RawT<2> {
-  using type = uint16_t;
-};
-template <int BYTES>
-using Raw = typename RawT<BYTES>::type;
-
 // How packs are loaded. kPlain: the default policy (a const __restrict__ pointer: `ld.global.nc`).
 // kStream: streaming (`.cs`, evict-first), used only while the launch is one resident wave and
 // without PDL: an H200 at 128x4096 bf16 measured 2.48 us after torch eager and 2.49 us after
@@ -133,20 +100,8 @@ enum class Load { kPlain, kStream, kEvictLast };
 
 template <typename R, Load L>
 __device__ __forceinline__ R load_pack(const void* p) {
-  if constexpr (sizeof(R) == 16 && L == Load::kEvictLast) {
-    R r;
-    asm("{\n\t.reg .b64 pol;\n\tcreatepolicy.fractional.L2::evict_last.b64 pol, 1.0;\n\t"
-        "ld.global.L2::cache_hint.v4.u32 {%0, %1, %2, %3}, [%4], pol;\n\t}"
-        : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w)
-        : "l"(p));
-    return r;
-  } else if constexpr (sizeof(R) == 8 && L == Load::kEvictLast) {
-    R r;
-    asm("{\n\t.reg .b64 pol;\n\tcreatepolicy.fractional.L2::evict_last.b64 pol, 1.0;\n\t"
-        "ld.global.L2::cache_hint.v2.u32 {%0, %1}, [%2], pol;\n\t}"
-        : "=r"(r.x), "=r"(r.y)
-        : "l"(p));
-    return r;
+  if constexpr (sizeof(R) >= 8 && L == Load::kEvictLast) {  // uint4 or uint2
+    return farm_memory::load_evict_last(static_cast<const R*>(p));
   } else if constexpr (L == Load::kStream) {
     return __ldcs(static_cast<const R*>(p));
   } else {
@@ -229,73 +184,7 @@ void launch_unrolled(T* out, const T* in, int64_t rows, int64_t d, cudaStream_t 
 // (Element loads had run odd d at 0.45-0.60x torch.compile on an H200: 2 bytes per load left
 // too few bytes in flight.)
 constexpr int kStageThreads = 256;
-constexpr int kStageLoads = 4;  // 16-byte input vectors per thread at most
-
-// The aligned 16-byte vectors that cover elements [s, t) of a 16-byte aligned array of n: the
-// first, how many, and how many of the array's vectors are whole. A thread's k-th vector of the
-// range is vector at(k) of it.
-template <typename T>
-struct VecSpan {
-  static constexpr int64_t kVec = 16 / sizeof(T);
-  int64_t v0, nv, full;
-  __device__ __forceinline__ VecSpan(int64_t s, int64_t t, int64_t n)
-      : v0(s / kVec), nv((t + kVec - 1) / kVec - s / kVec), full(n / kVec) {}
-  __device__ __forceinline__ static int64_t at(int k) { return threadIdx.x + static_cast<int64_t>(k) * kStageThreads; }
-  __device__ __forceinline__ bool whole(int k) const { return at(k) < nv && v0 + at(k) < full; }
-};
-
-// Elements [s, t) of `a` (n elements, 16-byte aligned) as the vectors that cover them, vector j of
-// the range in r[j / kStageThreads] of thread j % kStageThreads. The tensor's last vector, if it is
-// partial, is left to stage_range.
-template <typename T, int K>
-__device__ __forceinline__ void load_range(uint4 (&r)[K], const T* __restrict__ a, int64_t s, int64_t t, int64_t n) {
-  const VecSpan<T> span(s, t, n);
-#pragma unroll
-  for (int k = 0; k < K; ++k) {
-    if (span.whole(k)) r[k] = __ldg(reinterpret_cast<const uint4*>(a) + span.v0 + span.at(k));
-  }
-}
-
-// The vectors of load_range into shared memory (smem element i is a[s / kVec * kVec + i]); the
-// tensor's partial last vector element by element.
-template <typename T, int K>
-__device__ __forceinline__ void stage_range(uint4* smem, const uint4 (&r)[K], const T* __restrict__ a, int64_t s,
-                                            int64_t t, int64_t n) {
-  const VecSpan<T> span(s, t, n);
-#pragma unroll
-  for (int k = 0; k < K; ++k) {
-    if (span.whole(k)) smem[span.at(k)] = r[k];
-  }
-  const int64_t j = span.full - span.v0;  // the partial vector's place in the range
-  if (j >= 0 && j < span.nv && j % kStageThreads == threadIdx.x) {
-    T* e = reinterpret_cast<T*>(smem + j);
-#pragma unroll 1
-    for (int64_t i = span.full * span.kVec; i < n; ++i) e[i - span.full * span.kVec] = a[i];
-  }
-}
-
-// Elements [s, t) of `a` from shared memory (smem element i is a[s / kVec * kVec + i]): whole
-// vectors as 16-byte streaming stores, the partial ones at either end element by element.
-template <typename T, int K>
-__device__ __forceinline__ void store_range(T* __restrict__ a, const uint4* smem, int64_t s, int64_t t) {
-  constexpr int kVec = 16 / sizeof(T);
-  const int64_t v0 = s / kVec;
-  const int64_t nv = (t + kVec - 1) / kVec - v0;
-#pragma unroll
-  for (int k = 0; k < K; ++k) {
-    const int64_t j = threadIdx.x + static_cast<int64_t>(k) * kStageThreads;
-    const int64_t e0 = (v0 + j) * kVec;
-    if (j < nv && e0 >= s && e0 + kVec <= t) __stcs(reinterpret_cast<uint4*>(a) + v0 + j, smem[j]);
-  }
-  if (threadIdx.x < 2) {  // the partial vectors at the two ends, if any
-    const int64_t up = (s + kVec - 1) / kVec * kVec, down = t / kVec * kVec;
-    const int64_t lo = threadIdx.x == 0 ? s : (down > up ? down : up);
-    const int64_t hi = threadIdx.x == 0 ? (up < t ? up : t) : t;
-    const T* se = reinterpret_cast<const T*>(smem) - v0 * kVec;
-#pragma unroll 1
-    for (int64_t i = lo; i < hi; ++i) a[i] = se[i];
-  }
-}
+constexpr int kStageLoads = 4;  // 16-byte input vectors per thread at most (kernel_farm/stage.cuh)
 
 template <typename T, Act A, bool kRows, typename Div>
 __global__ void __launch_bounds__(kStageThreads) act_staged_kernel(T* __restrict__ out, const T* __restrict__ in,
@@ -317,9 +206,9 @@ __global__ void __launch_bounds__(kStageThreads) act_staged_kernel(T* __restrict
     ot = os + kTile < n_out ? os + kTile : n_out;
     const int64_t s = static_cast<int64_t>(row_of.div(os)) * 2 * d;
     const int64_t t = (static_cast<int64_t>(row_of.div(ot - 1)) + 1) * 2 * d;
-    load_range<T, kStageLoads>(r, in, s, t, n_in);
+    farm_stage::load_range<kStageThreads, /*kStream=*/false>(r, in, s, t, n_in);
     farm_pdl::allow_next_grid(trigger);
-    stage_range<T, kStageLoads>(s_in, r, in, s, t, n_in);
+    farm_stage::stage_range<kStageThreads>(s_in, r, in, s, t, n_in);
     gate = -(s / kVec * kVec);
     up = 0;
     obase = os;
@@ -330,11 +219,11 @@ __global__ void __launch_bounds__(kStageThreads) act_staged_kernel(T* __restrict
     const int64_t gs = row * 2 * d + c0, gt = row * 2 * d + c1;
     constexpr int kHalf = kStageLoads / 2;
     uint4 rg[kHalf], ru[kHalf];
-    load_range<T, kHalf>(rg, in, gs, gt, n_in);
-    load_range<T, kHalf>(ru, in, gs + d, gt + d, n_in);
+    farm_stage::load_range<kStageThreads, /*kStream=*/false>(rg, in, gs, gt, n_in);
+    farm_stage::load_range<kStageThreads, /*kStream=*/false>(ru, in, gs + d, gt + d, n_in);
     farm_pdl::allow_next_grid(trigger);
-    stage_range<T, kHalf>(s_in, rg, in, gs, gt, n_in);
-    stage_range<T, kHalf>(s_in + kHalf * kStageThreads, ru, in, gs + d, gt + d, n_in);
+    farm_stage::stage_range<kStageThreads>(s_in, rg, in, gs, gt, n_in);
+    farm_stage::stage_range<kStageThreads>(s_in + kHalf * kStageThreads, ru, in, gs + d, gt + d, n_in);
     os = row * d + c0;
     ot = row * d + c1;
     gate = gs - gs / kVec * kVec;
@@ -365,7 +254,7 @@ __global__ void __launch_bounds__(kStageThreads) act_staged_kernel(T* __restrict
     if (e < ot) xout[e - obase] = from_float<T>(act<A>(to_float(g[k])) * to_float(u[k]));
   }
   __syncthreads();
-  store_range<T, 2>(out, s_out, os, ot);
+  farm_stage::store_range<kStageThreads, 2>(out, s_out, os, ot);
 }
 
 // The same widths below kStagedFrom bytes: one 16-byte pack of output per thread (kVec consecutive
@@ -461,32 +350,17 @@ struct DeviceShape {
 };
 
 DeviceShape device_shape() {
-  static DeviceShape cache[64];
-  static bool known[64] = {};
-  int dev = 0;
-  if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64) return DeviceShape{};
-  if (!known[dev]) {
-    int sms = 0, per_sm = 0, l2 = 0, mem_khz = 0, bus_bits = 0;
+  return farm_device::per_device([](int dev) {
+    DeviceShape shape;
+    int sms = 0, per_sm = 0, l2 = 0;
     cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
     cudaDeviceGetAttribute(&per_sm, cudaDevAttrMaxThreadsPerMultiProcessor, dev);
     cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, dev);
-    // An attribute this driver does not report is not the caller's error: clear it (and only it).
-    if (cudaDeviceGetAttribute(&mem_khz, cudaDevAttrMemoryClockRate, dev) != cudaSuccess) {
-      mem_khz = 0;
-      cudaGetLastError();
-    }
-    if (cudaDeviceGetAttribute(&bus_bits, cudaDevAttrGlobalMemoryBusWidth, dev) != cudaSuccess) {
-      bus_bits = 0;
-      cudaGetLastError();
-    }
-    if (sms > 0 && per_sm > 0) cache[dev].resident_threads = int64_t{sms} * per_sm;
-    if (l2 > 0) cache[dev].l2_bytes = l2;
-    if (sms > 0 && mem_khz > 0 && bus_bits > 0) {
-      cache[dev].peak_gbps_per_sm = 2.0 * mem_khz * 1e3 * (bus_bits / 8) / 1e9 / sms;
-    }
-    known[dev] = true;
-  }
-  return cache[dev];
+    if (sms > 0 && per_sm > 0) shape.resident_threads = int64_t{sms} * per_sm;
+    if (l2 > 0) shape.l2_bytes = l2;
+    if (sms > 0) shape.peak_gbps_per_sm = farm_device::peak_memory_gbps(dev) / sms;
+    return shape;
+  });
 }
 
 // Devices whose memory delivers less than this per SM (an H100 SXM: 25.4 GB/s; an H200: 36.5 GB/s)

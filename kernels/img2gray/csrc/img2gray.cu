@@ -18,8 +18,9 @@
 
 #include <cstdint>
 
+#include <kernel_farm/pdl.cuh>
+
 #include "img2gray.h"
-#include "pdl.cuh"
 
 namespace img2gray {
 

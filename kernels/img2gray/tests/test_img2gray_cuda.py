@@ -4,14 +4,12 @@ path of the CUDA kernel (16-pixel groups, the scalar tail, unaligned views)."""
 from __future__ import annotations
 
 import re
-import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
 import torch
 
-from pybuild.testing import failed_checks, load_built_kernel, run_on_stream_or_graph
+from pybuild.testing import compile_cuda, failed_checks, load_built_kernel, register_spills, run_on_stream_or_graph
 
 KERNEL_DIR = Path(__file__).resolve().parent.parent
 
@@ -181,19 +179,15 @@ def test_back_to_back_launches(img2gray, graph):
         other.copy_(other0)
 
 
-@pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc (the CUDA toolkit)")
 def test_cuda_source_uses_16_byte_accesses_without_spills(tmp_path):
     """img2gray.cu needs no torch header; its fast path must keep 16-byte loads/stores and no spills."""
-    nvcc = [shutil.which("ccache")] if shutil.which("ccache") else []
-    nvcc += ["nvcc", "-std=c++17", "-O3", "-arch=sm_90", "-Xptxas", "-v"]
     src = KERNEL_DIR / "csrc" / "img2gray.cu"
-    proc = subprocess.run([*nvcc, "-ptx", str(src), "-o", str(tmp_path / "k.ptx")], capture_output=True, text=True)
+    proc = compile_cuda(src, tmp_path / "k.ptx", ptx=True)
     assert proc.returncode == 0, proc.stderr
     ptx = (tmp_path / "k.ptx").read_text()
     assert len(re.findall(r"ld\.global(\.\w+)*\.v4\.u32", ptx)) == 3
     assert re.search(r"st\.global(\.\w+)*\.v4\.u32", ptx)
     assert "div.u32" not in ptx.split("vec16_kernel")[1].split(".entry")[0], "division by 100 must be a multiply"
-    proc = subprocess.run([*nvcc, "-c", str(src), "-o", str(tmp_path / "k.o")], capture_output=True, text=True)
+    proc = compile_cuda(src, tmp_path / "k.o")
     assert proc.returncode == 0, proc.stderr
-    spills = [line for line in proc.stderr.splitlines() if "spill" in line and not line.strip().startswith("0 bytes")]
-    assert not spills, "\n".join(spills)
+    assert not register_spills(proc.stderr), proc.stderr

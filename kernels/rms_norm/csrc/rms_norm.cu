@@ -43,7 +43,12 @@
 
 #include <cstdint>
 
-#include "pdl.cuh"
+#include <kernel_farm/device.cuh>
+#include <kernel_farm/dtypes.cuh>
+#include <kernel_farm/memory.cuh>
+#include <kernel_farm/pdl.cuh>
+#include <kernel_farm/stage.cuh>
+
 #include "rms_norm.h"
 
 namespace rms_norm {
@@ -58,25 +63,9 @@ constexpr int kTileThreads = 128;      // block size of the warp-tile path
 constexpr int kTileLoads = 2;          // 16-byte loads of x per thread there
 constexpr int kRowsThreads = 512;      // most threads per block of rms_norm_rows_kernel
 
-template <typename T>
-__device__ __forceinline__ float to_float(T x);
-template <>
-__device__ __forceinline__ float to_float(float x) { return x; }
-template <>
-__device__ __forceinline__ float to_float(__half x) { return __half2float(x); }
-template <>
-__device__ __forceinline__ float to_float(__nv_bfloat16 x) {  // exact: bf16 is the top half of an fp32
-  return __uint_as_float(static_cast<uint32_t>(__bfloat16_as_ushort(x)) << 16);
-}
-
-template <typename T>
-__device__ __forceinline__ T from_float(float x);
-template <>
-__device__ __forceinline__ float from_float(float x) { return x; }
-template <>
-__device__ __forceinline__ __half from_float(float x) { return __float2half_rn(x); }
-template <>
-__device__ __forceinline__ __nv_bfloat16 from_float(float x) { return __float2bfloat16_rn(x); }
+using farm_dtypes::from_float;
+using farm_dtypes::RawT;
+using farm_dtypes::to_float;
 
 template <typename T>
 struct alignas(16) Pack {
@@ -88,12 +77,7 @@ struct alignas(16) Pack {
 template <bool kEvictLast>
 __device__ __forceinline__ uint4 load_x(const void* p) {
   if constexpr (kEvictLast) {
-    uint4 r;
-    asm("{\n\t.reg .b64 pol;\n\tcreatepolicy.fractional.L2::evict_last.b64 pol, 1.0;\n\t"
-        "ld.global.L2::cache_hint.v4.u32 {%0, %1, %2, %3}, [%4], pol;\n\t}"
-        : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w)
-        : "l"(p));
-    return r;
+    return farm_memory::load_evict_last(static_cast<const uint4*>(p));
   } else {
     return __ldcs(static_cast<const uint4*>(p));
   }
@@ -240,26 +224,6 @@ __global__ void __launch_bounds__(kTileThreads) rms_norm_tile_kernel(T* __restri
     }
   }
 }
-
-// BYTES of consecutive elements as one register-sized value, loaded and stored as one access.
-template <int BYTES>
-struct RawT;
-template <>
-struct RawT<16> {
-  using type = uint4;
-};
-template <>
-struct RawT<8> {
-  using type = uint2;
-};
-template <>
-struct RawT<4> {
-  using type = uint32_t;
-};
-template <>
-struct RawT<2> {
-  using type = uint16_t;
-};
 
 template <typename T, int BYTES>
 struct Unit {
@@ -470,75 +434,9 @@ __global__ void __launch_bounds__(256) rms_norm_tiny_kernel(T* __restrict__ out,
 // (the weight, loaded with x, in shared memory too) and stores the range as aligned vectors. (Element and 4/8-byte loads had run such rows at
 // 0.60-0.93x torch.compile on an H200: too few bytes in flight per thread.)
 constexpr int kStageThreads = 256;
-constexpr int kStageLoads = 4;  // 16-byte vectors of x per thread at most
+constexpr int kStageLoads = 4;  // 16-byte vectors of x per thread at most (kernel_farm/stage.cuh)
 constexpr int64_t kStageCapacity = int64_t{kStageLoads} * kStageThreads * 16 - 16;  // bytes of rows per block
 constexpr int64_t kStagedFrom = int64_t{1} << 20;  // bytes of x; smaller inputs take the paths below
-
-// The aligned 16-byte vectors that cover elements [s, t) of a 16-byte aligned array of n: the
-// first, how many, and how many of the array's vectors are whole. A thread's k-th vector of the
-// range is vector at(k) of it.
-template <typename T>
-struct VecSpan {
-  static constexpr int64_t kVec = 16 / sizeof(T);
-  int64_t v0, nv, full;
-  __device__ __forceinline__ VecSpan(int64_t s, int64_t t, int64_t n)
-      : v0(s / kVec), nv((t + kVec - 1) / kVec - s / kVec), full(n / kVec) {}
-  __device__ __forceinline__ static int64_t at(int k) { return threadIdx.x + static_cast<int64_t>(k) * kStageThreads; }
-  __device__ __forceinline__ bool whole(int k) const { return at(k) < nv && v0 + at(k) < full; }
-};
-
-// Elements [s, t) of `a` (n elements, 16-byte aligned) as the vectors that cover them, vector j of
-// the range in r[j / kStageThreads] of thread j % kStageThreads. The tensor's last vector, if it is
-// partial, is left to stage_range.
-template <typename T, int K>
-__device__ __forceinline__ void load_range(uint4 (&r)[K], const T* __restrict__ a, int64_t s, int64_t t, int64_t n) {
-  const VecSpan<T> span(s, t, n);
-#pragma unroll
-  for (int k = 0; k < K; ++k) {
-    if (span.whole(k)) r[k] = __ldcs(reinterpret_cast<const uint4*>(a) + span.v0 + span.at(k));
-  }
-}
-
-// The vectors of load_range into shared memory (smem element i is a[s / kVec * kVec + i]); the
-// tensor's partial last vector element by element.
-template <typename T, int K>
-__device__ __forceinline__ void stage_range(uint4* smem, const uint4 (&r)[K], const T* __restrict__ a, int64_t s,
-                                            int64_t t, int64_t n) {
-  const VecSpan<T> span(s, t, n);
-#pragma unroll
-  for (int k = 0; k < K; ++k) {
-    if (span.whole(k)) smem[span.at(k)] = r[k];
-  }
-  const int64_t j = span.full - span.v0;  // the partial vector's place in the range
-  if (j >= 0 && j < span.nv && j % kStageThreads == threadIdx.x) {
-    T* e = reinterpret_cast<T*>(smem + j);
-#pragma unroll 1
-    for (int64_t i = span.full * span.kVec; i < n; ++i) e[i - span.full * span.kVec] = a[i];
-  }
-}
-
-// Elements [s, t) of `a` from shared memory (smem element i is a[s / kVec * kVec + i]): whole
-// vectors as 16-byte streaming stores, the partial ones at either end element by element.
-template <typename T, int K>
-__device__ __forceinline__ void store_range(T* __restrict__ a, const uint4* smem, int64_t s, int64_t t) {
-  constexpr int kVec = 16 / sizeof(T);
-  const int64_t v0 = s / kVec;
-  const int64_t nv = (t + kVec - 1) / kVec - v0;
-#pragma unroll
-  for (int k = 0; k < K; ++k) {
-    const int64_t j = threadIdx.x + static_cast<int64_t>(k) * kStageThreads;
-    const int64_t e0 = (v0 + j) * kVec;
-    if (j < nv && e0 >= s && e0 + kVec <= t) __stcs(reinterpret_cast<uint4*>(a) + v0 + j, smem[j]);
-  }
-  if (threadIdx.x < 2) {  // the partial vectors at the two ends, if any
-    const int64_t up = (s + kVec - 1) / kVec * kVec, down = t / kVec * kVec;
-    const int64_t lo = threadIdx.x == 0 ? s : (down > up ? down : up);
-    const int64_t hi = threadIdx.x == 0 ? (up < t ? up : t) : t;
-    const T* se = reinterpret_cast<const T*>(smem) - v0 * kVec;
-#pragma unroll 1
-    for (int64_t i = lo; i < hi; ++i) a[i] = se[i];
-  }
-}
 
 // One row of the staged kernel: its sum of squares over the lanes' elements (lane, lane + group,
 // ...), two loads in flight per lane.
@@ -587,11 +485,12 @@ __global__ void __launch_bounds__(kStageThreads) rms_norm_staged_kernel(T* __res
   const int64_t s = r0 * hidden, t = r1 * hidden;
   uint4 r[K], rw[K];
   farm_pdl::wait_for_previous_grid();
-  load_range<T, K>(r, in, s, t, rows * hidden);
-  load_range<T, K>(rw, weight, 0, hidden, hidden);  // the weight with x: no round trip later
+  farm_stage::load_range<kStageThreads, /*kStream=*/true>(r, in, s, t, rows * hidden);
+  // the weight with x: no round trip later
+  farm_stage::load_range<kStageThreads, /*kStream=*/true>(rw, weight, 0, hidden, hidden);
   farm_pdl::allow_next_grid(trigger);
-  stage_range<T, K>(s_x, r, in, s, t, rows * hidden);
-  stage_range<T, K>(s_w, rw, weight, 0, hidden, hidden);
+  farm_stage::stage_range<kStageThreads>(s_x, r, in, s, t, rows * hidden);
+  farm_stage::stage_range<kStageThreads>(s_w, rw, weight, 0, hidden, hidden);
   __syncthreads();
   T* xs = reinterpret_cast<T*>(s_x) + (s - s / kVec * kVec);
   const T* ws = reinterpret_cast<const T*>(s_w);
@@ -606,7 +505,7 @@ __global__ void __launch_bounds__(kStageThreads) rms_norm_staged_kernel(T* __res
     if (j < n) staged_scale(xr, ws, hidden, lane, group, rsqrtf(ss * inv_hidden + eps));
   }
   __syncthreads();
-  store_range<T, K>(out, s_x, s, t);
+  farm_stage::store_range<kStageThreads, K>(out, s_x, s, t);
 }
 
 // Very wide rows, too few to fill the device even with a cluster of blocks per row: two kernels.
@@ -694,19 +593,10 @@ int64_t evict_last_from() {
   int dev = 0;
   if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64) return int64_t{100} << 20;
   if (cache[dev] == 0) {
-    int l2 = 0, sms = 0, mem_khz = 0, bus_bits = 0;
+    int l2 = 0, sms = 0;
     cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, dev);
     cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
-    // An attribute this driver does not report is not the caller's error: clear it (and only it).
-    if (cudaDeviceGetAttribute(&mem_khz, cudaDevAttrMemoryClockRate, dev) != cudaSuccess) {
-      mem_khz = 0;
-      cudaGetLastError();
-    }
-    if (cudaDeviceGetAttribute(&bus_bits, cudaDevAttrGlobalMemoryBusWidth, dev) != cudaSuccess) {
-      bus_bits = 0;
-      cudaGetLastError();
-    }
-    const double gbps_per_sm = sms > 0 ? 2.0 * mem_khz * 1e3 * (bus_bits / 8) / 1e9 / sms : 0.0;
+    const double gbps_per_sm = sms > 0 ? farm_device::peak_memory_gbps(dev) / sms : 0.0;
     const bool narrow = gbps_per_sm > 0.0 && gbps_per_sm < kNarrowMemoryGbpsPerSm;
     cache[dev] = narrow ? INT64_MAX : 2 * (l2 > 0 ? int64_t{l2} : int64_t{50} << 20);
   }
@@ -766,16 +656,12 @@ struct DeviceInfo {
 };
 
 DeviceInfo device_info() {
-  static DeviceInfo cache[64];
-  static bool known[64] = {};
-  int dev = 0;
-  if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64) return DeviceInfo{};
-  if (!known[dev]) {
-    cudaDeviceGetAttribute(&cache[dev].sms, cudaDevAttrMultiProcessorCount, dev);
-    cudaDeviceGetAttribute(&cache[dev].major, cudaDevAttrComputeCapabilityMajor, dev);
-    known[dev] = true;
-  }
-  return cache[dev];
+  return farm_device::per_device([](int dev) {
+    DeviceInfo info;
+    cudaDeviceGetAttribute(&info.sms, cudaDevAttrMultiProcessorCount, dev);
+    cudaDeviceGetAttribute(&info.major, cudaDevAttrComputeCapabilityMajor, dev);
+    return info;
+  });
 }
 
 constexpr int kMaxSplit = 8;                    // blocks of a cluster per row: the portable size

@@ -130,6 +130,14 @@ def make_variant(kernel: Path, variant: str | None = None, *, so_source: str | N
     return vdir
 
 
+def reseal(vdir: Path) -> None:
+    """Recompute the digest in ``vdir/metadata.json`` after a test changed the variant's files on
+    purpose, so that only the defect it made is found."""
+    meta = json.loads((vdir / "metadata.json").read_text())
+    meta["digest"]["files"] = digest_files(vdir)
+    (vdir / "metadata.json").write_text(json.dumps(meta, indent=2) + "\n")
+
+
 def one_variant_matrix(path: Path) -> Path:
     """A variants.json that requires exactly the host's CPU variant."""
     from pybuild.variants import parse_variant_name

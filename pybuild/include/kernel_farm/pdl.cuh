@@ -12,8 +12,8 @@
 // KERNEL_FARM_PDL=0 (or false, off, no) in the environment turns the attribute off (read once per
 // process).
 //
-// The farm's CUDA kernels carry identical copies of this header (each kernel's sources are
-// self-contained); tests/integration/test_cuda_compile.py checks that they stay identical.
+// One of the farm's shared kernel headers: pybuild ships them and adds their folder to every
+// generated CMake project, so a kernel includes it as <kernel_farm/pdl.cuh> and carries no copy.
 #ifndef KERNEL_FARM_PDL_CUH_
 #define KERNEL_FARM_PDL_CUH_
 
