@@ -14,7 +14,7 @@ let
     sort
     variantName
     ;
-  lockCommand = "python -m pybuild.manifest.lock";
+  lockCommand = "python -m pybuild lock";
 in
 {
   /**

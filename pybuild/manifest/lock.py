@@ -7,7 +7,7 @@ instead of computing it again. The file records the sha256 of the ``build.toml``
 ``variants.json`` it was computed from; Nix compares both with the files it evaluates and refuses a
 stale lock in one line that names this command. A test keeps the committed locks fresh.
 
-    python -m pybuild.manifest.lock [--variants FILE] [--check] [KERNEL_DIR ...]
+    python -m pybuild lock [--variants FILE] [--check] [KERNEL_DIR ...]
 
 writes (or, with ``--check``, only compares) the lock of every kernel named, or of every
 ``kernels/<name>/`` under the working directory.
@@ -28,7 +28,9 @@ from .load import load_manifest
 from .model import Manifest
 
 LOCK_FILE = "variants.lock.json"
-COMMAND = "python -m pybuild.manifest.lock"
+COMMAND = "python -m pybuild lock"
+DESCRIPTION = ("Write variants.lock.json (the variants each kernel builds, for Nix) beside each kernel's "
+               "build.toml.")
 
 
 def _sha256(path: Path) -> str:
@@ -86,28 +88,37 @@ def _kernel_dirs(given: list[Path]) -> list[Path]:
     return sorted(p.parent for p in Path("kernels").glob("*/build.toml"))
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog=COMMAND, description="Write variants.lock.json (the variants each "
-                                     "kernel builds, for Nix) beside each kernel's build.toml.")
+def run_locks(kernel_dirs: list[Path], variants: Path | None = None, check: bool = False) -> int:
+    """Write (or with ``check`` compare) each kernel's lock; print one line a kernel changed. The
+    exit code: 1 if ``check`` found a missing or stale lock, else 0. Bad input raises PybuildError."""
+    dirs = _kernel_dirs(kernel_dirs)
+    if not dirs:
+        raise PybuildError("no kernel folder given and no kernels/<name>/build.toml here; name the kernel folders")
+    matrix = load_matrix(variants or find_variants_file(dirs[0]))
+    stale = [d for d in dirs if write_lock(d, matrix, check=check)]
+    for d in stale:
+        print(f"{d / LOCK_FILE}: {'stale; run ' + COMMAND if check else 'written'}")
+    if not stale:
+        print(f"{len(dirs)} lock{'s' if len(dirs) != 1 else ''} up to date")
+    return 1 if check and stale else 0
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("kernel_dirs", nargs="*", type=Path, metavar="KERNEL_DIR",
                         help="kernel folders (default: every kernels/<name>/ here)")
     parser.add_argument("--variants", type=Path, help="the matrix (default: the nearest variants.json)")
     parser.add_argument("--check", action="store_true", help="change nothing; exit 1 if a lock is missing or stale")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog=COMMAND, description=DESCRIPTION)
+    add_arguments(parser)
     args = parser.parse_args(argv)
     try:
-        dirs = _kernel_dirs(args.kernel_dirs)
-        if not dirs:
-            raise PybuildError("no kernel folder given and no kernels/<name>/build.toml here; name the kernel folders")
-        matrix = load_matrix(args.variants or find_variants_file(dirs[0]))
-        stale = [d for d in dirs if write_lock(d, matrix, check=args.check)]
+        return run_locks(args.kernel_dirs, args.variants, args.check)
     except PybuildError as e:
         print(f"error: {e}", file=sys.stderr)
         return e.exit_code
-    for d in stale:
-        print(f"{d / LOCK_FILE}: {'stale; run ' + COMMAND if args.check else 'written'}")
-    if not stale:
-        print(f"{len(dirs)} lock{'s' if len(dirs) != 1 else ''} up to date")
-    return 1 if args.check and stale else 0
 
 
 if __name__ == "__main__":

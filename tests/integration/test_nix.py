@@ -230,7 +230,7 @@ def test_nix_refuses_what_pybuild_refuses(tmp_path: Path, general: str) -> None:
         lock(kernel)
     message = nix_error(f"(lib.readKernel {kernel}).backends")
     assert "readKernel: softcap/build.toml: variants.lock.json was written from another build.toml; run " \
-        f"`python -m pybuild.manifest.lock {kernel}`" in message
+        f"`python -m pybuild lock {kernel}`" in message
     (kernel / LOCK_FILE).unlink()
     assert "no variants.lock.json beside it" in nix_error(f"(lib.readKernel {kernel}).backends")
 
@@ -293,7 +293,7 @@ def test_flake_errors_name_the_fix(tmp_path: Path) -> None:
     kernel.mkdir()
     (kernel / "build.toml").write_text('[general]\nname = "k"\n[torch]\nminver = "2.12.1"\n')
     err = nix_error(f"(lib.readKernel {kernel}).name")
-    fix = f"run `python -m pybuild.manifest.lock {kernel}`"
+    fix = f"run `python -m pybuild lock {kernel}`"
     assert f"readKernel: k/build.toml: no variants.lock.json beside it; {fix}" in err
 
 

@@ -116,7 +116,7 @@ def test_lock_is_rewritten_when_build_toml_changes(tmp_path: Path, capsys: pytes
     assert main(["--check", "--variants", variants, str(kernel)]) == 0
     (kernel / "build.toml").write_text((kernel / "build.toml").read_text() + "\n# touched\n")
     assert main(["--check", "--variants", variants, str(kernel)]) == 1
-    assert "stale; run python -m pybuild.manifest.lock" in capsys.readouterr().out
+    assert "stale; run python -m pybuild lock" in capsys.readouterr().out
     assert main(["--variants", variants, str(kernel)]) == 0
     assert not write_lock(kernel, load_matrix(REPO / "variants.json"), check=True)
 
@@ -167,7 +167,7 @@ def test_committed_locks_are_fresh() -> None:
     for folder, matrix in ((REPO / "kernels", REPO / "variants.json"), (farm / "kernels", farm / "variants.json")):
         for d in sorted(p.parent for p in folder.glob("*/build.toml")):
             assert not write_lock(d, load_matrix(matrix), check=True), f"{d / LOCK_FILE} is stale; run " \
-                "python -m pybuild.manifest.lock"
+                "python -m pybuild lock"
     for d in ("noarch-repo", "kernel-repo"):
         assert not write_lock(REPO / "nix" / "tests" / "fixtures" / d, load_matrix(REPO / "variants.json"), check=True)
 
