@@ -2,7 +2,7 @@
 of the current edition with their kinds (from :mod:`.editions`), the kernel keys of each backend
 (from the kernel types' fields), and how the older editions differ.
 
-    python -m pybuild.manifest.reference > docs/manifest.md
+    python -m pybuild.manifest.reference > docs/manifest-reference.md
 """
 
 from __future__ import annotations

@@ -7,6 +7,8 @@ from __future__ import annotations
 import dataclasses
 import json
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -183,3 +185,11 @@ def test_each_backend_names_its_kernel_type() -> None:
     assert compiled["rocm"].manifest_keys == ("rocm-archs", "hip-flags")
     assert compiled["xpu"].manifest_keys == ("sycl-flags",) and compiled["cpu"].manifest_keys == ()
     assert backends.get("neuron").kernel_type is None
+
+
+def test_committed_reference_is_the_schema() -> None:
+    """docs/manifest-reference.md is what `python -m pybuild.manifest.reference` writes from the schema."""
+    result = subprocess.run([sys.executable, "-m", "pybuild.manifest.reference"], capture_output=True, text=True,
+                            cwd=REPO, check=True)
+    committed = (REPO / "docs" / "manifest-reference.md").read_text()
+    assert result.stdout == committed, "run `python -m pybuild.manifest.reference > docs/manifest-reference.md`"
