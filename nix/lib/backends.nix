@@ -41,6 +41,9 @@ let
   };
 in
 rec {
+  # The facts this library was made with (what pybuild's lock hashes as its rules, with their version).
+  inherit backendFacts;
+
   /**
     Every backend a variant can have, keyed by name: how a backend is written in a variant name and
     where it runs, read from `pybuild/backends/backends.json` (the file pybuild reads too).

@@ -10,7 +10,7 @@ let
     kernelSource
     last
     lazyDerivation
-    lockedFor
+    lockedWith
     listToAttrs
     map
     mapAttrsToList
@@ -85,7 +85,15 @@ in
     }:
     let
       matrix = readMatrix variants;
-      found = map (lockedFor variants) (findKernels path);
+      # A kernel without a fresh lock gets one computed by the toolchain (import-from-derivation).
+      computeLock =
+        args:
+        (toolchain.computeLock or (throw "genFlakeOutputs: toolchain ${toolchain.name} cannot compute a variants.lock.json; run `python -m pybuild lock` in the kernel folder and commit the file"))
+          args;
+      found = map (lockedWith {
+        inherit variants;
+        compute = computeLock;
+      }) (findKernels path);
       kernels =
         if found == [ ] then
           throw "genFlakeOutputs: no build.toml at ${toString path} and none under its kernels/<name>/; pass the kernel folder, e.g. path = ./.;"

@@ -2,6 +2,7 @@
 let
   inherit (lib)
     attrNames
+    concatStringsSep
     filter
     fromJSON
     listToAttrs
@@ -14,7 +15,34 @@ let
     sort
     variantName
     ;
+  inherit (builtins) fromTOML hashString toJSON;
   lockCommand = "python -m pybuild lock";
+  # pybuild's RULES_VERSION (pybuild/manifest/lock.py); a test keeps the two equal.
+  lockRules = 1;
+  lockPath = dir: dir + "/variants.lock.json";
+  # The committed lock, or null when there is none. A lock with merge-conflict markers is refused by
+  # name here: Nix's fromJSON error (which tryEval cannot catch) names no file.
+  readLockFile =
+    dir:
+    let
+      text = readFile (lockPath dir);
+    in
+    if !(pathExists (lockPath dir)) then
+      null
+    else if builtins.length (builtins.split "\n(<<<<<<<|=======|>>>>>>>)" "\n${text}") > 1 then
+      throw "readKernel: ${toString (lockPath dir)}: has merge-conflict markers; run `${lockCommand} ${toString dir}` to write it again and commit the file"
+    else
+      fromJSON text;
+  lockFitsKernel =
+    dir: lock:
+    lock."build-toml-json-sha256" or null == lib.buildTomlHash dir && lock."rules-sha256" or null == lib.lockRulesHash;
+  kernelOfLock = dir: lock: {
+    inherit dir lock;
+    inherit (lock) name framework backends;
+    noarch = lock.framework == "torch-noarch";
+    universal = false;
+    pythonName = replaceStrings [ "-" ] [ "_" ] lock.name;
+  };
 in
 {
   /**
@@ -46,29 +74,18 @@ in
     dir:
     let
       file = "${baseNameOf (toString dir)}/build.toml";
-      lockPath = dir + "/variants.lock.json";
+      stored = readLockFile dir;
       lock =
         if !(pathExists (dir + "/build.toml")) then
           throw "readKernel: ${file}: not found; a kernel folder needs a build.toml"
-        else if !(pathExists lockPath) then
-          throw "readKernel: ${file}: no variants.lock.json beside it; run `${lockCommand} ${toString dir}` and commit the file"
+        else if stored == null then
+          throw "readKernel: ${file}: no variants.lock.json beside it; run `${lockCommand} ${toString dir}` and commit the file (or evaluate it with genFlakeOutputs, which computes it)"
+        else if !(lockFitsKernel dir stored) then
+          throw "readKernel: ${file}: variants.lock.json was written from another build.toml or by other pybuild rules; run `${lockCommand} ${toString dir}` and commit the file"
         else
-          fromJSON (readFile lockPath);
-      fresh = lock."build-toml-sha256" or null == builtins.hashFile "sha256" (dir + "/build.toml");
-      checked =
-        if fresh then
-          lock
-        else
-          throw "readKernel: ${file}: variants.lock.json was written from another build.toml; run `${lockCommand} ${toString dir}` and commit the file";
+          stored;
     in
-    {
-      inherit dir;
-      inherit (checked) name framework backends;
-      lock = checked;
-      noarch = checked.framework == "torch-noarch";
-      universal = false;
-      pythonName = replaceStrings [ "-" ] [ "_" ] checked.name;
-    };
+    kernelOfLock dir lock // { storedLock = stored; };
 
   /**
     The variants a kernel builds from the matrix, as pybuild's `Manifest.variants` computed them
@@ -133,12 +150,112 @@ in
     lockedFor :: Path -> Kernel -> Kernel
     ```
   */
-  lockedFor =
-    variants: kernel:
-    if kernel.noarch || kernel.lock."variants-json-sha256" or null == builtins.hashFile "sha256" variants then
-      kernel
+  lockedFor = variants: lib.lockedWith { inherit variants; };
+
+  /**
+    `kernel` with a lock for the matrix file `variants`: its committed `variants.lock.json` when
+    that was written from this `build.toml`, by these rules and for this matrix (the fast path,
+    no import-from-derivation); else, when `compute` is given, the lock `compute` writes
+    (import-from-derivation of `python -m pybuild lock`; one trace line says so); else an error
+    that names the command. A pure-Python kernel's lock does not depend on the matrix.
+
+    # Inputs
+
+    `variants`
+    : The matrix file.
+
+    `compute`
+    : `{ dir, variants } -> Path` of the lock written by pybuild, e.g. a toolchain's `computeLock`; or null.
+
+    # Type
+
+    ```
+    lockedWith :: { variants :: Path, compute :: ({ dir, variants } -> Path)? } -> Kernel -> Kernel
+    ```
+  */
+  lockedWith =
+    {
+      variants,
+      compute ? null,
+    }:
+    kernel:
+    let
+      stored = kernel.storedLock;
+      fresh =
+        stored != null
+        && lockFitsKernel kernel.dir stored
+        && (stored.framework == "torch-noarch" || stored."matrix-sha256" or null == lib.matrixHash variants);
+      why = if stored == null then "has no variants.lock.json" else "has a stale variants.lock.json";
+      computed = fromJSON (readFile (compute { inherit (kernel) dir; inherit variants; }));
+    in
+    if fresh then
+      kernelOfLock kernel.dir stored // { storedLock = stored; }
+    else if compute != null then
+      builtins.trace "${baseNameOf (toString kernel.dir)} ${why}; computing it with `${lockCommand}` (import-from-derivation; commit the lock to skip this)" (
+        kernelOfLock kernel.dir computed // { storedLock = computed; }
+      )
     else
-      throw "readKernel: ${kernel.name}: variants.lock.json was written for another variants.json than ${toString variants}; run `${lockCommand} ${toString kernel.dir} --variants ${toString variants}` and commit the file";
+      throw "lockedFor: ${baseNameOf (toString kernel.dir)} ${why} for ${toString variants}; run `${lockCommand} ${toString kernel.dir} --variants ${toString variants}` and commit the file";
+
+  /**
+    The build script of a toolchain's `computeLock`: `python -m pybuild lock` (as its module
+    `pybuild.manifest.lock`, which imports only jinja2 besides the standard library) on a copy of
+    `$kernelSrc` for `$variantsFile`, with `$python` and the pybuild source `$pybuild`; the lock
+    is `$out`.
+
+    # Type
+
+    ```
+    lockScript :: String
+    ```
+  */
+  lockScript = ''
+    set -eu
+    cp -r "$kernelSrc" kernel
+    chmod -R u+w kernel
+    PYTHONPATH="$pybuild" "$python" -m pybuild.manifest.lock --variants "$variantsFile" kernel
+    cp kernel/variants.lock.json "$out"
+  '';
+
+  /**
+    A kernel folder as a store path for `lockScript`: its source without build outputs and
+    without the lock itself (`isKernelSource`).
+
+    # Type
+
+    ```
+    lockSource :: Path -> StorePath
+    ```
+  */
+  lockSource =
+    dir:
+    builtins.path {
+      path = dir;
+      name = "kernel-source";
+      filter = path: _type: lib.isKernelSource (baseNameOf path);
+    };
+
+  /**
+    The sha256 a lock records of what decided it, computed as pybuild computes them
+    (pybuild/manifest/lock.py): `buildTomlHash` of the parsed `build.toml` as canonical JSON,
+    `matrixHash` of the matrix's variant names (sorted, one a line), `lockRulesHash` of the
+    backends' facts and the rules' version.
+
+    # Type
+
+    ```
+    buildTomlHash :: Path -> String
+    matrixHash :: Path -> String
+    lockRulesHash :: String
+    ```
+  */
+  buildTomlHash = dir: hashString "sha256" (toJSON (fromTOML (readFile (dir + "/build.toml"))));
+  matrixHash =
+    variants: hashString "sha256" (concatStringsSep "\n" (sort (a: b: a < b) (map (v: v.name) (lib.readMatrix variants))));
+  lockRulesHash = hashString "sha256" (toJSON {
+    inherit (lib.backendFacts) backends;
+    rules = lockRules;
+  });
 
   /**
     The kernels under a path: the folder itself when it holds a `build.toml` (a kernel

@@ -93,6 +93,20 @@ in
           variant = variant.name;
         };
 
+      # A kernel's lock, when the committed one is missing or stale (`lockedWith`).
+      computeLock =
+        { dir, variants }:
+        mk "variants.lock.json-impure-host" {
+          args = [
+            "-c"
+            lib.lockScript
+          ];
+          inherit python;
+          pybuild = lib.pybuildSource;
+          kernelSrc = lib.lockSource dir;
+          variantsFile = variants;
+        };
+
       # `nix develop` runs this builder with its own script; a plain build just records the setup.
       mkDevShell =
         { variant, pybuild }:

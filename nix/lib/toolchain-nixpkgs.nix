@@ -128,6 +128,20 @@ in
     in
     {
       name = "nixpkgs";
+
+      # A kernel's lock, when the committed one is missing or stale (`lockedWith`): built for the
+      # evaluating machine (pure evaluation has no currentSystem: x86_64-linux then).
+      computeLock =
+        { dir, variants }:
+        let
+          pkgs = pkgsFor (builtins.currentSystem or "x86_64-linux");
+        in
+        pkgs.runCommand "variants.lock.json" {
+          python = "${pkgs.${pythonAttr}.withPackages (ps: [ ps.jinja2 ])}/bin/python3";
+          pybuild = lib.pybuildSource;
+          kernelSrc = lib.lockSource dir;
+          variantsFile = variants;
+        } lib.lockScript;
       nameSuffix = "";
       systems = null; # any
       supports = _variant: true;

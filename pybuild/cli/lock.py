@@ -18,4 +18,4 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    return lock.run_locks(args.kernel_dirs, args.variants, args.check)
+    return lock.run_locks(args.kernel_dirs, args.variants, args.check, report=None if args.quiet else print)

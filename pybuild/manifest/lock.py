@@ -3,9 +3,18 @@
 The rule of which matrix variants a kernel builds (backends, [torch] and [general.cuda] bounds, the
 stable ABI, tvm-ffi) lives in :meth:`Manifest.variant_sources` only. Nix evaluates without Python,
 so pybuild writes the rule's result into the kernel folder, and ``nix/lib/kernels.nix`` reads it
-instead of computing it again. The file records the sha256 of the ``build.toml`` and of the
-``variants.json`` it was computed from; Nix compares both with the files it evaluates and refuses a
-stale lock in one line that names this command. A test keeps the committed locks fresh.
+instead of computing it again. The file records what decided it, in forms Nix computes as well:
+
+- ``build-toml-json-sha256``: the sha256 of the parsed ``build.toml`` as canonical JSON (keys sorted,
+  no spaces, UTF-8), which is Nix's ``builtins.toJSON (builtins.fromTOML …)``: comments and layout
+  do not count;
+- ``matrix-sha256`` (compiled kernels only): the sha256 of the matrix's variant names, sorted, one a
+  line, so a reformatted ``variants.json`` does not count but a new variant does;
+- ``rules-sha256``: the sha256 of ``{"backends": <the backends of backends.json>, "rules": RULES_VERSION}`` as
+  canonical JSON, so a lock written by other acceptance rules is stale.
+
+Nix reads a fresh lock as it is; a missing or stale one it computes with this command by
+import-from-derivation (``lockedWith``). A test keeps the committed locks fresh.
 
     python -m pybuild lock [--variants FILE] [--check] [KERNEL_DIR ...]
 
@@ -19,12 +28,14 @@ import argparse
 import hashlib
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from .. import backends
 from ..errors import PybuildError
 from ..variants import Matrix, find_variants_file, load_matrix
-from .load import load_manifest
+from .load import load_manifest, tomllib
 from .model import Manifest
 
 LOCK_FILE = "variants.lock.json"
@@ -33,8 +44,33 @@ DESCRIPTION = ("Write variants.lock.json (the variants each kernel builds, for N
                "build.toml.")
 
 
-def _sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
+# Bump when the rule of which variants a kernel builds changes (Manifest.variant_sources), and
+# `lockRules` in nix/lib/kernels.nix with it: every lock written before is then stale.
+RULES_VERSION = 1
+
+
+def canonical_json(value: Any) -> str:
+    """``value`` as Nix's ``builtins.toJSON`` writes it: keys sorted, no spaces, UTF-8 as is."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def _sha256(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def build_toml_hash(path: Path) -> str:
+    """The ``build.toml`` as parsed, not as written (Nix: ``toJSON (fromTOML …)``)."""
+    return _sha256(canonical_json(tomllib.loads(path.read_text(encoding="utf-8"))))
+
+
+def matrix_hash(matrix: Matrix) -> str:
+    """The matrix's variant names, sorted, one a line (Nix: the names of ``readMatrix``)."""
+    return _sha256("\n".join(sorted(matrix.names())))
+
+
+def rules_hash() -> str:
+    """What decides acceptance besides the two files: the backends' facts and the rules' version."""
+    return _sha256(canonical_json({"backends": backends.facts_json()["backends"], "rules": RULES_VERSION}))
 
 
 def lock_document(manifest: Manifest, matrix: Matrix) -> dict[str, Any]:
@@ -53,8 +89,9 @@ def lock_document(manifest: Manifest, matrix: Matrix) -> dict[str, Any]:
             variants.append(entry)
     return {
         "written-by": COMMAND,
-        "build-toml-sha256": _sha256(manifest.path),
-        "variants-json-sha256": _sha256(matrix.path),
+        "build-toml-json-sha256": build_toml_hash(manifest.path),
+        **({} if manifest.noarch else {"matrix-sha256": matrix_hash(matrix)}),
+        "rules-sha256": rules_hash(),
         "name": manifest.name,
         "framework": manifest.framework,
         "backends": list(manifest.backends),
@@ -88,18 +125,34 @@ def _kernel_dirs(given: list[Path]) -> list[Path]:
     return sorted(p.parent for p in Path("kernels").glob("*/build.toml"))
 
 
-def run_locks(kernel_dirs: list[Path], variants: Path | None = None, check: bool = False) -> int:
-    """Write (or with ``check`` compare) each kernel's lock; print one line a kernel changed. The
-    exit code: 1 if ``check`` found a missing or stale lock, else 0. Bad input raises PybuildError."""
+def fix_command(kernel_dir: Path, variants: Path | None = None) -> str:
+    """The command that writes ``kernel_dir``'s lock (``variants``: a matrix that is not the default)."""
+    return f"{COMMAND} {kernel_dir}" + (f" --variants {variants}" if variants is not None else "")
+
+
+def run_locks(kernel_dirs: list[Path], variants: Path | None = None, check: bool = False,
+              report: Callable[[str], None] | None = print) -> int:
+    """Write (or with ``check`` compare) each kernel's lock, each for ``variants`` or else its own
+    nearest ``variants.json``; ``report`` (None: quiet) gets one line a kernel changed and a summary.
+    The exit code: 1 if ``check`` found a missing or stale lock, else 0. Bad input raises PybuildError."""
     dirs = _kernel_dirs(kernel_dirs)
     if not dirs:
         raise PybuildError("no kernel folder given and no kernels/<name>/build.toml here; name the kernel folders")
-    matrix = load_matrix(variants or find_variants_file(dirs[0]))
-    stale = [d for d in dirs if write_lock(d, matrix, check=check)]
-    for d in stale:
-        print(f"{d / LOCK_FILE}: {'stale; run ' + COMMAND if check else 'written'}")
+    matrices: dict[Path, Matrix] = {}
+    stale = []
+    for d in dirs:
+        path = variants or find_variants_file(d)
+        matrix = matrices.get(path) or matrices.setdefault(path, load_matrix(path))
+        if write_lock(d, matrix, check=check):
+            stale.append(d)
+    say = report or (lambda _line: None)
+    for d in stale:  # a stale lock under --check is the error itself: said even when quiet
+        if check:
+            print(f"{d / LOCK_FILE}: stale; run `{fix_command(d, variants)}`")
+        else:
+            say(f"{d / LOCK_FILE}: written")
     if not stale:
-        print(f"{len(dirs)} lock{'s' if len(dirs) != 1 else ''} up to date")
+        say(f"{len(dirs)} lock{'s' if len(dirs) != 1 else ''} up to date")
     return 1 if check and stale else 0
 
 

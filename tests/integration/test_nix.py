@@ -229,10 +229,81 @@ def test_nix_refuses_what_pybuild_refuses(tmp_path: Path, general: str) -> None:
     with pytest.raises(ManifestError):  # pybuild refuses it
         lock(kernel)
     message = nix_error(f"(lib.readKernel {kernel}).backends")
-    assert "readKernel: softcap/build.toml: variants.lock.json was written from another build.toml; run " \
-        f"`python -m pybuild lock {kernel}`" in message
+    assert "readKernel: softcap/build.toml: variants.lock.json was written from another build.toml or by other " \
+        f"pybuild rules; run `python -m pybuild lock {kernel}`" in message
     (kernel / LOCK_FILE).unlink()
     assert "no variants.lock.json beside it" in nix_error(f"(lib.readKernel {kernel}).backends")
+
+
+def test_lock_hashes_are_computed_alike_by_nix_and_pybuild(tmp_path: Path) -> None:
+    """What a lock records of its build.toml, matrix and rules, Nix computes the same way."""
+    from pybuild.manifest import lock as pylock
+
+    nix_text = (REPO / "nix" / "lib" / "kernels.nix").read_text()
+    assert f"lockRules = {pylock.RULES_VERSION};" in nix_text
+    tomls = [*(REPO / "kernels").glob("*/build.toml"), *UPSTREAM.glob("*/build.toml")]
+    odd = tmp_path / "odd"
+    odd.mkdir()  # what canonical JSON must agree on: escapes, non-ASCII, nesting, numbers, booleans
+    (odd / "build.toml").write_text('# c\n[general]\nname = "odd"\nx = "tab\\t quote\\" \\\\ é \\u0001 ✓"\n'
+                                    'n = [1, -2, true]\n[a.b]\nk = { z = 1, a = "" }\n')
+    dirs = sorted({t.parent for t in tomls} | {odd})
+    got = nix_eval("[ " + " ".join(f"(lib.buildTomlHash {d})" for d in dirs) + " ]")
+    assert got == [pylock.build_toml_hash(d / "build.toml") for d in dirs]
+    matrices = matrix_files(tmp_path)
+    got = nix_eval("[ " + " ".join(f"(lib.matrixHash {m})" for m in matrices) + " ]")
+    assert got == [pylock.matrix_hash(load_matrix(m)) for m in matrices]
+    assert nix_eval("lib.lockRulesHash") == pylock.rules_hash()
+
+
+def ifd_eval(expr: str, builds: int) -> object:
+    """``nix_eval`` where a kernel without a fresh lock gets one from the host toolchain's
+    ``computeLock`` (import-from-derivation: builds, so with ``nix eval``, as the calling user).
+    ``builds``: how many it builds, each of which the KILLED race may hit once or more."""
+    toolchain = f"lib.hostToolchainImpure {{ variants = [ ]; python = {nix_string(os.path.realpath(sys.executable))}; }}"
+    full = f"let lib = import {REPO}/nix/lib; compute = ({toolchain}).computeLock; in {expr}"
+    return json.loads(nix("eval", "--impure", *BUILD_AS_ME, "--json", "--expr", full, attempts=8 + 2 * builds))
+
+
+@pytest.mark.skipif(not UPSTREAM.is_dir(), reason=f"upstream kernel-builder examples not found at {UPSTREAM}")
+def test_upstream_examples_without_a_lock_evaluate_as_with_one(tmp_path: Path) -> None:
+    """An upstream kernel copied as it is (no lock): Nix computes the lock and gets the variants it
+    gets from a committed one; a lock written for another matrix is recomputed the same way."""
+    variants = REPO / "variants.json"
+    examples = [p.parent for p in sorted(UPSTREAM.glob("*/build.toml"))]
+    bare, locked = [], []
+    for example in examples:
+        try:
+            load_manifest(example)
+        except ManifestError:
+            continue  # refused (relu-invalid-capability)
+        bare.append(shutil.copytree(example, tmp_path / "bare" / example.name))
+        locked.append(lock(shutil.copytree(example, tmp_path / "locked" / example.name)))
+    stale = lock(shutil.copytree(examples[0], tmp_path / "stale"), REPO / "nix" / "tests" / "fixtures" / "farm" /
+                 "variants.json")
+
+    def names(d: Path) -> str:
+        return (f"(map (v: v.name) (let k = lib.lockedWith {{ variants = {variants}; inherit compute; }} "
+                f"(lib.readKernel {d}); in lib.kernelVariants k (lib.readMatrix {variants})))")
+
+    dirs = [*bare, stale]
+    got = ifd_eval("[ " + " ".join(names(d) for d in dirs) + " ]", builds=len(dirs))
+    want = nix_eval("[ " + " ".join(names(d).replace("inherit compute; ", "") for d in [*locked, locked[0]]) + " ]")
+    assert got == want and len(got) == len(dirs) and sum(map(bool, got)) > len(dirs) // 2, [d.name for d in dirs]
+    assert not (tmp_path / "bare" / examples[0].name / LOCK_FILE).exists()  # computed in the store
+
+
+def test_lock_errors_name_the_file_and_the_function(tmp_path: Path) -> None:
+    kernel = lock(shutil.copytree(REPO / "tests" / "fixtures" / "noarch-softcap", tmp_path / "softcap"))
+    text = (kernel / LOCK_FILE).read_text()
+    (kernel / LOCK_FILE).write_text(f"<<<<<<< HEAD\n{text}=======\n{text}>>>>>>> other\n")
+    err = nix_error(f"(lib.readKernel {kernel}).name")
+    assert f"readKernel: {kernel / LOCK_FILE}: has merge-conflict markers; run `python -m pybuild lock {kernel}`" in err
+    compiled = shutil.copytree(REPO / "kernels" / "img2gray", tmp_path / "img2gray",
+                               ignore=shutil.ignore_patterns("build", ".pybuild"))
+    other = REPO / "nix" / "tests" / "fixtures" / "farm" / "variants.json"
+    err = nix_error(f"(lib.lockedFor {other} (lib.readKernel {compiled})).name")
+    assert f"lockedFor: img2gray has a stale variants.lock.json for {other}; run `python -m pybuild lock " \
+        f"{compiled} --variants {other}`" in err
 
 
 BAD_MATRICES = [
