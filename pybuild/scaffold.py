@@ -20,10 +20,10 @@ from pathlib import Path
 
 import jinja2
 
-from .errors import PybuildError, UsageError
+from .errors import PybuildError, UsageError, VariantsError
 from .manifest import NAME_RE, NAME_RULE, load_manifest, parse_manifest
 from .manifest.lock import LOCK_FILE, write_lock
-from .variants import find_variants_file, load_matrix
+from .variants import Matrix, find_variants_file, load_matrix
 
 TEMPLATES = Path(__file__).resolve().parent / "templates" / "new"
 
@@ -126,11 +126,25 @@ def kernel_named(kernels_dir: Path, name: str) -> Path | None:
     return None
 
 
-def create_kernel(dest: Path, name: str, license_: str = "Apache-2.0", noarch: bool = False) -> list[str]:
-    """Write the kernel folder ``dest`` in one step; return its files (relative paths, sorted).
+def _matrix_for(dest: Path, variants: Path | None) -> Matrix | None:
+    """``variants``, else the nearest variants.json above ``dest``; None where there is none (pybuild
+    installed, used outside a farm): the kernel then gets no lock yet."""
+    if variants is not None:
+        return load_matrix(variants)
+    try:
+        return load_matrix(find_variants_file(dest.parent))
+    except VariantsError:
+        return None
+
+
+def create_kernel(dest: Path, name: str, license_: str = "Apache-2.0", noarch: bool = False,
+                  variants: Path | None = None) -> list[str]:
+    """Write the kernel folder ``dest`` in one step; return its files (relative paths, sorted). Its
+    variants.lock.json is written for ``variants`` or the nearest variants.json, if there is one.
 
     Missing parent folders are created, and removed again if anything fails."""
     files = render(name, license_, noarch)
+    matrix = _matrix_for(dest, variants)
     if os.path.lexists(dest):
         raise UsageError(f"new: {dest} already exists; choose another name, pass --dir, or remove it")
     missing = [d for d in [dest.parent, *dest.parent.parents] if not os.path.lexists(d)]
@@ -149,7 +163,8 @@ def create_kernel(dest: Path, name: str, license_: str = "Apache-2.0", noarch: b
             (staging / rel).parent.mkdir(parents=True, exist_ok=True)
             (staging / rel).write_text(text, encoding="utf-8")
         parse_manifest(files["build.toml"], staging / "build.toml")  # the farm reads it as written
-        write_lock(staging, load_matrix(find_variants_file(dest.parent)))  # the variants Nix builds
+        if matrix is not None:
+            write_lock(staging, matrix)  # the variants Nix builds
         umask = os.umask(0)
         os.umask(umask)
         os.chmod(staging, 0o777 & ~umask)  # mkdtemp made it private
@@ -164,4 +179,4 @@ def create_kernel(dest: Path, name: str, license_: str = "Apache-2.0", noarch: b
                 e.errno or 0, "pass a --dir in a folder you can write to")
             raise PybuildError(f"new: cannot create {dest}: {e.strerror or e}; {hint}") from e
         raise
-    return sorted([*files, LOCK_FILE])
+    return sorted([*files, *([LOCK_FILE] if matrix is not None else [])])

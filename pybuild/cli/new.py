@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 
 from ..errors import UsageError, VariantsError
+from ..manifest.lock import COMMAND, LOCK_FILE
 from ..ui import Reporter
 from .common import add_output_flags, farm_root
 
@@ -25,6 +26,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--license", default="Apache-2.0", metavar="SPDX", help="build.toml's license (default: Apache-2.0)")
     p.add_argument("--noarch", action="store_true", help="a pure-Python kernel instead (a torch.library.custom_op, "
                    "e.g. for Triton): no compiled code, torch-cuda and torch-cpu variants that load with any torch")
+    p.add_argument("--variants", metavar="FILE", type=Path, help="the matrix to write its variants.lock.json for "
+                   "(default: the nearest variants.json; with none, no lock is written)")
     add_output_flags(p, json_flag=False)
 
 
@@ -44,10 +47,13 @@ def run(args: argparse.Namespace) -> int:
         except VariantsError:
             raise UsageError(f"new: no farm here (no variants.json at or above {Path.cwd()}); run it from the farm's "
                              "root, or pass --dir to create the kernel elsewhere") from None
-    files = create_kernel(dest, args.name, args.license, noarch=args.noarch)
+    files = create_kernel(dest, args.name, args.license, noarch=args.noarch, variants=args.variants)
     kind = "a pure-Python (noarch) example op" if args.noarch else "an example op on CPU and CUDA"
     rep.info(f"created {dest}/ with {kind}, {args.name.replace('-', '_')}(x, scale) = x * scale:")
     for rel in files:
         rep.info(f"  {dest / rel}")
+    if LOCK_FILE not in files:
+        rep.info(f"no variants.json found, so no {LOCK_FILE} yet: run `{COMMAND} {dest} --variants FILE` and "
+                 "commit it (without it, Nix computes it when it evaluates the kernel)")
     rep.info(f"next: python -m pybuild build {dest} && python -m pytest {dest / 'tests'}")
     return 0

@@ -55,6 +55,27 @@ def test_new_writes_a_kernel_the_farm_reads(tmp_path: Path, capsys: pytest.Captu
     assert "next: python -m pybuild build" in out and str(dest) in out
 
 
+def test_new_outside_a_farm_with_pybuild_installed(tmp_path: Path) -> None:
+    """Installed pybuild has no variants.json beside it: `new` writes the kernel without a lock and
+    says how to write it; --variants writes it."""
+    site = tmp_path / "site"
+    shutil.copytree(REPO / "pybuild", site / "pybuild", ignore=shutil.ignore_patterns("__pycache__"))
+    env = {**os.environ, "PYTHONPATH": str(site)}
+    dest = tmp_path / "out" / "my-op"
+    proc = subprocess.run([sys.executable, "-m", "pybuild", "new", "my-op", "--dir", str(dest)], cwd=tmp_path,
+                          env=env, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert files_under(dest) == EXPECTED - {"variants.lock.json"}
+    said = "".join(proc.stderr.split())  # as the terminal wraps it
+    assert "".join(f"no variants.json found, so no variants.lock.json yet: run `python -m pybuild lock {dest} "
+                   "--variants FILE`".split()) in said
+    dest2 = tmp_path / "out" / "my-op2"
+    proc = subprocess.run([sys.executable, "-m", "pybuild", "new", "my-op2", "--dir", str(dest2), "--variants",
+                           str(REPO / "variants.json"), "-q"], cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert (proc.returncode, proc.stderr) == (0, "")
+    assert (dest2 / "variants.lock.json").is_file()
+
+
 def test_new_noarch_writes_a_pure_python_kernel(tmp_path: Path) -> None:
     dest = tmp_path / "my-op"
     assert main(["new", "my-op", "--noarch", "--dir", str(dest), "-q"]) == 0
