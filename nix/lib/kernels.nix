@@ -49,8 +49,10 @@ in
     What the Nix side needs of a kernel: pybuild's `variants.lock.json` beside its `build.toml`, in
     any edition pybuild reads. pybuild alone decides which variants a kernel builds (backends,
     `[torch]` and `[general.cuda]` bounds, stable ABI, tvm-ffi) and writes the result there; this
-    reads it, after checking that it was written from this very `build.toml` (its sha256), and
-    refuses a missing or stale lock in one line that names the command to run.
+    reads it, after checking that it was written from this very `build.toml` (`buildTomlHash`) by
+    these rules (`lockRulesHash`). Asked for, a missing or stale lock is refused in one line that
+    names the command to run; `lockedWith` (as `genFlakeOutputs` uses it) computes it instead.
+    `storedLock` is the committed lock as it is, or null.
 
     # Inputs
 
@@ -60,7 +62,7 @@ in
     # Type
 
     ```
-    readKernel :: Path -> { name, pythonName, framework, backends, noarch, universal, dir, lock }
+    readKernel :: Path -> { name, pythonName, framework, backends, noarch, universal, dir, lock, storedLock }
     ```
 
     # Examples

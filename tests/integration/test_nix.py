@@ -259,7 +259,8 @@ def ifd_eval(expr: str, builds: int) -> object:
     """``nix_eval`` where a kernel without a fresh lock gets one from the host toolchain's
     ``computeLock`` (import-from-derivation: builds, so with ``nix eval``, as the calling user).
     ``builds``: how many it builds, each of which the KILLED race may hit once or more."""
-    toolchain = f"lib.hostToolchainImpure {{ variants = [ ]; python = {nix_string(os.path.realpath(sys.executable))}; }}"
+    python = nix_string(os.path.realpath(sys.executable))
+    toolchain = f"lib.hostToolchainImpure {{ variants = [ ]; python = {python}; }}"
     full = f"let lib = import {REPO}/nix/lib; compute = ({toolchain}).computeLock; in {expr}"
     return json.loads(nix("eval", "--impure", *BUILD_AS_ME, "--json", "--expr", full, attempts=8 + 2 * builds))
 
@@ -287,9 +288,21 @@ def test_upstream_examples_without_a_lock_evaluate_as_with_one(tmp_path: Path) -
 
     dirs = [*bare, stale]
     got = ifd_eval("[ " + " ".join(names(d) for d in dirs) + " ]", builds=len(dirs))
+    assert isinstance(got, list)
     want = nix_eval("[ " + " ".join(names(d).replace("inherit compute; ", "") for d in [*locked, locked[0]]) + " ]")
     assert got == want and len(got) == len(dirs) and sum(map(bool, got)) > len(dirs) // 2, [d.name for d in dirs]
     assert not (tmp_path / "bare" / examples[0].name / LOCK_FILE).exists()  # computed in the store
+    # as a kernel repository's flake evaluates it
+    toolchain = (f"lib.hostToolchainImpure {{ variants = [ \"torch213-cxx11-cpu-x86_64-linux\" ]; "
+                 f"python = {nix_string(os.path.realpath(sys.executable))}; }}")
+    relu = [d for d in bare if d.name == "relu"]
+    assert relu, "upstream's relu example"
+    outputs = (f"builtins.attrNames (lib.genFlakeOutputs {{ path = {relu[0]}; toolchain = {toolchain}; }})"
+               ".packages.x86_64-linux")
+    packages = ifd_eval(outputs, builds=1)
+    assert isinstance(packages, list)
+    assert packages == nix_eval(outputs.replace(str(relu[0]), str(tmp_path / "locked" / "relu")))
+    assert "relu-torch213-cxx11-cpu-x86_64-linux" in packages, packages
 
 
 def test_lock_errors_name_the_file_and_the_function(tmp_path: Path) -> None:
