@@ -50,8 +50,17 @@ RULES_VERSION = 1
 
 
 def canonical_json(value: Any) -> str:
-    """``value`` as Nix's ``builtins.toJSON`` writes it: keys sorted, no spaces, UTF-8 as is."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    """``value`` as Nix's ``builtins.toJSON`` writes it: keys sorted, no spaces, UTF-8 as is, and a
+    float as C's ``%g`` (``2.0`` is ``2``; no manifest key takes a float, but a stray one must not
+    keep a lock stale forever)."""
+    if isinstance(value, float):
+        return format(value, "g")
+    if isinstance(value, dict):
+        return "{" + ",".join(f"{json.dumps(k, ensure_ascii=False)}:{canonical_json(v)}"
+                              for k, v in sorted(value.items())) + "}"
+    if isinstance(value, list):
+        return "[" + ",".join(canonical_json(v) for v in value) + "]"
+    return json.dumps(value, ensure_ascii=False)
 
 
 def _sha256(text: str) -> str:

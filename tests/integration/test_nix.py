@@ -245,7 +245,7 @@ def test_lock_hashes_are_computed_alike_by_nix_and_pybuild(tmp_path: Path) -> No
     odd = tmp_path / "odd"
     odd.mkdir()  # what canonical JSON must agree on: escapes, non-ASCII, nesting, numbers, booleans
     (odd / "build.toml").write_text('# c\n[general]\nname = "odd"\nx = "tab\\t quote\\" \\\\ é \\u0001 ✓"\n'
-                                    'n = [1, -2, true]\n[a.b]\nk = { z = 1, a = "" }\n')
+                                    'n = [1, -2, true, 2.0, 0.1, 1e20, 3.5e-7]\n[a.b]\nk = { z = 1, a = "" }\n')
     dirs = sorted({t.parent for t in tomls} | {odd})
     got = nix_eval("[ " + " ".join(f"(lib.buildTomlHash {d})" for d in dirs) + " ]")
     assert got == [pylock.build_toml_hash(d / "build.toml") for d in dirs]
