@@ -129,6 +129,10 @@ class BackendType(Protocol):
         """The toolkit versions a matrix may list (empty: any)."""
 
     @property
+    def env_buildable(self) -> bool:
+        """Whether pybuild's environments (``pybuild env``) build this backend's variants."""
+
+    @property
     def manifest_keys(self) -> tuple[str, ...]:
         """The keys a ``[kernel.*]`` section of this backend may have beyond the common ones."""
 
@@ -159,6 +163,7 @@ class BaseBackend:
     manifest_keys: tuple[str, ...] = ()
     known_versions: tuple[str, ...] = ()
     device_module: str | None = None
+    env_buildable = False
 
     def __init__(self, facts: Facts) -> None:
         self.facts = facts

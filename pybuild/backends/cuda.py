@@ -86,6 +86,7 @@ class Cuda(BaseBackend):
     manifest_keys = ("cuda-capabilities", "cuda-flags", "cuda-minver")
     known_versions = KNOWN_CUDA
     device_module = "cuda"
+    env_buildable = True
 
     def host_versions(self, info: TorchInfo, *, require_toolchain: bool = True) -> tuple[str | None, ...]:
         if not info.cuda or (require_toolchain and find_nvcc() is None):
