@@ -24,9 +24,11 @@ if TYPE_CHECKING:
 #: The sections of a backend's CMake fragment (``templates/backends/<name>.cmake.j2``), each a jinja2
 #: macro: ``cache`` (cache variables, at the top of CMakeLists.txt), ``helpers`` (functions, in
 #: cmake/pybuild.cmake), ``configure`` (after torch is found: languages, toolkits), ``check`` (what
-#: the torch found must offer) and ``target`` (options of the extension target).
-Section = Literal["cache", "helpers", "configure", "check", "target"]
-SECTIONS: tuple[Section, ...] = ("cache", "helpers", "configure", "check", "target")
+#: the torch found must offer), ``libraries`` (in ``pybuild_torch_libraries``: the torch libraries
+#: ``_libs`` a variant links, given this backend's build of torch) and ``target`` (options of the
+#: extension target).
+Section = Literal["cache", "helpers", "configure", "check", "libraries", "target"]
+SECTIONS: tuple[Section, ...] = ("cache", "helpers", "configure", "check", "libraries", "target")
 _FACT_KEYS = ("name", "label", "compiled", "versioned", "tag", "tag-digits", "os", "noarch-name", "wheel-tag")
 
 
