@@ -88,7 +88,7 @@ def load_built_kernel(kernel_dir: Path, backend: str | None = None, build: bool 
     try:
         import kernels
 
-        get_local_kernel = kernels.get_local_kernel  # type: ignore[attr-defined]
+        get_local_kernel = kernels.get_local_kernel
     except (ImportError, AttributeError):
         return _import_variant(variant_dir)
     return get_local_kernel(variant_dir)
