@@ -146,3 +146,30 @@ def compile_cuda(source: Path, out: Path, arch: str = "sm_90", ptx: bool = False
 def register_spills(ptxas_log: str) -> list[str]:
     """The lines of ptxas statistics (``-Xptxas -v``) that report bytes spilled to local memory."""
     return [line for line in ptxas_log.splitlines() if "spill" in line and not line.strip().startswith("0 bytes")]
+
+
+def devices() -> list[Any]:
+    """The devices a kernel test runs on, for ``@pytest.mark.parametrize("device", devices())``: the
+    CPU, and CUDA marked ``gpu`` and skipped, with the reason, where no CUDA GPU is present."""
+    import pytest
+    import torch
+
+    no_gpu = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+    return ["cpu", pytest.param("cuda", marks=[pytest.mark.gpu, no_gpu])]
+
+
+def assert_raises(exc: type[BaseException], fragment: str, call: Callable[[], Any]) -> None:
+    """``call()`` raises ``exc`` with ``fragment`` in its message."""
+    import pytest
+
+    with pytest.raises(exc) as info:
+        call()
+    assert fragment in str(info.value)
+
+
+def assert_compiles_without_spills(source: Path, out_dir: Path, arch: str = "sm_90") -> None:
+    """``source`` compiles for ``arch`` as a kernel build compiles it, spilling no register (see
+    :func:`compile_cuda`: skips the calling test where no nvcc is on PATH)."""
+    proc = compile_cuda(source, out_dir / f"{source.stem}.o", arch)
+    assert proc.returncode == 0, proc.stderr
+    assert not register_spills(proc.stderr), proc.stderr

@@ -13,7 +13,14 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from pybuild.testing import compile_cuda, failed_checks, load_built_kernel, register_spills, run_on_stream_or_graph
+from pybuild.testing import (
+    assert_compiles_without_spills,
+    assert_raises,
+    devices,
+    failed_checks,
+    load_built_kernel,
+    run_on_stream_or_graph,
+)
 
 KERNEL_DIR = Path(__file__).resolve().parent.parent
 
@@ -42,11 +49,7 @@ TOL = {
 # Leading shapes and 2 d: vector paths (d a multiple of 8), scalar paths (odd d), several blocks,
 # partial blocks, empty tensors.
 SHAPES = [(1, 2), (3, 16), (7, 258), (4, 3, 128), (2, 2, 2, 1030), (1000, 2 * 1032), (33, 8192), (0, 64), (5, 0)]
-CUDA = pytest.param(
-    "cuda",
-    marks=[pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")],
-)
-DEVICES = ["cpu", CUDA]
+DEVICES = devices()
 
 
 @pytest.fixture(scope="module")
@@ -252,9 +255,7 @@ ERRORS = [
 
 @pytest.mark.parametrize("fn, exc, fragment", ERRORS, ids=[e[2][:40] for e in ERRORS])
 def test_errors(kernel, fn, exc, fragment):
-    with pytest.raises(exc) as info:
-        fn(kernel)
-    assert fragment in str(info.value)
+    assert_raises(exc, fragment, lambda: fn(kernel))
 
 
 @pytest.mark.parametrize("device", DEVICES)
@@ -281,6 +282,4 @@ def test_torch_compile_fullgraph(kernel, device):
 
 def test_cuda_source_compiles_for_sm90_without_spills(tmp_path):
     """activation.cu includes no torch header, so it compiles here even against a CPU-only torch."""
-    proc = compile_cuda(KERNEL_DIR / "csrc" / "activation.cu", tmp_path / "activation.o")
-    assert proc.returncode == 0, proc.stderr
-    assert not register_spills(proc.stderr), proc.stderr
+    assert_compiles_without_spills(KERNEL_DIR / "csrc" / "activation.cu", tmp_path)
