@@ -8,14 +8,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from pybuild.testing import (
-    assert_compiles_without_spills,
-    assert_raises,
-    devices,
-    failed_checks,
-    load_built_kernel,
-    run_on_stream_or_graph,
-)
+from pybuild import testing
 
 KERNEL_DIR = Path(__file__).resolve().parent.parent
 
@@ -39,12 +32,12 @@ TOL = {
 # 16392 in bf16), the two-pass path (odd sizes, unaligned views; fp32 rows over 16384).
 HIDDEN = (1, 7, 8, 64, 96, 100, 128, 256, 1000, 1024, 1032, 4096, 5120, 8192, 16384, 16392)
 ROWS = (1, 37)
-DEVICES = devices()
+DEVICES = testing.devices()
 
 
 @pytest.fixture(scope="module")
 def kernel():
-    return load_built_kernel(KERNEL_DIR)
+    return testing.load_built_kernel(KERNEL_DIR)
 
 
 def randn(shape, dtype, device, seed: int, scale: float = 1.0, shift: float = 0.0) -> torch.Tensor:
@@ -154,8 +147,8 @@ def check_back_to_back(kernel, x, v, z, w, *, graph):
         kernel.rms_norm(z, w, out=v[-k:])  # overwrites what the last blocks of y3's launch read
         return y1, y2, y3
 
-    for rep, (y1, y2, y3) in enumerate(run_on_stream_or_graph(chain, graph=graph, reps=5)):
-        bad = failed_checks({
+    for rep, (y1, y2, y3) in enumerate(testing.run_on_stream_or_graph(chain, graph=graph, reps=5)):
+        bad = testing.failed_checks({
             "y1": (y1, reference(x, w, 1e-6)),
             "y2 (read after write)": (y2, reference(y1[-k:], w, 1e-3)),
             "y3": (y3, reference(v0, w, 1e-6)),
@@ -262,7 +255,7 @@ ERRORS = [
 
 @pytest.mark.parametrize("fn, exc, fragment", ERRORS, ids=[e[2][:40] for e in ERRORS])
 def test_errors(kernel, fn, exc, fragment):
-    assert_raises(exc, fragment, lambda: fn(kernel))
+    testing.assert_raises(exc, fragment, lambda: fn(kernel))
 
 
 @pytest.mark.parametrize("device", DEVICES)
@@ -289,4 +282,4 @@ def test_torch_compile_fullgraph(kernel, device):
 
 def test_cuda_source_compiles_for_sm90_without_spills(tmp_path):
     """rms_norm.cu includes no torch header, so it compiles here even against a CPU-only torch."""
-    assert_compiles_without_spills(KERNEL_DIR / "csrc" / "rms_norm.cu", tmp_path)
+    testing.assert_compiles_without_spills(KERNEL_DIR / "csrc" / "rms_norm.cu", tmp_path)
