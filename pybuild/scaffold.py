@@ -22,6 +22,8 @@ import jinja2
 
 from .errors import PybuildError, UsageError
 from .manifest import NAME_RE, NAME_RULE, load_manifest, parse_manifest
+from .manifest.lock import LOCK_FILE, write_lock
+from .variants import find_variants_file, load_matrix
 
 TEMPLATES = Path(__file__).resolve().parent / "templates" / "new"
 
@@ -147,6 +149,7 @@ def create_kernel(dest: Path, name: str, license_: str = "Apache-2.0", noarch: b
             (staging / rel).parent.mkdir(parents=True, exist_ok=True)
             (staging / rel).write_text(text, encoding="utf-8")
         parse_manifest(files["build.toml"], staging / "build.toml")  # the farm reads it as written
+        write_lock(staging, load_matrix(find_variants_file(dest.parent)))  # the variants Nix builds
         umask = os.umask(0)
         os.umask(umask)
         os.chmod(staging, 0o777 & ~umask)  # mkdtemp made it private
@@ -161,4 +164,4 @@ def create_kernel(dest: Path, name: str, license_: str = "Apache-2.0", noarch: b
                 e.errno or 0, "pass a --dir in a folder you can write to")
             raise PybuildError(f"new: cannot create {dest}: {e.strerror or e}; {hint}") from e
         raise
-    return sorted(files)
+    return sorted([*files, LOCK_FILE])

@@ -10,6 +10,7 @@ let
     kernelSource
     last
     lazyDerivation
+    lockedFor
     listToAttrs
     map
     mapAttrsToList
@@ -84,7 +85,7 @@ in
     }:
     let
       matrix = readMatrix variants;
-      found = findKernels path;
+      found = map (lockedFor variants) (findKernels path);
       kernels =
         if found == [ ] then
           throw "genFlakeOutputs: no build.toml at ${toString path} and none under its kernels/<name>/; pass the kernel folder, e.g. path = ./.;"

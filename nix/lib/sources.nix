@@ -10,6 +10,9 @@ let
     "__pycache__"
     ".git"
     "compile_commands.json"
+    # read when Nix evaluates (readKernel), not by a build: a matrix change that rewrites it
+    # leaves the input of the variants already built unchanged
+    "variants.lock.json"
   ];
 in
 rec {

@@ -19,6 +19,7 @@ import jinja2
 if TYPE_CHECKING:
     from ..host import Toolchain, TorchInfo
     from ..manifest import Manifest
+    from ..manifest.kernels import KernelSpec
     from ..variants import Variant
 
 #: The sections of a backend's CMake fragment (``templates/backends/<name>.cmake.j2``), each a jinja2
@@ -162,13 +163,28 @@ class BaseBackend:
     """A backend known by its facts only: pybuild names, sorts and parses its variants but cannot build
     or import them here. Subclasses override what they can do."""
 
-    manifest_keys: tuple[str, ...] = ()
     known_versions: tuple[str, ...] = ()
     device_module: str | None = None
     env_buildable = False
 
     def __init__(self, facts: Facts) -> None:
         self.facts = facts
+
+    @property
+    def kernel_type(self) -> type[KernelSpec] | None:
+        """The type of this backend's ``[kernel.*]`` sections (``pybuild.manifest.kernels``; None: it
+        compiles none); a new backend adds its own with ``register_kernel_type``."""
+        from ..manifest.kernels import KERNEL_TYPES
+
+        return KERNEL_TYPES.get(self.facts.name)
+
+    @property
+    def manifest_keys(self) -> tuple[str, ...]:
+        """The keys a ``[kernel.*]`` section of this backend may have beyond the common ones: the
+        fields its kernel type declares."""
+        from ..manifest.kernels import own_keys
+
+        return () if self.kernel_type is None else own_keys(self.kernel_type)
 
     def __repr__(self) -> str:
         return f"<backend {self.name}>"

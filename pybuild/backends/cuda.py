@@ -83,7 +83,6 @@ KNOWN_CUDA = ("11.8", "12.1", "12.4", "12.6", "12.8", "12.9", "13.0", "13.2")
 
 
 class Cuda(BaseBackend):
-    manifest_keys = ("cuda-capabilities", "cuda-flags", "cuda-minver")
     known_versions = KNOWN_CUDA
     device_module = "cuda"
     env_buildable = True

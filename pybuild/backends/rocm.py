@@ -11,7 +11,6 @@ if TYPE_CHECKING:
 
 
 class Rocm(BaseBackend):
-    manifest_keys = ("rocm-archs", "hip-flags")
     device_module = "cuda"  # a ROCm build of torch answers through torch.cuda
 
     def device_available(self) -> bool:

@@ -6,5 +6,4 @@ from .base import BaseBackend
 
 
 class Xpu(BaseBackend):
-    manifest_keys = ("sycl-flags",)
     device_module = "xpu"

@@ -21,6 +21,7 @@ from . import (
     collect,
     envs,
     generate,
+    lock,
     migrate,
     new,
     publish,
@@ -31,7 +32,7 @@ from . import (
 from .common import Command, Parser
 from .exits import EPILOG, guarded
 
-COMMANDS: tuple[Command, ...] = (new, variants, generate, check_config, migrate, clean, build, test, envs, check,
+COMMANDS: tuple[Command, ...] = (new, variants, generate, lock, check_config, migrate, clean, build, test, envs, check,
                                  publish, wheel, collect, bench)
 
 

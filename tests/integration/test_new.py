@@ -27,7 +27,7 @@ REPO = Path(__file__).resolve().parents[2]
 EXPECTED = {
     "build.toml", "csrc/my_op.cu", "csrc/my_op.h", "csrc/my_op_args.h", "csrc/my_op_cpu.cpp", "csrc/my_op_cuda.cpp",
     "torch-ext/torch_binding.cpp", "torch-ext/torch_binding.h", "torch-ext/my_op/__init__.py", "tests/test_my_op.py",
-    "tests/conftest.py",
+    "tests/conftest.py", "variants.lock.json",
 }
 
 
@@ -59,7 +59,7 @@ def test_new_noarch_writes_a_pure_python_kernel(tmp_path: Path) -> None:
     dest = tmp_path / "my-op"
     assert main(["new", "my-op", "--noarch", "--dir", str(dest), "-q"]) == 0
     assert files_under(dest) == {"build.toml", "torch-ext/my_op/__init__.py", "tests/test_my_op.py",
-                                 "tests/conftest.py"}
+                                 "tests/conftest.py", "variants.lock.json"}
     manifest = load_manifest(dest)
     assert manifest.noarch and manifest.backends == ("cuda", "cpu")
 

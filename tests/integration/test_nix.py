@@ -21,6 +21,7 @@ from pybuild.errors import ManifestError, VariantsError
 from pybuild.generate import INCLUDE
 from pybuild.host import host_variants
 from pybuild.manifest import load_manifest
+from pybuild.manifest.lock import LOCK_FILE, write_lock
 from pybuild.variants import expand_matrix, load_matrix
 
 REPO = Path(__file__).resolve().parents[2]
@@ -53,6 +54,12 @@ def nix(*args: str, cwd: Path = REPO, timeout: int = 600, attempts: int = 8) -> 
             break
     assert proc.returncode == 0, f"nix {' '.join(args)} failed:\n{proc.stderr[-4000:]}"
     return proc.stdout
+
+
+def lock(kernel: Path, matrix: Path = REPO / "variants.json") -> Path:
+    """Write ``kernel``'s variants.lock.json for ``matrix``, as a kernel author does before `nix build`."""
+    write_lock(kernel, load_matrix(matrix))
+    return kernel
 
 
 def nix_eval(expr: str) -> object:
@@ -102,6 +109,7 @@ def test_sources_leave_out_build_outputs(tmp_path: Path) -> None:
     for junk in ("build/torch213-cxx11-cpu-x86_64-linux", ".pybuild/x", "result-1", "csrc/__pycache__"):
         (kernel / junk).mkdir(parents=True)
     (kernel / "result").symlink_to(tmp_path)
+    lock(kernel)
     proc = run(["nix-instantiate", "--eval", "--strict", "--json", "--read-write-mode", "-E",
                 f"let lib = import {REPO}/nix/lib; ls = p: builtins.attrNames (builtins.readDir p); "
                 f"src = lib.kernelSource (lib.readKernel {kernel}); in "
@@ -109,7 +117,8 @@ def test_sources_leave_out_build_outputs(tmp_path: Path) -> None:
                 "shared = ls (lib.pybuildSource + \"/pybuild/include/kernel_farm\"); }"])
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout) == {
-        "kernel": sorted(p.name for p in kernel.iterdir() if p.name not in ("build", ".pybuild", "result", "result-1")),
+        "kernel": sorted(p.name for p in kernel.iterdir()
+                         if p.name not in ("build", ".pybuild", "result", "result-1", LOCK_FILE)),
         "csrc": sorted(p.name for p in (kernel / "csrc").iterdir() if p.name != "__pycache__"),
         "pybuild": ["pybuild"],
         # the shared kernel headers travel with pybuild into every variant's build
@@ -170,9 +179,11 @@ def test_kernel_variant_names_equal_pybuilds(tmp_path: Path) -> None:
     for d in kernel_dirs(tmp_path):
         manifest = load_manifest(d)
         expected = [v.name for v in matrix.variants if manifest.accepts(v)]
+        if d.is_relative_to(tmp_path):
+            lock(d)
         got = nix_eval(f"let k = lib.readKernel {d}; in "
-                       f"map (v: v.name) (builtins.filter (lib.kernelAccepts k) (lib.readMatrix {REPO}/variants.json))")
-        assert got == expected, d
+                       f"map (v: v.name) (lib.kernelVariants k (lib.readMatrix {REPO}/variants.json))")
+        assert sorted(got) == sorted(expected), d
     assert expected and all(v.split("-")[2].startswith("cu") for v in expected), "the narrowed kernel keeps CUDA only"
 
 
@@ -180,15 +191,18 @@ UPSTREAM = REPO.parent / "shared" / "upstream-kernel-builder" / "examples" / "ke
 
 
 @pytest.mark.skipif(not UPSTREAM.is_dir(), reason=f"upstream kernel-builder examples not found at {UPSTREAM}")
-def test_upstream_examples_variant_names_equal_pybuilds() -> None:
+def test_upstream_examples_variant_names_equal_pybuilds(tmp_path: Path) -> None:
     """Every edition and framework upstream's examples use: noarch (neuron, tpu), stable ABI, bounds."""
     matrix = load_matrix(REPO / "variants.json")
     seen = set()
-    for d in sorted(p.parent for p in UPSTREAM.glob("*/build.toml")):
+    for example in sorted(p.parent for p in UPSTREAM.glob("*/build.toml")):
+        d = tmp_path / example.name
+        shutil.copytree(example, d)
         try:
             manifest = load_manifest(d)
         except ManifestError:
             continue  # refused (relu-invalid-capability): see test_upstream_examples.py
+        lock(d)
         # a stable-ABI variant's name and the matrix torch it is built with
         expected = [[v.name, v.build_torch if v.stable_abi else None] for v in manifest.variants(matrix.variants)]
         got = nix_eval(f"map (v: [ v.name (if v.stableAbi or false then v.torch else null) ]) "
@@ -198,27 +212,27 @@ def test_upstream_examples_variant_names_equal_pybuilds() -> None:
     assert {"torch", "torch-stable"} <= seen, seen
 
 
-def test_noarch_variant_names_equal_pybuilds() -> None:
-    kernel = REPO / "tests" / "fixtures" / "noarch-softcap"
+def test_noarch_variant_names_equal_pybuilds(tmp_path: Path) -> None:
+    kernel = lock(shutil.copytree(REPO / "tests" / "fixtures" / "noarch-softcap", tmp_path / "softcap"))
     expected = [v.name for v in load_manifest(kernel).variants(())]
-    got = nix_eval(f'let k = lib.readKernel {kernel}; in assert k.noarch; map (b: "torch-${{b}}") k.backends')
+    got = nix_eval(f"let k = lib.readKernel {kernel}; in assert k.noarch; map (v: v.name) (lib.kernelVariants k [ ])")
     assert got == expected == ["torch-cuda", "torch-cpu"]
 
 
-@pytest.mark.parametrize(("general", "fragment"), [
-    ('name = "softcap"', "no [kernel.<name>] section and no `backends` in [general]"),
-    ('name = "softcap"\nbackends = []', "no [kernel.<name>] section and no `backends` in [general]"),
-    ('name = "softcap"\nbackends = ["cuda", "npu"]', 'names unknown backend "npu"'),
-    ('name = "softcap"\nbackends = "cuda"', "`backends` in [general] must be a list"),
-])
-def test_nix_refuses_what_pybuild_refuses_for_noarch_kernels(tmp_path: Path, general: str, fragment: str) -> None:
-    kernel = tmp_path / "softcap"
-    shutil.copytree(REPO / "tests" / "fixtures" / "noarch-softcap", kernel)
+@pytest.mark.parametrize("general", ['name = "softcap"', 'name = "softcap"\nbackends = []',
+                                     'name = "softcap"\nbackends = ["cuda", "npu"]',
+                                     'name = "softcap"\nbackends = "cuda"'])
+def test_nix_refuses_what_pybuild_refuses(tmp_path: Path, general: str) -> None:
+    """A build.toml pybuild refuses gets no lock, and Nix refuses the kernel (its old lock is stale)."""
+    kernel = lock(shutil.copytree(REPO / "tests" / "fixtures" / "noarch-softcap", tmp_path / "softcap"))
     (kernel / "build.toml").write_text(f"[general]\n{general}\n")
-    with pytest.raises(ManifestError):  # pybuild refuses it too
-        load_manifest(kernel)
+    with pytest.raises(ManifestError):  # pybuild refuses it
+        lock(kernel)
     message = nix_error(f"(lib.readKernel {kernel}).backends")
-    assert fragment in message and "softcap/build.toml" in message
+    assert "readKernel: softcap/build.toml: variants.lock.json was written from another build.toml; run " \
+        f"`python -m pybuild lock {kernel}`" in message
+    (kernel / LOCK_FILE).unlink()
+    assert "no variants.lock.json beside it" in nix_error(f"(lib.readKernel {kernel}).backends")
 
 
 BAD_MATRICES = [
@@ -278,11 +292,9 @@ def test_flake_errors_name_the_fix(tmp_path: Path) -> None:
     kernel = tmp_path / "k"
     kernel.mkdir()
     (kernel / "build.toml").write_text('[general]\nname = "k"\n[torch]\nminver = "2.12.1"\n')
-    err = nix_error(f"(lib.readKernel {kernel}).torchMinver")
-    assert 'readKernel: k/build.toml: `minver` in [torch] must be "major.minor" like "2.12"; found "2.12.1"' in err
-    (kernel / "build.toml").write_text('[general]\nname = "k"\n[general.cuda]\nmaxver = "13"\n[torch]\n')
-    err = nix_error(f"(lib.readKernel {kernel}).cudaMaxver")
-    assert 'readKernel: k/build.toml: `maxver` in [general.cuda] must be "major.minor" like "12.8"; found "13"' in err
+    err = nix_error(f"(lib.readKernel {kernel}).name")
+    fix = f"run `python -m pybuild lock {kernel}`"
+    assert f"readKernel: k/build.toml: no variants.lock.json beside it; {fix}" in err
 
 
 def test_torch_wheels_cover_the_matrix() -> None:
@@ -426,6 +438,7 @@ def test_nix_build_of_a_pure_python_kernel(farm: Path, tmp_path: Path) -> None:
     compile) and the result loads with the real `kernels`."""
     repo = tmp_path / "softcap"
     shutil.copytree(REPO / "tests" / "fixtures" / "noarch-softcap", repo)
+    lock(repo)
     path_list = " ".join(nix_string(d) for d in host_tools_path())
     (repo / "flake.nix").write_text(textwrap.dedent(f"""\
         {{
@@ -479,6 +492,7 @@ def test_design_card_dev_shell_command_resolves(farm: Path, tmp_path: Path) -> N
         "cxx-abi": ["cxx11"],
         "systems": ["x86_64-linux", "aarch64-linux"],
     }))
+    lock(repo, repo / "variants.json")
     (repo / "flake.nix").write_text(textwrap.dedent(f"""\
         {{
           inputs.farm.url = "path:{farm}";

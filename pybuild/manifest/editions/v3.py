@@ -1,0 +1,25 @@
+"""Upstream's pre-edition format v3: `[general] backends` required, `[general.cuda]` bounds, no
+`source`, no `[torch-noarch]` (a [torch] with only `pyext` is a pure-Python kernel), and a license
+that upstream's conversion requires."""
+
+from __future__ import annotations
+
+from ..kernels import kernel_tables
+from ..schema import Kind, Table
+from .base import HUB, Schema, framework_tables
+
+_PYDEPS: dict[str, Kind] = {"python-depends": "str_list"}
+
+SCHEMA = Schema(
+    edition=3,
+    label="pre-edition format v3",
+    general=Table({"name": "str", "version": "int", "license": "str", "upstream": "git_url", "backends": "str_list",
+                   "python-depends": "str_list"}, required=("name", "backends"),
+                  tables={"hub": HUB, "cuda": Table({"minver": "version", "maxver": "version", **_PYDEPS}),
+                          "neuron": Table(dict(_PYDEPS)), "xpu": Table(dict(_PYDEPS))}),
+    frameworks=framework_tables(3),
+    kernels=lambda: kernel_tables(depends_required=True),
+    license_required=True,
+    pyext_only_torch_is_noarch=True,
+    one_framework=False,
+)

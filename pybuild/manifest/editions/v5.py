@@ -1,0 +1,24 @@
+"""Edition 5, the current one: `edition = 5` in [general], `kernel-depends`, a `stable-abi` per
+backend, per-backend [general.<backend>] tables (tpu included)."""
+
+from __future__ import annotations
+
+from ..kernels import kernel_tables
+from ..schema import Kind, Table
+from .base import HUB, Schema, framework_tables
+
+_PYDEPS: dict[str, Kind] = {"python-depends": "str_list"}
+_KDEPS: dict[str, Kind] = {"kernel-depends": "kernel_deps"}
+
+SCHEMA = Schema(
+    edition=5,
+    label="edition 5",
+    general=Table({"name": "str", "version": "int", "license": "str", "upstream": "git_url", "backends": "str_list",
+                   "python-depends": "str_list", "source": "git_url", "edition": "int", **_KDEPS},
+                  required=("name", "version", "edition", "license", "backends"),
+                  tables={"hub": HUB, "cuda": Table({"minver": "version", "maxver": "version", **_PYDEPS, **_KDEPS}),
+                          "neuron": Table({**_PYDEPS, **_KDEPS}), "tpu": Table(dict(_PYDEPS)),
+                          "xpu": Table({**_PYDEPS, **_KDEPS})}),
+    frameworks=framework_tables(5),
+    kernels=lambda: kernel_tables(depends_required=True),
+)

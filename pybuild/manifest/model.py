@@ -1,0 +1,210 @@
+"""The one model every edition converts into: a frozen :class:`Manifest`, and the rule of which
+variants of the matrix a kernel builds (:meth:`Manifest.variants`, :meth:`Manifest.accepts`), which
+pybuild also writes for Nix (``pybuild.manifest.lock``)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .. import safeload
+from ..variants import (
+    BACKENDS,
+    NOARCH_BACKENDS,
+    TVM_FFI_VERSION,
+    Variant,
+    noarch_variant,
+    stable_abi_variant,
+    tvm_ffi_variant,
+)
+from .cuda import DEFAULT_CUDA_CAPABILITIES
+from .editions.base import Edition
+from .kernels import CudaKernel, KernelSpec
+
+NAME_RE = re.compile(r"^[a-z][-a-z0-9]*[a-z0-9]$", re.ASCII)
+#: NAME_RE in words, for error messages.
+NAME_RULE = "at least two characters, lowercase letters, digits and '-', starting with a letter and not ending with '-'"
+#: Extensions of the files of ``torch-ext/<name>/`` shipped with a variant when [torch] names no `pyext`.
+DEFAULT_PYEXT = ("py", "pyi")
+#: Files of ``torch-ext/<name>/`` that the build makes, never copied from the source folder.
+BUILT_SUFFIXES = (".so", ".pyd", ".dylib", ".pyc")
+
+
+def _version_tuple(text: str) -> tuple[int, ...]:
+    return tuple(int(x) for x in text.split("."))
+
+
+@dataclass(frozen=True)
+class Manifest:
+    """A parsed, validated ``build.toml``."""
+
+    path: Path  # the build.toml
+    name: str
+    universal: bool = False
+    version: int = 1
+    license: str = "Apache-2.0"
+    license_set: bool = False  # build.toml names the license (else the default above applies)
+    python_depends: tuple[str, ...] = ()
+    torch_src: tuple[str, ...] = ()
+    torch_include: tuple[str, ...] = ()
+    torch_minver: tuple[int, int] | None = None
+    torch_maxver: tuple[int, int] | None = None
+    torch_pyext: tuple[str, ...] = DEFAULT_PYEXT
+    backends_filter: tuple[str, ...] | None = None
+    kernels: tuple[KernelSpec, ...] = field(default_factory=tuple)
+    edition: Edition = "farm"
+    framework: str = "torch"  # "torch" | "torch-noarch" | "tvm-ffi"
+    repo_id: str | None = None  # [general.hub] repo-id: publish's default --repo-id
+    hub_branch: str | None = None
+    upstream: str | None = None
+    source: str | None = None
+    cuda_minver: tuple[int, int] | None = None  # [general.cuda]: the CUDA toolkits this kernel builds with
+    cuda_maxver: tuple[int, int] | None = None
+    backend_python_depends: tuple[tuple[str, tuple[str, ...]], ...] = ()  # [general.<backend>] python-depends
+    kernel_depends: tuple[tuple[str, int | str], ...] = ()  # (repo id, version or revision), all backends
+    torch_cxx_flags: tuple[str, ...] = ()
+    stable_abi: tuple[tuple[str, tuple[int, int]], ...] = ()  # backend -> torch version of its stable-ABI build
+    noarch_cuda_capabilities: tuple[str, ...] = ()  # [torch-noarch]: written into metadata only
+    noarch_rocm_archs: tuple[str, ...] = ()
+
+    @property
+    def root(self) -> Path:
+        return self.path.parent
+
+    @property
+    def python_name(self) -> str:
+        return self.name.replace("-", "_")
+
+    @property
+    def noarch(self) -> bool:
+        """A pure-Python kernel: no compiled sources, one ``torch-<backend>`` variant per backend."""
+        return self.framework == "torch-noarch"
+
+    @property
+    def backends(self) -> tuple[str, ...]:
+        """Backends this kernel builds for, in matrix order (then the noarch-only ones): a pure-Python
+        kernel's listed backends; else those of its [kernel.*] sections that `backends` lists (a listed
+        backend without a section of it builds nothing)."""
+        if self.noarch:
+            return tuple(b for b in NOARCH_BACKENDS if b in (self.backends_filter or ()))
+        found = {k.backend for k in self.kernels}
+        if self.backends_filter is not None:
+            found &= set(self.backends_filter)
+        return tuple(b for b in BACKENDS if b in found)
+
+    def stable_abi_for(self, backend: str) -> tuple[int, int] | None:
+        """The torch version whose stable ABI ``backend`` is built against; None: the full ABI."""
+        return dict(self.stable_abi).get(backend)
+
+    def python_depends_for(self, backend: str) -> tuple[str, ...]:
+        """[general] python-depends and those of [general.<backend>]."""
+        extra = dict(self.backend_python_depends).get(backend, ())
+        return (*self.python_depends, *(d for d in extra if d not in self.python_depends))
+
+    def variants(self, matrix_variants: tuple[Variant, ...] | list[Variant]) -> list[Variant]:
+        """The variants this kernel builds: those of the matrix it accepts, one stable-ABI variant per
+        backend version and system for backends in [torch.stable-abi], or (pure Python) one
+        ``torch-<backend>`` per backend, whatever the matrix."""
+        if self.noarch:
+            return [noarch_variant(b) for b in self.backends]
+        return list(self.variant_sources(matrix_variants))
+
+    def variant_sources(self, matrix_variants: tuple[Variant, ...] | list[Variant]) -> dict[Variant, Variant]:
+        """{variant built: the matrix variant whose toolchain builds it}, in the order of first
+        appearance; a stable-ABI or tvm-ffi variant is built with the newest matrix torch of its
+        backend version and system (the last in matrix order among equals). Compiled kernels only."""
+        out: dict[Variant, tuple[Variant, Variant]] = {}
+        for m in matrix_variants:
+            v = self._framed(m)
+            if v is None or not self.accepts(v):
+                continue
+            kept = out.get(v)
+            if kept is None or m.torch_tuple >= kept[1].torch_tuple:
+                out[v] = (v, m)
+        return {v: m for v, m in out.values()}
+
+    def _framed(self, v: Variant) -> Variant | None:
+        """Matrix variant ``v`` as this kernel's framework builds it (None: not at all)."""
+        if self.framework == "tvm-ffi" and not v.noarch:  # one per backend version and system
+            return tvm_ffi_variant(v)
+        stable = self.stable_abi_for(v.backend)
+        if stable is not None and not v.stable_abi and not v.noarch and not v.tvm_ffi:
+            if v.torch_tuple < stable:  # built with a torch at least that version
+                return None
+            return stable_abi_variant(v, f"{stable[0]}.{stable[1]}")
+        return v
+
+    def kernels_for(self, variant: Variant | str) -> tuple[KernelSpec, ...]:
+        """Kernel sections compiled into ``variant`` (or a variant of backend ``variant``): its
+        backend's only."""
+        if isinstance(variant, str):
+            return tuple(k for k in self.kernels if k.backend == variant)
+        return tuple(k for k in self.kernels if k.applies_to(variant))
+
+    def cuda_capabilities(self) -> tuple[str, ...]:
+        """The CUDA capabilities its CUDA sections name (in order, once each), else the defaults."""
+        caps: list[str] = []
+        for k in self.kernels:
+            if isinstance(k, CudaKernel):
+                caps += [c for c in k.cuda_capabilities if c not in caps]
+        return tuple(caps) or DEFAULT_CUDA_CAPABILITIES
+
+    def accepts(self, variant: Variant) -> bool:
+        """Whether this kernel builds for ``variant`` (its backends, torch and CUDA bounds, stable ABI;
+        a pure-Python kernel builds exactly its noarch variants)."""
+        if variant.backend not in self.backends or variant.noarch != self.noarch:
+            return False
+        if self.noarch:
+            return True
+        if variant.tvm_ffi != (self.framework == "tvm-ffi"):
+            return False
+        if variant.backend == "cuda" and variant.backend_version:
+            cu = _version_tuple(variant.backend_version)
+            if self.cuda_minver and cu < self.cuda_minver or self.cuda_maxver and cu > self.cuda_maxver:
+                return False
+        if variant.tvm_ffi:
+            return variant.torch == TVM_FFI_VERSION
+        stable = self.stable_abi_for(variant.backend)
+        if variant.stable_abi or stable is not None:
+            return variant.stable_abi and variant.torch_tuple == stable
+        t = variant.torch_tuple
+        if self.torch_minver and t < self.torch_minver:
+            return False
+        if self.torch_maxver and t > self.torch_maxver:
+            return False
+        return True
+
+    @property
+    def package_dir(self) -> str:
+        """The folder of the Python package's parent: ``torch-ext`` (``tvm-ffi-ext`` for tvm-ffi)."""
+        return "tvm-ffi-ext" if self.framework == "tvm-ffi" else "torch-ext"
+
+    def source_files(self) -> list[str]:
+        """Every file whose content defines a build (relative to the kernel folder), sorted."""
+        files = {"build.toml", *self.torch_src}
+        for k in self.kernels:
+            files.update(k.src)
+        root = self.root
+        for inc in (*self.torch_include, *(i for k in self.kernels for i in k.include)):
+            base = root / inc
+            if base.is_dir():
+                files.update(str(p.relative_to(root)) for p in safeload.files(base) if p.is_file())
+        files.update(f"{self.package_dir}/{self.python_name}/{rel}" for rel in self.package_files())
+        return sorted(files)
+
+    def package_files(self) -> list[str]:
+        """The files of ``torch-ext/<name>/`` a variant ships (relative to that folder, sorted): those
+        whose extension [torch] `pyext` lists, without caches, built extensions and the generated _ops.py."""
+        pkg = self.root / self.package_dir / self.python_name
+        if not pkg.is_dir():
+            return []
+        found = []
+        for p in safeload.files(pkg):
+            rel = p.relative_to(pkg)
+            if not p.is_file() or "__pycache__" in rel.parts or rel.as_posix() == "_ops.py" \
+                    or p.name.endswith(BUILT_SUFFIXES):
+                continue
+            if any(p.name.endswith("." + ext) for ext in self.torch_pyext):
+                found.append(rel.as_posix())
+        return sorted(found)
