@@ -126,6 +126,18 @@ def failed_checks(checks: dict[str, tuple[Any, Any]], atol: float = 0.0, rtol: f
     return bad
 
 
+def check_each_time(chain: Callable[[], Any], checks: Callable[..., dict[str, tuple[Any, Any]]],
+                    change: Callable[[], None], *, graph: bool, reps: int = 5, atol: float = 0.0,
+                    rtol: float = 0.0) -> None:
+    """Run ``chain`` ``reps`` times (see :func:`run_on_stream_or_graph`); each time, every pair of
+    ``checks(*outputs)`` must be close (:func:`failed_checks`), then ``change()`` changes the inputs
+    in place, so that a stale read of the previous time's output shows the next time."""
+    for rep, outs in enumerate(run_on_stream_or_graph(chain, graph=graph, reps=reps)):
+        bad = failed_checks(checks(*outs), atol=atol, rtol=rtol)
+        assert not bad, f"time {rep + 1}: " + "; ".join(bad)
+        change()
+
+
 def compile_cuda(source: Path, out: Path, arch: str = "sm_90", ptx: bool = False) -> subprocess.CompletedProcess[str]:
     """``nvcc -c source -o out`` (``-ptx`` with ``ptx``) for ``arch`` as a kernel build compiles it (-O3,
     CUDA_KERNEL, the farm's shared headers on the include path), with ptxas statistics on stderr; through

@@ -179,19 +179,21 @@ def test_cuda_back_to_back_launches(kernel, graph):
         kernel.gelu_tanh_and_mul(z, out=v[-k:])  # overwrites what the last blocks of y3's launch read
         return y1, y2, y3
 
-    tol = TOL[dtype]
-    for rep, (y1, y2, y3) in enumerate(testing.run_on_stream_or_graph(chain, graph=graph, reps=5)):
-        bad = testing.failed_checks({
+    def checks(y1, y2, y3):
+        return {
             "y1": (y1, reference("silu_and_mul", x)),
             "y2 (read after write)": (y2, reference("gelu_and_mul", y1[-k:])),
             "y3": (y3, reference("silu_and_mul", v0)),
             "v (write after read)": (v[-k:], reference("gelu_tanh_and_mul", z)),
-        }, **tol)
-        assert not bad, f"time {rep + 1}: " + "; ".join(bad)
+        }
+
+    def change():
         x.neg_()
         z.neg_()
         v0.neg_()
         v.copy_(v0)
+
+    testing.check_each_time(chain, checks, change, graph=graph, **TOL[dtype])
 
 
 @pytest.mark.gpu

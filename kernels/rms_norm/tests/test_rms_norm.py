@@ -147,18 +147,21 @@ def check_back_to_back(kernel, x, v, z, w, *, graph):
         kernel.rms_norm(z, w, out=v[-k:])  # overwrites what the last blocks of y3's launch read
         return y1, y2, y3
 
-    for rep, (y1, y2, y3) in enumerate(testing.run_on_stream_or_graph(chain, graph=graph, reps=5)):
-        bad = testing.failed_checks({
+    def checks(y1, y2, y3):
+        return {
             "y1": (y1, reference(x, w, 1e-6)),
             "y2 (read after write)": (y2, reference(y1[-k:], w, 1e-3)),
             "y3": (y3, reference(v0, w, 1e-6)),
             "v (write after read)": (v[-k:], reference(z, w, 1e-6)),
-        }, **TOL[x.dtype])
-        assert not bad, f"time {rep + 1}: " + "; ".join(bad)
+        }
+
+    def change():
         x.neg_()
         z.neg_()
         v0.neg_()
         v.copy_(v0)
+
+    testing.check_each_time(chain, checks, change, graph=graph, **TOL[x.dtype])
 
 
 @pytest.mark.gpu
