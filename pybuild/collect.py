@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Literal
 
 from .build import BUILD_DIR
-from .check import _Variant, check_digest, check_metadata
+from .check import BuiltVariant, check_digest, check_metadata
 from .digest import digest_mismatches
 from .errors import CollectError, ManifestError
 from .fsutil import remove_tree, replace_dir
@@ -97,7 +97,7 @@ def farm_kernels(farm_root: Path) -> tuple[dict[str, Path], dict[str, ManifestEr
 def _problem(path: Path, farm_root: Path, kernels: dict[str, Path],
              broken: dict[str, ManifestError]) -> tuple[str, Incoming | None]:
     """Verify one variant folder of a result: (problem, None) or ("", Incoming)."""
-    v = _Variant(path)
+    v = BuiltVariant(path)
     for result in (check_metadata(v), check_digest(v)):
         if result.status != "pass":
             return f"{path}: {result.detail}", None

@@ -188,7 +188,24 @@ def wheel_spec(variant_dir: Path, version: str) -> tuple[WheelSpec, Path]:
     return spec, pkg
 
 
-def _metadata_text(spec: WheelSpec) -> bytes:
+#: Core metadata field -> where its value comes from, to name in an error.
+_FIELD_SOURCE = {"requires-dist": f'{METADATA} key "python-depends"', "license": f'{METADATA} key "license"',
+                 "name": f'{METADATA} key "name"', "summary": "the package's docstring (first line)",
+                 "version": "--version"}
+
+
+def _metadata_error(spec: WheelSpec, variant_dir: Path, error: Exception) -> PybuildError:
+    """One line naming every problem ``packaging`` found, and what to fix for each."""
+    errors = list(error.exceptions) if isinstance(error, ExceptionGroup) else [error]
+    parts = []
+    for e in errors:
+        field = getattr(e, "field", "")
+        fix = _FIELD_SOURCE.get(field, f"field {field}")
+        parts.append(f"{str(e).splitlines()[0]}: fix {fix}")
+    return PybuildError(f"{variant_dir}: no valid wheel metadata for {spec.name} {spec.version}: {'; '.join(parts)}")
+
+
+def _metadata_text(spec: WheelSpec, variant_dir: Path) -> bytes:
     """Core metadata 2.1, validated by ``packaging`` (a bad name, version or requirement is refused)."""
     raw: RawMetadata = {"metadata_version": "2.1", "name": spec.name, "version": spec.version,
                         "requires_python": f">={PYTHON_ABI}", "requires_dist": list(spec.requires)}
@@ -199,7 +216,7 @@ def _metadata_text(spec: WheelSpec) -> bytes:
     try:
         return bytes(Metadata.from_raw(raw).as_rfc822())
     except (InvalidMetadata, ExceptionGroup) as e:
-        raise PybuildError(f"{spec.name} {spec.version}: no valid wheel metadata ({e}); rebuild the variant") from None
+        raise _metadata_error(spec, variant_dir, e) from None
 
 
 def _wheel_text(spec: WheelSpec) -> bytes:
@@ -226,7 +243,7 @@ def wheel_entries(spec: WheelSpec, pkg: Path, variant_dir: Path) -> list[tuple[s
             continue
         entries.append((f"{top}/{rel.as_posix()}", p.read_bytes(), p.suffix in (".so", ".dylib")))
     di = spec.dist_info
-    entries.append((f"{di}/METADATA", _metadata_text(spec), False))
+    entries.append((f"{di}/METADATA", _metadata_text(spec, variant_dir), False))
     entries.append((f"{di}/WHEEL", _wheel_text(spec), False))
     entries.append((f"{di}/kernel-metadata.json", (variant_dir / METADATA).read_bytes(), False))
     return entries

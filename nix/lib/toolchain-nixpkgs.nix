@@ -122,6 +122,7 @@ in
             torch
             ps.jinja2
             ps.rich
+            ps.pyelftools # pybuild reads the built library's ELF dynamic section
           ]);
         };
     in

@@ -55,7 +55,7 @@ in
       variant = "torch-cuda"; # what pybuild assembles ...
       system = "x86_64-linux";
       stdenv = "default"; # ... in torch 2.12's CPU environment: no CUDA toolkit for a noarch variant
-      python = [ "torch-2.12.1" "jinja2" "rich" ];
+      python = [ "torch-2.12.1" "jinja2" "rich" "pyelftools" ];
     };
   };
   testGenFlakeOutputsNoarchWithHostToolchainNeedsOneHostVariant = {

@@ -18,6 +18,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from ..errors import UsageError
 from .cases import Case, Target, cases_of
 from .environment import environment
 from .timing import (
@@ -220,6 +221,18 @@ def _log_case(name: str, case: Case, r: CaseResult, seconds: float, log: Callabl
         + f"; {r.check}; {seconds:.1f} s" + (f"; NOT MET {missed}" if missed else ""))
 
 
+def _run_checked(module: Any, case: Case, device: str, l2_bytes: int, compile_: bool, reps: int,
+                 copy_large: Timing | None, log: Callable[[str], None]) -> CaseResult:
+    """``run_case``; a failure of the benchmark file's code (``make``, ``ours``, ``eager``) is one
+    UsageError naming the file and the case, as ``cases_of`` does for ``cases()``."""
+    try:
+        return run_case(case, device, l2_bytes, compile_, reps, copy_large, log)
+    except Exception as e:
+        path = getattr(module, "__file__", None) or getattr(module, "__name__", "benchmarks/cases.py")
+        message = (str(e).strip().splitlines() or [""])[0]
+        raise UsageError(f"{path}: case {case.op} {case.label} {case.dtype}: {type(e).__name__}: {message}") from e
+
+
 def run(kernels: Sequence[tuple[str, Any, Any]], device: str, quick: bool, compile_: bool,
         command: str, log: Callable[[str], None],
         on_case: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
@@ -243,7 +256,7 @@ def run(kernels: Sequence[tuple[str, Any, Any]], device: str, quick: bool, compi
     for name, kernel, module in kernels:
         for case in cases_of(module, kernel, device, quick):
             t0 = time.monotonic()
-            r = run_case(case, device, l2, compile_, reps, copy_first, log)
+            r = _run_checked(module, case, device, l2, compile_, reps, copy_first, log)
             results.append(r)
             _log_case(name, case, r, time.monotonic() - t0, log)
             doc["results"] = [result_dict(x) for x in results]

@@ -2,8 +2,8 @@
 
 For each ``build/<variant>/`` it checks, in order:
 
-``metadata``        metadata.json parses the way the ``kernels`` loader parses it (its own parser where
-                    installed), the variant name parses, the package is where the loader looks, the
+``metadata``        metadata.json parses the way the ``kernels`` loader parses it (its own parser,
+                    kernels-data), the variant name parses, the package is where the loader looks, the
                     recorded backend matches the name;
 ``digest``          every file matches the sha256 digest recorded in metadata.json;
 ``abi3``            no extension references a Python symbol outside the stable ABI (``kernel-abi-check``)
@@ -33,14 +33,14 @@ from ..metadata import METADATA
 from ..variants import Matrix, Variant
 from .binary import check_abi3, check_platform, check_rpath, check_runtime
 from .importing import check_import, importable_here
-from .metadata_checks import SIGNATURE, _loader_digest_problems, check_digest, check_metadata, signature_problem
-from .results import MACOS, MANYLINUX, PYTHON_ABI, CheckReport, CheckResult, Status, Target, _Variant, find_target
+from .metadata_checks import SIGNATURE, check_digest, check_metadata, loader_digest_problems, signature_problem
+from .results import MACOS, MANYLINUX, PYTHON_ABI, BuiltVariant, CheckReport, CheckResult, Status, Target, find_target
 
 __all__ = [
-    "MACOS", "MANYLINUX", "PYTHON_ABI", "SIGNATURE", "CheckReport", "CheckResult", "Status", "Target", "_Variant",
-    "_loader_digest_problems", "check_abi3", "check_coverage", "check_digest", "check_import", "check_kernel",
-    "check_metadata", "check_platform", "check_rpath", "check_runtime", "check_sources", "check_variant",
-    "failure_summary", "find_target", "importable_here", "required_variants", "select_variant_dirs",
+    "MACOS", "MANYLINUX", "PYTHON_ABI", "SIGNATURE", "BuiltVariant", "CheckReport", "CheckResult", "Status", "Target",
+    "check_abi3", "check_coverage", "check_digest", "check_import", "check_kernel", "check_metadata",
+    "check_platform", "check_rpath", "check_runtime", "check_sources", "check_variant", "failure_summary",
+    "find_target", "importable_here", "loader_digest_problems", "required_variants", "select_variant_dirs",
     "signature_problem",
 ]
 
@@ -61,13 +61,13 @@ def check_sources(path: Path, src_hash: str) -> CheckResult:
     return CheckResult(path.name, "sources", "pass", f"built from the current sources ({src_hash[:10]})")
 
 
-VARIANT_CHECKS: tuple[Callable[[_Variant], CheckResult], ...] = (
+VARIANT_CHECKS: tuple[Callable[[BuiltVariant], CheckResult], ...] = (
     check_metadata, check_digest, check_abi3, check_platform, check_rpath, check_runtime, check_import,
 )
 
 
 def check_variant(path: Path, *, run_import: bool = True) -> list[CheckResult]:
-    v = _Variant(path)
+    v = BuiltVariant(path)
     results = [check_metadata(v)]
     if v.metadata is None:
         return results

@@ -9,7 +9,7 @@ from typing import Any
 
 from ..elf import NotELFError, bad_rpaths, dynamic_entries, embedded_cxx_runtime
 from ..errors import ToolchainError
-from .results import MACOS, MANYLINUX, NOT_MANYLINUX_HINT, PYTHON_ABI, CheckResult, _Variant
+from .results import MACOS, MANYLINUX, NOT_MANYLINUX_HINT, PYTHON_ABI, BuiltVariant, CheckResult
 
 
 def _abi_checker() -> Any:
@@ -21,7 +21,7 @@ def _abi_checker() -> Any:
     return kernel_abi_check
 
 
-def check_abi3(v: _Variant) -> CheckResult:
+def check_abi3(v: BuiltVariant) -> CheckResult:
     exts = v.extensions()
     if not exts:
         return CheckResult(v.name, "abi3", "pass", "no compiled extension")
@@ -47,7 +47,7 @@ def check_abi3(v: _Variant) -> CheckResult:
         if so.suffix == ".so":
             try:
                 entries = dynamic_entries(so)
-            except NotELFError as e:  # e.g. a Mach-O file kernel-abi-check reads but readelf cannot
+            except NotELFError as e:  # e.g. a Mach-O file kernel-abi-check reads but pyelftools cannot
                 problems.append(str(e))
                 continue
             libpython = [val for tag, val in entries if tag == "NEEDED" and val.startswith("libpython")]
@@ -60,7 +60,7 @@ def check_abi3(v: _Variant) -> CheckResult:
     return CheckResult(v.name, "abi3", "pass", f"{len(exts)} extension(s) use only the stable ABI ({tag})")
 
 
-def check_platform(v: _Variant) -> CheckResult:
+def check_platform(v: BuiltVariant) -> CheckResult:
     exts = v.extensions()
     darwin = v.variant is not None and (v.variant.system or "").endswith("-darwin")
     name = "macos" if darwin else MANYLINUX
@@ -100,7 +100,7 @@ def _version_key(version: str) -> tuple[int, ...]:
     return tuple(int(x) for x in re.findall(r"\d+", version))
 
 
-def _each_module(v: _Variant, check: str, find: Callable[[Path], list[str]], verb: str, *, fail: str,
+def _each_module(v: BuiltVariant, check: str, find: Callable[[Path], list[str]], verb: str, *, fail: str,
                  ok: str) -> CheckResult:
     """``check`` runs ``find`` on each of ``v``'s ``.so`` modules: it passes with ``ok`` if it finds
     nothing, else fails with ``fail`` (its ``{}`` standing for "<module><verb><found>; ...")."""
@@ -119,12 +119,12 @@ def _each_module(v: _Variant, check: str, find: Callable[[Path], list[str]], ver
     return CheckResult(v.name, check, "pass", ok)
 
 
-def check_rpath(v: _Variant) -> CheckResult:
+def check_rpath(v: BuiltVariant) -> CheckResult:
     return _each_module(v, "rpath", bad_rpaths, ": ", ok="no RPATH into build directories",
                         fail="RPATH/RUNPATH into the build machine: {}; keep CMAKE_INSTALL_RPATH empty")
 
 
-def check_runtime(v: _Variant) -> CheckResult:
+def check_runtime(v: BuiltVariant) -> CheckResult:
     """The C++ runtime must be the process's shared one (torch's), not a static copy in the module."""
     return _each_module(v, "runtime", embedded_cxx_runtime, " defines ", ok="uses the shared C++ runtime",
                         fail="embedded C++ runtime: {}; link the shared libstdc++ "

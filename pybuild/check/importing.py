@@ -13,7 +13,7 @@ import textwrap
 from .. import backends
 from ..errors import PybuildError
 from ..variants import Variant
-from .results import IMPORT_TIMEOUT_S, CheckResult, _Variant
+from .results import IMPORT_TIMEOUT_S, BuiltVariant, CheckResult
 
 # Runs in a fresh interpreter: import the variant as kernels' importer does (module name = metadata id).
 _IMPORT_SCRIPT = textwrap.dedent("""
@@ -61,7 +61,7 @@ def importable_here(variant: Variant) -> str | None:
     return backends.get(variant.backend).unimportable(variant, info)
 
 
-def check_import(v: _Variant) -> CheckResult:
+def check_import(v: BuiltVariant) -> CheckResult:
     if v.variant is None or v.metadata is None:
         return CheckResult(v.name, "import", "skip", "metadata unusable (see above)")
     reason = importable_here(v.variant)

@@ -8,29 +8,27 @@ import os
 from pathlib import Path
 from typing import Any
 
+from kernels_data import Digest, DigestValidationError, Metadata
+
 from .. import safeload
 from ..digest import digest_mismatches
 from ..errors import PybuildError, VariantsError
 from ..manifest import NAME_RE, loader_python_depends
 from ..metadata import METADATA
 from ..variants import parse_variant_name
-from .results import CheckResult, _Variant
+from .results import BuiltVariant, CheckResult
 
 
 def _loader_metadata(path: Path) -> tuple[Any | None, str | None]:
     """Parse metadata.json with the ``kernels`` loader's own parser (``kernels-data``, the library the
-    loader parses and verifies with): (parsed, error), or (None, None) where it is not installed."""
-    try:
-        from kernels_data import Metadata
-    except ImportError:
-        return None, None
+    loader parses and verifies with): (parsed, None), or (None, error)."""
     try:
         return Metadata.read_from_file(path), None
     except (OSError, ValueError) as e:
         return None, str(e)
 
 
-def check_metadata(v: _Variant) -> CheckResult:
+def check_metadata(v: BuiltVariant) -> CheckResult:
     path = v.path / METADATA
     if not os.path.lexists(path):
         return CheckResult(v.name, "metadata", "fail", f"{path} is missing; the loader refuses a variant without it")
@@ -47,15 +45,15 @@ def check_metadata(v: _Variant) -> CheckResult:
     if not isinstance(data, dict):
         return CheckResult(v.name, "metadata", "fail", f"{path}: must hold a JSON object")
     v.metadata = data
-    parsed, problems = _metadata_problems(v, data, path)
+    _, problems = _metadata_problems(v, data, path)
     if problems:
         return CheckResult(v.name, "metadata", "fail", "; ".join(problems))
-    how = "kernels loader's parser" if parsed is not None else "pybuild's reader (kernels not installed)"
-    return CheckResult(v.name, "metadata", "pass", f"{data['name']} id {data['id']} v{data['version']} ({how})")
+    return CheckResult(v.name, "metadata", "pass",
+                       f"{data['name']} id {data['id']} v{data['version']} (kernels loader's parser)")
 
 
-def _metadata_problems(v: _Variant, data: dict[str, Any], path: Path) -> tuple[Any | None, list[str]]:
-    """The loader's parse of metadata.json (None without kernels-data) and what is wrong with it."""
+def _metadata_problems(v: BuiltVariant, data: dict[str, Any], path: Path) -> tuple[Any | None, list[str]]:
+    """The loader's parse of metadata.json (None where it rejects it) and what is wrong with it."""
     problems: list[str] = []
     parsed, loader_error = _loader_metadata(path)
     if loader_error:
@@ -109,7 +107,7 @@ def _unknown_python_depends(names: list[str], backend: str) -> list[str]:
     return [n for n in names if n not in general | per_backend.get(backend, set())]
 
 
-def check_digest(v: _Variant) -> CheckResult:
+def check_digest(v: BuiltVariant) -> CheckResult:
     meta = v.metadata or {}
     digest = meta.get("digest")
     if not isinstance(digest, dict) or not isinstance(digest.get("files"), dict):
@@ -117,9 +115,9 @@ def check_digest(v: _Variant) -> CheckResult:
                            "metadata.json has no digest; rebuild with `python -m pybuild build`")
     if str(digest.get("algorithm", "")).lower() != "sha256":
         return CheckResult(v.name, "digest", "fail", f"unsupported digest algorithm {digest.get('algorithm')!r}")
-    # pybuild's reading (names each file) and, where installed, the loader's own verdict.
+    # pybuild's reading (names each file) and the loader's own verdict (kernels-data).
     try:
-        problems = digest_mismatches(v.path, digest["files"]) or _loader_digest_problems(v.path) or []
+        problems = digest_mismatches(v.path, digest["files"]) or loader_digest_problems(v.path)
     except PybuildError as e:  # a tree too deep, a FIFO, a name that is not UTF-8
         return CheckResult(v.name, "digest", "fail", str(e))
     if problems:
@@ -165,13 +163,9 @@ def signature_problem(variant_dir: Path) -> str | None:
     return None
 
 
-def _loader_digest_problems(path: Path) -> list[str] | None:
+def loader_digest_problems(path: Path) -> list[str]:
     """The verdict of ``kernels-data`` (what the loader and ``kernels verify-signature`` use) on every
-    file against the digest in metadata.json (None where it is not installed)."""
-    try:
-        from kernels_data import Digest, DigestValidationError, Metadata
-    except ImportError:
-        return None
+    file against the digest in metadata.json."""
     try:
         meta = Metadata.read_from_file(path / METADATA)
         if meta.digest is None:

@@ -117,8 +117,8 @@ def find_target(path: Path) -> Target:
 
 
 @dataclass
-class _Variant:
-    """What the checks of one variant share."""
+class BuiltVariant:
+    """A built variant folder and what the checks of it share (its parsed name, metadata, kernel)."""
 
     path: Path
     variant: Variant | None = None

@@ -57,12 +57,15 @@ def make_parser() -> argparse.ArgumentParser:
 def _dispatch(argv: list[str], passed_on: list[str]) -> int:
     """Parse ``argv`` and run its command (``passed_on``: what followed ``--``, for `test`)."""
     args, extra = make_parser().parse_known_args(argv)
+    if not getattr(args, "command", None):
+        if extra:  # e.g. `python -m pybuild --bogus`: name it, not the missing command
+            raise UsageError(f"python -m pybuild: unrecognized arguments: {' '.join(extra)} "
+                             "(see python -m pybuild --help)")
+        make_parser().print_help()
+        raise UsageError("python -m pybuild: no command given; choose one of those listed above")
     if passed_on and args.command != "test":
         raise UsageError(f"python -m pybuild {args.command}: arguments after `--` are only for `test` (pytest's)")
     args.pytest_args = passed_on
-    if not getattr(args, "command", None):
-        make_parser().print_help()
-        raise UsageError("python -m pybuild: no command given; choose one of those listed above")
     if extra:
         raise UsageError(f"python -m pybuild {args.command}: unrecognized arguments: {' '.join(extra)} "
                          f"(see python -m pybuild {args.command} --help)")

@@ -51,6 +51,7 @@ def run(args: argparse.Namespace) -> int:
     from ..host import kernel_host_variants
     from ..manifest import check_cuda_archs
 
+    _check_selection(args)
     rep = Reporter(quiet=args.quiet, json_mode=args.json)
     matrix = load_matrix(args)
     manifests = load_manifests(args.kernel_dirs)  # validate all before building
@@ -79,6 +80,22 @@ def run(args: argparse.Namespace) -> int:
         failed = failed or next((r.exit_code for r in env_results if r.status == "failed"), 0)
     _summary(rep, results, refusals, env_wanted, args.json)
     return int(failed)
+
+
+def _check_selection(args: argparse.Namespace) -> None:
+    """--all and --variant together, or a --variant that is no variant name: refused before any work."""
+    from ..errors import VariantsError
+    from ..variants import parse_variant_name
+
+    if args.all and args.variant:
+        raise UsageError(f"build: --all and --variant {args.variant[0]} exclude each other: --all builds every "
+                         "variant of the matrix, --variant only those named; give one")
+    for name in args.variant or []:
+        try:
+            parse_variant_name(name)
+        except VariantsError:
+            raise UsageError(f"--variant {name}: not a variant name; `python -m pybuild variants` lists them "
+                             "(--kernel DIR: one kernel's)") from None
 
 
 def _build_here(args: argparse.Namespace, rep: Reporter, matrix: Matrix, manifests: list[Manifest],

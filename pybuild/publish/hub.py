@@ -3,6 +3,7 @@ one-line errors for anything ``huggingface_hub`` raises."""
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -18,6 +19,7 @@ HUB_MANAGED = (".gitattributes",)
 DEFAULT_RETRIES = 4
 BACKOFF_BASE_S = 1.0
 BACKOFF_MAX_S = 30.0
+RETRY_AFTER_MAX_S = 120.0  # a server's Retry-After is honoured up to this
 
 T = TypeVar("T")
 
@@ -88,13 +90,18 @@ def _transport_errors() -> tuple[type[BaseException], ...]:
 
 
 def _retry_after(exc: BaseException) -> float | None:
+    """The server's Retry-After in seconds, at most RETRY_AFTER_MAX_S; None where absent, not a number,
+    negative or not finite (the exponential delay applies then)."""
     response = getattr(exc, "response", None)
     headers = getattr(response, "headers", None) or {}
     try:
         value = headers.get("Retry-After")
-        return float(value) if value is not None else None
+        seconds = float(value) if value is not None else None
     except (TypeError, ValueError):
         return None
+    if seconds is None or not math.isfinite(seconds) or seconds < 0:
+        return None
+    return min(seconds, RETRY_AFTER_MAX_S)
 
 
 def describe(exc: BaseException) -> str:

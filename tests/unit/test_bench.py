@@ -201,6 +201,34 @@ def test_a_benchmark_whose_cases_fail_is_one_usage_error(tmp_path, body: str, me
     assert message in str(info.value)
 
 
+@pytest.mark.parametrize("broken, message", [
+    ("make", "RuntimeError: make broke"),
+    ("ours", "ValueError: ours broke"),
+    ("eager", "TypeError: eager broke"),
+])
+def test_a_case_whose_code_raises_is_one_usage_error(tmp_path: Path, broken: str, message: str) -> None:
+    (tmp_path / "k" / "benchmarks").mkdir(parents=True)
+    error = message.split(":")[0]
+    (tmp_path / "k" / "benchmarks" / "cases.py").write_text(f"""
+import torch
+from pybuild.bench import Case
+
+
+def fail(*args):
+    raise {error}("{broken} broke\\nsecond line")
+
+
+def cases(kernel, device, quick):
+    parts = dict(make=lambda seed: (torch.ones(4),), ours=lambda x: x + x, eager=lambda x: x * 2)
+    parts["{broken}"] = fail
+    return [Case(kernel="k", op="double", label="4", dtype="float32", bytes=32, **parts)]
+""")
+    module = load_cases_module(tmp_path / "k")
+    with pytest.raises(UsageError) as info:
+        run([("k", object(), module)], "cpu", quick=True, compile_=False, command="test", log=lambda _: None)
+    assert str(info.value) == f"{tmp_path / 'k' / 'benchmarks' / 'cases.py'}: case double 4 float32: {message}"
+
+
 def test_a_kernel_without_cases_is_one_usage_error_naming_the_file_to_add(tmp_path: Path) -> None:
     assert not has_cases(tmp_path / "k")
     with pytest.raises(UsageError, match=r"k/benchmarks/cases\.py: no bench cases for kernel k; add this file"):

@@ -12,6 +12,7 @@ import pytest
 
 from pybuild.__main__ import main
 from pybuild.check import MANYLINUX, check_kernel
+from pybuild.elf import dynamic_entries
 from pybuild.variants import load_matrix
 from tests.helpers.fakebuild import GLIBC_232, NON_ABI3, make_kernel, make_variant, one_variant_matrix, reseal
 
@@ -124,6 +125,19 @@ def test_rpath_into_build_tree(kernel: Path, matrix) -> None:
     report = quick_check(kernel, matrix)
     assert verdicts(report)[(vdir.name, "rpath")] == "fail"
     assert "/tmp/somewhere/build/lib" in detail(report, "rpath")
+
+
+@pytest.mark.parametrize("written, shown", [
+    ("/opt/café/lib", "/opt/café/lib"),  # UTF-8, as written (not read as latin-1: "cafÃ©")
+    ("/opt/caf\udce9/lib", "/opt/caf\ufffd/lib"),  # a latin-1 byte, not UTF-8: a replacement character
+])
+def test_a_non_ascii_rpath_is_shown_as_written(kernel: Path, matrix, written: str, shown: str) -> None:
+    vdir = make_variant(kernel, so_extra=(f"-Wl,-rpath,{written}",))
+    (so,) = (vdir / "tinyk").glob("*.so")
+    entries = dynamic_entries(so)
+    assert ("RUNPATH", shown) in entries or ("RPATH", shown) in entries, entries
+    report = quick_check(kernel, matrix)
+    assert shown in detail(report, "rpath") and "Ã" not in detail(report, "rpath")
 
 
 @pytest.mark.parametrize("metadata, fragment", [

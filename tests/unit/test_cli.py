@@ -157,6 +157,38 @@ def test_no_command_and_misplaced_flags(capsys: pytest.CaptureFixture[str]) -> N
     assert "torch213-cxx11-cpu-x86_64-linux" in names and all(n.startswith("torch2") for n in names)
 
 
+def test_an_unknown_top_level_flag_is_named(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--bogus"]) == 2
+    captured = capsys.readouterr()
+    assert captured.err.strip() == ("error: python -m pybuild: unrecognized arguments: --bogus "
+                                    "(see python -m pybuild --help)")
+    assert "no command given" not in captured.err and not captured.out
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--all", "--variant", "x"], "error: build: --all and --variant x exclude each other"),
+    (["--all", "--variant", "torch213-cxx11-cpu-x86_64-linux"], "exclude each other"),
+    (["--variant", "x"], "error: --variant x: not a variant name; `python -m pybuild variants` lists them"),
+    (["--variant", "torch213-cxx11-cpu-x86_64-linux", "--variant", "torch2x"], "--variant torch2x: not a variant"),
+])
+def test_build_refuses_a_variant_clash_or_an_unknown_name_before_any_work(
+        guide_kernel: Path, argv: list[str], message: str, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    import pybuild.build
+    import pybuild.matrix
+
+    def no_work(*args: object, **kwargs: object) -> None:
+        raise AssertionError("planned or built before refusing the arguments")
+
+    monkeypatch.setattr(pybuild.matrix, "plan_jobs", no_work)
+    monkeypatch.setattr(pybuild.build, "build_variant", no_work)
+    before = sorted(guide_kernel.rglob("*"))
+    assert main(["build", str(guide_kernel), *argv]) == 2
+    err = capsys.readouterr().err.strip()
+    assert message in err and len(err.splitlines()) == 1, err
+    assert sorted(guide_kernel.rglob("*")) == before
+
+
 def test_build_refuses_bad_arguments_before_any_work(guide_kernel: Path, tmp_path: Path,
                                                      capsys: pytest.CaptureFixture[str]) -> None:
     before = sorted(guide_kernel.rglob("*"))

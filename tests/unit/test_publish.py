@@ -172,6 +172,32 @@ def test_transient_errors() -> None:
     assert is_transient(httpx2.RemoteProtocolError("closed")) and is_transient(httpx2.ReadTimeout("slow"))
 
 
+@pytest.mark.parametrize("header, slept", [
+    ("-1", 1.0), ("inf", 1.0), ("nan", 1.0), ("-inf", 1.0), ("soon", 1.0),  # ignored: the exponential delay
+    ("3600", 120.0), ("120.5", 120.0),  # an hour is clamped to two minutes
+    ("0", 0.0), ("2.5", 2.5),
+])
+def test_retry_after_is_bounded(header: str, slept: float) -> None:
+    class Resp:
+        status_code, headers = 429, {"Retry-After": header}
+
+    class HTTPErr(Exception):
+        response = Resp()
+
+    calls = iter([HTTPErr("429"), None])
+
+    def call() -> str:
+        err = next(calls)
+        if err is not None:
+            raise err
+        return "ok"
+
+    sleeps = Sleeps()
+    hub = Hub(None, None, retries=1, info=lambda line: None, sleep=sleeps)  # type: ignore[arg-type]
+    assert hub.call("list refs", call) == "ok"
+    assert sleeps == [slept]
+
+
 def test_retries_back_off_and_honour_retry_after() -> None:
     """Each Hub call: 1 s, 2 s, 4 s ... (at most 30 s) or the server's Retry-After; a refusal is not retried."""
     class Resp:

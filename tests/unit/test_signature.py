@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from pybuild.check import _loader_digest_problems, check_variant, signature_problem
+from pybuild.check import check_variant, loader_digest_problems, signature_problem
 from pybuild.publish import ReleaseFile, ReleasePlan, RemoteFile, differences
 from tests.helpers.fakebuild import make_kernel, make_variant
 
@@ -63,9 +63,9 @@ def test_a_stale_or_broken_bundle_fails_the_check(variant: Path, content: str, f
 def test_every_file_is_verified_through_kernels_data_not_a_private_module(variant: Path, monkeypatch) -> None:
     pytest.importorskip("kernels_data")
     monkeypatch.setitem(sys.modules, "kernels._rust", None)  # importing it now fails
-    assert _loader_digest_problems(variant) == []
+    assert loader_digest_problems(variant) == []
     (variant / "tinyk" / "__init__.py").write_text("# tampered\n")
-    problems = _loader_digest_problems(variant)
+    problems = loader_digest_problems(variant)
     assert problems and any("__init__.py" in p for p in problems), problems
 
 

@@ -6,6 +6,7 @@ import base64
 import csv
 import hashlib
 import io
+import time
 import zipfile
 from pathlib import Path
 
@@ -14,10 +15,12 @@ from packaging.metadata import Metadata
 
 from pybuild.__main__ import main
 from pybuild.variants import parse_variant_name
-from pybuild.wheel import build_wheel, local_label
+from pybuild.wheel import ZIP_EPOCH, build_wheel, local_label
 from tests.helpers.fakebuild import GLIBC_232, host_cpu_variant, make_kernel, make_variant
 
 pytest.importorskip("kernel_abi_check")
+
+REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.parametrize("name, label", [
@@ -71,6 +74,19 @@ def test_wheel_name_metadata_and_record(tmp_path: Path) -> None:
         assert mode & 0o111, "the extension keeps its executable bit"
 
 
+def test_metadata_field_names_are_lowercase_and_the_docs_say_why_that_is_valid(tmp_path: Path) -> None:
+    import email.parser
+
+    vdir = make_variant(make_kernel(tmp_path))
+    files = read_wheel(build_wheel(vdir, "1.0.0", tmp_path / "dist"))
+    (text,) = [data.decode() for name, data in files.items() if name.endswith(".dist-info/METADATA")]
+    assert text.startswith("metadata-version: 2.1\nname: tinyk\n"), text  # packaging's as_rfc822() spelling
+    message = email.parser.Parser().parsestr(text)  # how installers read it: names in any case
+    assert message["Name"] == "tinyk" and message["Requires-Dist"].startswith("torch")
+    docs = " ".join((REPO / "docs" / "publishing.md").read_text().split())
+    assert "field names in lowercase" in docs and "case-insensitive" in docs
+
+
 def test_non_manylinux_build_gets_the_plain_linux_tag(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     kernel = make_kernel(tmp_path)
     vdir = make_variant(kernel, so_source=GLIBC_232)
@@ -83,13 +99,21 @@ def test_non_manylinux_build_gets_the_plain_linux_tag(tmp_path: Path, capsys: py
 
 def test_reproducible_bytes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     vdir = make_variant(make_kernel(tmp_path))
-    a = build_wheel(vdir, "1.0.0", tmp_path / "a").read_bytes()
+    monkeypatch.delenv("SOURCE_DATE_EPOCH", raising=False)
+    a_path = build_wheel(vdir, "1.0.0", tmp_path / "a")
+    with zipfile.ZipFile(a_path) as zf:
+        dates = {i.filename: i.date_time for i in zf.infolist()}
+    assert any(name.endswith("RECORD") for name in dates)
+    assert set(dates.values()) == {ZIP_EPOCH}, f"every entry, RECORD included, has the fixed date: {dates}"
+    real_time = time.time
+    monkeypatch.setattr(time, "time", lambda: real_time() - 3 * 365 * 86400)  # a clock years away
     b = build_wheel(vdir, "1.0.0", tmp_path / "b").read_bytes()
-    assert a == b
+    monkeypatch.undo()
+    assert a_path.read_bytes() == b
     monkeypatch.setenv("SOURCE_DATE_EPOCH", "1700000000")
     c = build_wheel(vdir, "1.0.0", tmp_path / "c")
     with zipfile.ZipFile(c) as zf:
-        assert zf.infolist()[0].date_time[0] == 2023
+        assert {i.date_time[0] for i in zf.infolist()} == {2023}
 
 
 def test_default_version_and_variant_selection(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -141,6 +165,19 @@ def test_malformed_metadata_is_one_line(tmp_path: Path, metadata, message: str,
     err = capsys.readouterr().err.strip()
     assert message in err and "Traceback" not in err and len(err.splitlines()) == 1
     assert not (tmp_path / "dist").exists()
+
+
+@pytest.mark.parametrize("depends, bad", [(["einops[bad"], "einops[bad"), (["pyyaml", "numpy>="], "numpy>=")])
+def test_invalid_wheel_metadata_names_the_key_to_fix(tmp_path: Path, depends: list[str], bad: str,
+                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    kernel = make_kernel(tmp_path)
+    make_variant(kernel, metadata={"python-depends": depends})
+    assert main(["wheel", str(kernel), "--version", "1.0.0", "-o", str(tmp_path / "dist")]) != 0
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "sub-exception" not in err and "rebuild the variant" not in err
+    assert 'fix metadata.json key "python-depends"' in err
+    assert f"{bad!r} is invalid" in err
+    assert not (tmp_path / "dist").exists() or not any((tmp_path / "dist").iterdir())
 
 
 def test_one_bad_variant_means_no_wheel_at_all(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
