@@ -262,21 +262,21 @@ def ifd_eval(expr: str, builds: int) -> object:
     python = nix_string(os.path.realpath(sys.executable))
     toolchain = f"lib.hostToolchainImpure {{ variants = [ ]; python = {python}; }}"
     full = f"let lib = import {REPO}/nix/lib; compute = ({toolchain}).computeLock; in {expr}"
-    return json.loads(nix("eval", "--impure", *BUILD_AS_ME, "--json", "--expr", full, attempts=8 + 2 * builds))
+    return json.loads(nix("eval", "--impure", *BUILD_AS_ME, "--json", "--expr", full, attempts=8 + 6 * builds))
 
 
 @pytest.mark.skipif(not UPSTREAM.is_dir(), reason=f"upstream kernel-builder examples not found at {UPSTREAM}")
 def test_upstream_examples_without_a_lock_evaluate_as_with_one(tmp_path: Path) -> None:
     """An upstream kernel copied as it is (no lock): Nix computes the lock and gets the variants it
-    gets from a committed one; a lock written for another matrix is recomputed the same way."""
+    gets from a committed one; a lock written for another matrix is recomputed the same way. A few
+    examples of each kind (each lock is a build, and builds here race KILLED): plain, [torch]
+    bounds, stable ABI, tvm-ffi, noarch; test_upstream_examples_variant_names_equal_pybuilds has
+    them all for committed locks."""
     variants = REPO / "variants.json"
-    examples = [p.parent for p in sorted(UPSTREAM.glob("*/build.toml"))]
+    kinds = ("relu", "relu-torch-bounds", "relu-torch-stable-abi", "relu-tvm-ffi", "relu-triton")
+    examples = [UPSTREAM / name for name in kinds]
     bare, locked = [], []
     for example in examples:
-        try:
-            load_manifest(example)
-        except ManifestError:
-            continue  # refused (relu-invalid-capability)
         bare.append(shutil.copytree(example, tmp_path / "bare" / example.name))
         locked.append(lock(shutil.copytree(example, tmp_path / "locked" / example.name)))
     stale = lock(shutil.copytree(examples[0], tmp_path / "stale"), REPO / "nix" / "tests" / "fixtures" / "farm" /
@@ -290,7 +290,7 @@ def test_upstream_examples_without_a_lock_evaluate_as_with_one(tmp_path: Path) -
     got = ifd_eval("[ " + " ".join(names(d) for d in dirs) + " ]", builds=len(dirs))
     assert isinstance(got, list)
     want = nix_eval("[ " + " ".join(names(d).replace("inherit compute; ", "") for d in [*locked, locked[0]]) + " ]")
-    assert got == want and len(got) == len(dirs) and sum(map(bool, got)) > len(dirs) // 2, [d.name for d in dirs]
+    assert got == want and len(got) == len(dirs) and all(got), [d.name for d in dirs]
     assert not (tmp_path / "bare" / examples[0].name / LOCK_FILE).exists()  # computed in the store
     # as a kernel repository's flake evaluates it
     toolchain = (f"lib.hostToolchainImpure {{ variants = [ \"torch213-cxx11-cpu-x86_64-linux\" ]; "
