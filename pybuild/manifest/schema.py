@@ -14,12 +14,10 @@ import difflib
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from .. import backends as registry
+
 Kind = Literal["str", "int", "bool", "str_list", "version", "table", "version_or_backend_table", "kernel_deps",
                "git_url"]
-
-#: Every backend upstream names; `neuron`, `tpu` and `cann` exist only for pure-Python kernels.
-UPSTREAM_BACKENDS = ("cann", "cpu", "cuda", "metal", "neuron", "rocm", "tpu", "xpu")
-
 
 def key(toml: str, kind: Kind, default: Any = (), **meta: Any) -> Any:
     """A dataclass field read from the TOML key ``toml`` of kind ``kind``: the declaration that both
@@ -117,9 +115,10 @@ def _check_key(schema: Table, section: str, key: str, value: Any) -> str | None:
         return f"`{key}` in [{section}] must be {KIND_WORDS[kind]}; found {value!r}"
     if kind == "version_or_backend_table" and isinstance(value, dict):
         for b in value:
-            if b not in UPSTREAM_BACKENDS:
+            known = tuple(sorted(registry.noarch_names()))  # every registered backend, read now (one may join later)
+            if b not in known:
                 return (f"unknown backend `{b}` in [{section}.{key}]; "
-                        f"{did_you_mean(b, UPSTREAM_BACKENDS).replace('allowed keys', 'backends')}")
+                        f"{did_you_mean(b, known).replace('allowed keys', 'backends')}")
     return None
 
 

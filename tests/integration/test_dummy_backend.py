@@ -19,6 +19,7 @@ from pybuild.backends import BaseBackend, Facts
 from pybuild.errors import VariantsError
 from pybuild.generate import ProjectSpec, render_project
 from pybuild.manifest import load_manifest
+from pybuild.manifest.kernels import KERNEL_TYPES, KernelSpec, register_kernel_type
 from pybuild.variants import expand_matrix, parse_variant_name
 
 REPO = Path(__file__).resolve().parents[2]
@@ -48,14 +49,51 @@ class Dummy(BaseBackend):
         return FRAGMENT
 
 
+class DummyKernel(KernelSpec):
+    """The `[kernel.*]` sections of backend "dummy": the keys every backend takes."""
+
+    backend = "dummy"
+
+
+BUILD_TOML = """\
+[general]
+name = "dummy-op"
+version = 1
+license = "Apache-2.0"
+backends = ["dummy"]
+
+[torch]
+src = ["torch-ext/torch_binding.cpp"]
+
+[kernel.dummy_op]
+backend = "dummy"
+depends = ["torch"]
+src = ["csrc/dummy_op.cpp"]
+"""
+
+
 @pytest.fixture
 def dummy() -> Iterator[BaseBackend]:
     backend = Dummy(FACTS)
     backends.register(backend)
+    register_kernel_type(DummyKernel)
     try:
         yield backend
     finally:
+        KERNEL_TYPES.pop("dummy", None)
         backends.unregister("dummy")
+
+
+@pytest.fixture
+def dummy_kernel(tmp_path: Path) -> Path:
+    """A kernel of backend "dummy" only, beside a matrix that lists it."""
+    (tmp_path / "variants.json").write_text(json.dumps(MATRIX))
+    root = tmp_path / "dummy-op"
+    for rel, text in {"build.toml": BUILD_TOML, "torch-ext/torch_binding.cpp": "", "csrc/dummy_op.cpp": "",
+                      "torch-ext/dummy_op/__init__.py": ""}.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    return root
 
 
 def test_variants_lists_it(dummy: BaseBackend, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -90,6 +128,30 @@ def test_generate_places_its_fragment(dummy: BaseBackend) -> None:
     assert "function(pybuild_dummy_toolkit)\nendfunction()\n" in files["cmake/pybuild.cmake"]
     other = render_project(manifest, ProjectSpec(backend="cpu", ops_name="_img2gray_test"))
     assert 'message(STATUS "dummy toolkit for ")' in other["CMakeLists.txt"]  # another backend's build: no archs
+
+
+def test_a_build_toml_names_it(dummy: BaseBackend, dummy_kernel: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`backends = ["dummy"]` and a `[kernel.*]` section of it pass check-config, generate and lock."""
+    manifest = load_manifest(dummy_kernel)
+    assert manifest.backends == ("dummy",)
+    assert [k.backend for k in manifest.kernels] == ["dummy"]
+    matrix = str(dummy_kernel.parent / "variants.json")
+    assert main(["check-config", "--variants", matrix, "--json", str(dummy_kernel)]) == 0
+    assert NAMES[0] in capsys.readouterr().out
+    assert main(["generate", "--backend", "dummy", "-q", str(dummy_kernel)]) == 0
+    assert 'message(STATUS "dummy toolkit for ")' in (dummy_kernel / "CMakeLists.txt").read_text()
+    assert main(["lock", "--variants", matrix, "-q", str(dummy_kernel)]) == 0
+    lock = json.loads((dummy_kernel / "variants.lock.json").read_text())
+    assert NAMES[0] in json.dumps(lock) and NAMES[1] in json.dumps(lock)
+
+
+def test_edition_5_names_it(dummy: BaseBackend, dummy_kernel: Path) -> None:
+    """Upstream's edition 5 takes it where it takes a backend: `backends`, `[kernel.*]`, `[torch.stable-abi]`."""
+    toml = dummy_kernel / "build.toml"
+    toml.write_text(BUILD_TOML.replace("version = 1\n", "version = 1\nedition = 5\n")
+                    .replace("[kernel.dummy_op]", '[torch.stable-abi]\ndummy = "2.11"\n\n[kernel.dummy_op]'))
+    manifest = load_manifest(dummy_kernel)
+    assert (manifest.backends, manifest.stable_abi_for("dummy")) == (("dummy",), (2, 11))
 
 
 @pytest.mark.nix
