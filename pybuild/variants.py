@@ -276,6 +276,11 @@ def _backend_versions(path: Path, where: str, backend: backends.BackendType, val
     unknown = [v for v in versions if known and v not in known]
     if unknown:
         raise _fail(path, where, f"unknown {backend.facts.label} {', '.join(unknown)}; known: {', '.join(known)}")
+    for v in versions:
+        err = backends.tag_error(backend, v)
+        if err:
+            raise _fail(path, where, f"{err}; list versions of at least {backend.facts.tag_digits} digits without "
+                                     "the dot, or lower the backend's tag-digits")
     return list(versions)
 
 

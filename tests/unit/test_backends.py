@@ -10,7 +10,8 @@ import pytest
 
 from pybuild import backends
 from pybuild.backends import Backend, BaseBackend, Facts
-from pybuild.variants import Variant, noarch_variant, parse_variant_name
+from pybuild.errors import VariantsError
+from pybuild.variants import Variant, expand_matrix, noarch_variant, parse_variant_name
 
 FACTS_FILE = Path(backends.__file__).with_name("backends.json")
 
@@ -81,3 +82,37 @@ WHEEL_TAGS = [("cuda", "12.8", "cu128"), ("rocm", "7.1", "rocm7.1"), ("cpu", Non
 def test_wheel_tag_as_pytorch_indexes_spell_it(name: str, version: str | None, tag: str | None) -> None:
     """The same facts give Nix's `wheelTag` (nix/tests/torch-wheels.nix)."""
     assert backends.get(name).wheel_tag(version) == tag
+
+
+SHORT_TAGS = {"name": "vk", "label": "Vk", "compiled": True, "versioned": True, "tag": "vk", "tag_digits": 3,
+              "os": "linux", "noarch_name": "vk", "wheel_tag": None}
+
+
+class KnowsShortVersions(BaseBackend):
+    known_versions = ("1.3",)  # "vk13": two digits where its names carry at least three
+
+
+class ShortTags(BaseBackend):
+    def tag(self, version: str | None) -> str:  # drops a digit that tag_pattern() asks for
+        return super().tag(version)[:-1]
+
+
+@pytest.mark.parametrize("cls", [KnowsShortVersions, ShortTags])
+def test_register_refuses_tags_no_name_can_carry(cls: type[BaseBackend]) -> None:
+    with pytest.raises(ValueError, match=r"^backend 'vk': Vk 1+\.\d gives the tag 'vk\d+', which variant names cannot"):
+        backends.register(cls(Facts(**SHORT_TAGS)))
+    assert "vk" not in backends.noarch_names()
+
+
+def test_matrix_refuses_a_version_whose_name_does_not_parse_back() -> None:
+    backend = backends.register(BaseBackend(Facts(**SHORT_TAGS)))
+    try:
+        matrix = {"torch": [{"version": "2.14", "vk": ["1.3"]}], "cxx-abi": ["cxx11"], "systems": ["x86_64-linux"]}
+        with pytest.raises(VariantsError, match=r"torch\[0\]\.vk: Vk 1\.3 gives the tag 'vk13', which variant "
+                                                r"names cannot carry \(they take `vk\\d\{3,\}`\); list versions of"):
+            expand_matrix(matrix)
+        matrix["torch"][0]["vk"] = ["13.0"]
+        assert [v.name for v in expand_matrix(matrix).variants] == ["torch214-cxx11-vk130-x86_64-linux"]
+        assert parse_variant_name("torch214-cxx11-vk130-x86_64-linux").backend_version == "13.0"
+    finally:
+        backends.unregister(backend.name)
