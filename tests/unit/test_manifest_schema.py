@@ -205,10 +205,10 @@ def test_reference_gives_each_key_its_own_example() -> None:
     from pybuild.manifest.reference import render
 
     page = render()
-    for key in ("minver", "maxver"):
-        value = _reference_row(page, "general.cuda", key).split(" | ")[1]
+    for bound in ("minver", "maxver"):
+        value = _reference_row(page, "general.cuda", bound).split(" | ")[1]
         assert '"12.8"' in value or '"13.0"' in value, value
-        assert '"2.11"' in _reference_row(page, "torch", key).split(" | ")[1]
+        assert '"2.11"' in _reference_row(page, "torch", bound).split(" | ")[1]
     cuda_minver = next(line for line in page.splitlines() if line.startswith("| `cuda-minver` |"))
     assert '"12.8"' in cuda_minver.split(" | ")[1]
     assert _reference_row(page, "general", "edition").split(" | ")[1] == "`5`"
