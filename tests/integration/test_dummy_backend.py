@@ -21,6 +21,7 @@ from pybuild.generate import ProjectSpec, render_project
 from pybuild.manifest import load_manifest
 from pybuild.manifest.kernels import KERNEL_TYPES, KernelSpec, register_kernel_type
 from pybuild.variants import expand_matrix, parse_variant_name
+from tests.helpers.fakebuild import make_kernel
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -55,23 +56,6 @@ class DummyKernel(KernelSpec):
     backend = "dummy"
 
 
-BUILD_TOML = """\
-[general]
-name = "dummy-op"
-version = 1
-license = "Apache-2.0"
-backends = ["dummy"]
-
-[torch]
-src = ["torch-ext/torch_binding.cpp"]
-
-[kernel.dummy_op]
-backend = "dummy"
-depends = ["torch"]
-src = ["csrc/dummy_op.cpp"]
-"""
-
-
 @pytest.fixture
 def dummy() -> Iterator[BaseBackend]:
     backend = Dummy(FACTS)
@@ -86,13 +70,13 @@ def dummy() -> Iterator[BaseBackend]:
 
 @pytest.fixture
 def dummy_kernel(tmp_path: Path) -> Path:
-    """A kernel of backend "dummy" only, beside a matrix that lists it."""
+    """A kernel of backend "dummy" only (`backends = ["dummy"]`, one `[kernel.*]` of it), beside a matrix
+    that lists it."""
     (tmp_path / "variants.json").write_text(json.dumps(MATRIX))
-    root = tmp_path / "dummy-op"
-    for rel, text in {"build.toml": BUILD_TOML, "torch-ext/torch_binding.cpp": "", "csrc/dummy_op.cpp": "",
-                      "torch-ext/dummy_op/__init__.py": ""}.items():
-        (root / rel).parent.mkdir(parents=True, exist_ok=True)
-        (root / rel).write_text(text)
+    root = make_kernel(tmp_path)
+    toml = root / "build.toml"
+    text = toml.read_text().replace("version = 1\n", 'version = 1\nlicense = "Apache-2.0"\nbackends = ["dummy"]\n', 1)
+    toml.write_text(text.replace('backend = "cpu"', 'backend = "dummy"'))
     return root
 
 
@@ -148,8 +132,8 @@ def test_a_build_toml_names_it(dummy: BaseBackend, dummy_kernel: Path, capsys: p
 def test_edition_5_names_it(dummy: BaseBackend, dummy_kernel: Path) -> None:
     """Upstream's edition 5 takes it where it takes a backend: `backends`, `[kernel.*]`, `[torch.stable-abi]`."""
     toml = dummy_kernel / "build.toml"
-    toml.write_text(BUILD_TOML.replace("version = 1\n", "version = 1\nedition = 5\n")
-                    .replace("[kernel.dummy_op]", '[torch.stable-abi]\ndummy = "2.11"\n\n[kernel.dummy_op]'))
+    toml.write_text(toml.read_text().replace("version = 1\n", "version = 1\nedition = 5\n")
+                    .replace("[kernel.", '[torch.stable-abi]\ndummy = "2.11"\n\n[kernel.', 1))
     manifest = load_manifest(dummy_kernel)
     assert (manifest.backends, manifest.stable_abi_for("dummy")) == (("dummy",), (2, 11))
 
