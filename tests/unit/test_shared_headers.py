@@ -82,3 +82,37 @@ def test_a_changed_shared_header_changes_the_build_key(tmp_path: Path, monkeypat
     pdl = include / "kernel_farm" / "pdl.cuh"
     pdl.write_text(pdl.read_text() + "// changed\n")
     assert generate.template_fingerprint() != before
+
+
+@pytest.mark.parametrize("change", ["edit", "add"])
+def test_a_changed_shared_header_changes_a_compiled_kernels_source_hash(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, change: str) -> None:
+    """The op namespace and metadata id come from the source hash: other headers, other binaries, another name."""
+    from pybuild.digest import source_hash
+
+    include = tmp_path / "include"
+    shutil.copytree(INCLUDE, include)
+    monkeypatch.setattr(generate, "INCLUDE", include)
+    manifests = [load_manifest(REPO / "kernels" / k) for k in ("img2gray", "activation", "rms_norm")]
+    before = [source_hash(m) for m in manifests]
+    if change == "edit":
+        pdl = include / "kernel_farm" / "pdl.cuh"
+        pdl.write_text(pdl.read_text() + "// changed\n")
+    else:
+        (include / "kernel_farm" / "extra.cuh").write_text("#pragma once\n")
+    after = [source_hash(m) for m in manifests]
+    assert all(a != b for a, b in zip(after, before, strict=True)), (before, after)
+
+
+def test_a_shared_header_leaves_a_pure_python_kernels_source_hash(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from pybuild.digest import source_hash
+
+    include = tmp_path / "include"
+    shutil.copytree(INCLUDE, include)
+    monkeypatch.setattr(generate, "INCLUDE", include)
+    manifest = load_manifest(REPO / "nix" / "tests" / "fixtures" / "noarch-repo")
+    assert manifest.noarch
+    before = source_hash(manifest)
+    (include / "kernel_farm" / "pdl.cuh").write_text("// changed\n")
+    assert source_hash(manifest) == before
