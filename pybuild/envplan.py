@@ -8,6 +8,8 @@ import hashlib
 import json
 from dataclasses import asdict, dataclass
 
+from . import backends
+from .backends import Backend
 from .variants import Variant
 
 #: The CUDA release of each torch minor's wheels on PyPI (the `cuda-toolkit` pin in the metadata of
@@ -79,16 +81,21 @@ class Refusal:
     reason: str
 
 
-def _cuda_nodot(version: str) -> str:
-    return version.replace(".", "")
-
-
 def _torch_subindex(variant: Variant) -> str:
-    if variant.backend == "cuda":
-        return f"cu{_cuda_nodot(variant.backend_version or '')}"
-    if variant.backend == "rocm":
-        return f"rocm{variant.backend_version}"
-    return variant.backend  # cpu, xpu
+    """PyTorch's sub-index of ``variant``'s torch: its backend's wheel tag (``cu126``, ``rocm7.1``, ``cpu``)."""
+    return backends.get(variant.backend).wheel_tag(variant.backend_version) or variant.backend
+
+
+def _env_refusal(variant: Variant) -> str | None:
+    """Why no environment builds ``variant``'s backend (None: one does)."""
+    backend = backends.get(variant.backend)
+    if backend.env_buildable:
+        return None
+    if backend.facts.os == "linux":  # Nix builds every Linux backend
+        served = " and ".join(sorted(b.name for b in backends.all_backends() if b.env_buildable))
+        return f"{backend.facts.label} variants are built with Nix (`nix build`); pybuild's environments build " \
+               f"{served} variants only"
+    return f"the {variant.backend} backend is not built in environments on Linux"
 
 
 def _local_torch_wheel(variant: Variant, config: IndexConfig, python_tag: str) -> str | None:
@@ -96,12 +103,13 @@ def _local_torch_wheel(variant: Variant, config: IndexConfig, python_tag: str) -
     from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 
     arch = (variant.system or "").split("-")[0]
+    cpu_tag = backends.get(Backend.CPU).wheel_tag(None)
     for name in config.local_wheels:
         try:
             dist, version, _, tags = parse_wheel_filename(name)
         except InvalidWheelFilename:
             continue
-        if dist != "torch" or version.local != "cpu" or f"{version.major}.{version.minor}" != env_torch(variant):
+        if dist != "torch" or version.local != cpu_tag or f"{version.major}.{version.minor}" != env_torch(variant):
             continue
         if any(t.interpreter == python_tag and t.platform.endswith(arch) for t in tags):
             return str(version)
@@ -131,12 +139,8 @@ def plan_env(variant: Variant, config: IndexConfig, host: HostFacts) -> EnvPlan 
     if variant.system != host.system:
         return Refusal(name, f"builds on an {variant.system} machine (this one is {host.system}); "
                              "or `nix build` with a remote builder of that system")
-    if variant.backend in ("rocm", "xpu"):
-        label = {"rocm": "ROCm", "xpu": "XPU"}[variant.backend]
-        return Refusal(name, f"{label} variants are built with Nix (`nix build`); pybuild's environments "
-                             "build cpu and cuda variants only")
-    if variant.backend not in ("cpu", "cuda"):
-        return Refusal(name, f"the {variant.backend} backend is not built in environments on Linux")
+    if (why := _env_refusal(variant)) is not None:
+        return Refusal(name, why)
     source = _torch_source(variant, config, host)
     if isinstance(source, Refusal):
         return source
@@ -162,18 +166,19 @@ def _torch_source(variant: Variant, config: IndexConfig,
     requirements = [torch_req, *BUILD_PACKAGES]
     uv_args: list[str] = []
     torch_cuda: str | None = None
-    if variant.backend == "cuda" and pypi_cuda == variant.backend_version:
+    cuda = variant.backend == Backend.CUDA  # PyPI's torch wheels on Linux are CUDA builds
+    if cuda and pypi_cuda == variant.backend_version:
         source = f"PyPI (torch {torch}'s CUDA {pypi_cuda} build)"
         torch_cuda = pypi_cuda
     elif config.torch_index:
         uv_args += ["--extra-index-url", f"{config.torch_index.rstrip('/')}/{_torch_subindex(variant)}"]
         source = f"{uv_args[-1]}"
-        torch_cuda = variant.backend_version if variant.backend == "cuda" else None
-    elif variant.backend == "cpu" and (local := _local_torch_wheel(variant, config, host.python_tag)):
+        torch_cuda = variant.backend_version if cuda else None
+    elif variant.backend == Backend.CPU and (local := _local_torch_wheel(variant, config, host.python_tag)):
         requirements[0] = f"torch=={local}"
         uv_args += [a for link in config.find_links for a in ("--find-links", link)]
         source = f"the local CPU wheel torch {local} (find-links)"
-    elif variant.backend == "cpu" and pypi_cuda:
+    elif variant.backend == Backend.CPU and pypi_cuda:
         # No CPU wheel reachable: compile against the same release's CUDA wheel. A CPU variant uses
         # only torch's CPU API, identical in both builds; `pybuild test` loads it under that torch.
         source = f"PyPI (torch {torch}'s CUDA {pypi_cuda} build: no CPU wheel of it is reachable)"

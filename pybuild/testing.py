@@ -88,7 +88,7 @@ def load_built_kernel(kernel_dir: Path, backend: str | None = None, build: bool 
     try:
         import kernels
 
-        get_local_kernel = kernels.get_local_kernel  # type: ignore[attr-defined]
+        get_local_kernel = kernels.get_local_kernel
     except (ImportError, AttributeError):
         return _import_variant(variant_dir)
     return get_local_kernel(variant_dir)
@@ -126,6 +126,18 @@ def failed_checks(checks: dict[str, tuple[Any, Any]], atol: float = 0.0, rtol: f
     return bad
 
 
+def check_each_time(chain: Callable[[], Any], checks: Callable[..., dict[str, tuple[Any, Any]]],
+                    change: Callable[[], None], *, graph: bool, reps: int = 5, atol: float = 0.0,
+                    rtol: float = 0.0) -> None:
+    """Run ``chain`` ``reps`` times (see :func:`run_on_stream_or_graph`); each time, every pair of
+    ``checks(*outputs)`` must be close (:func:`failed_checks`), then ``change()`` changes the inputs
+    in place, so that a stale read of the previous time's output shows the next time."""
+    for rep, outs in enumerate(run_on_stream_or_graph(chain, graph=graph, reps=reps)):
+        bad = failed_checks(checks(*outs), atol=atol, rtol=rtol)
+        assert not bad, f"time {rep + 1}: " + "; ".join(bad)
+        change()
+
+
 def compile_cuda(source: Path, out: Path, arch: str = "sm_90", ptx: bool = False) -> subprocess.CompletedProcess[str]:
     """``nvcc -c source -o out`` (``-ptx`` with ``ptx``) for ``arch`` as a kernel build compiles it (-O3,
     CUDA_KERNEL, the farm's shared headers on the include path), with ptxas statistics on stderr; through
@@ -146,3 +158,30 @@ def compile_cuda(source: Path, out: Path, arch: str = "sm_90", ptx: bool = False
 def register_spills(ptxas_log: str) -> list[str]:
     """The lines of ptxas statistics (``-Xptxas -v``) that report bytes spilled to local memory."""
     return [line for line in ptxas_log.splitlines() if "spill" in line and not line.strip().startswith("0 bytes")]
+
+
+def devices() -> list[Any]:
+    """The devices a kernel test runs on, for ``@pytest.mark.parametrize("device", devices())``: the
+    CPU, and CUDA marked ``gpu`` and skipped, with the reason, where no CUDA GPU is present."""
+    import pytest
+    import torch
+
+    no_gpu = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+    return ["cpu", pytest.param("cuda", marks=[pytest.mark.gpu, no_gpu])]
+
+
+def assert_raises(exc: type[BaseException], fragment: str, call: Callable[[], Any]) -> None:
+    """``call()`` raises ``exc`` with ``fragment`` in its message."""
+    import pytest
+
+    with pytest.raises(exc) as info:
+        call()
+    assert fragment in str(info.value)
+
+
+def assert_compiles_without_spills(source: Path, out_dir: Path, arch: str = "sm_90") -> None:
+    """``source`` compiles for ``arch`` as a kernel build compiles it, spilling no register (see
+    :func:`compile_cuda`: skips the calling test where no nvcc is on PATH)."""
+    proc = compile_cuda(source, out_dir / f"{source.stem}.o", arch)
+    assert proc.returncode == 0, proc.stderr
+    assert not register_spills(proc.stderr), proc.stderr

@@ -40,32 +40,10 @@ class Reporter:
             err_console.print(escape(message))
 
     @contextmanager
-    def task(self, label: str) -> Iterator[Any]:
+    def task(self, label: str) -> Iterator[Callable[[str, float | None], None]]:
         """Yields ``update(message, fraction)`` that drives one progress line."""
-        if self.quiet or not sys.stderr.isatty():
-            last: list[str] = []
-
-            def update(message: str, fraction: float | None) -> None:
-                # Without a terminal, print each new phase once (not every compiler line).
-                phase = message.split(" [")[0]
-                if not self.quiet and (not last or last[-1] != phase):
-                    last.append(phase)
-                    err_console.print(escape(f"  {label}: {message}"))
-
-            yield update
-            return
-        with Progress(
-            SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn(),
-            console=err_console, transient=True,
-        ) as progress:
-            task_id = progress.add_task(label, total=None)
-
-            def update(message: str, fraction: float | None) -> None:
-                progress.update(task_id, description=escape(f"{label}: {message}"),
-                                total=None if fraction is None else 1.0,
-                                completed=fraction or 0.0)
-
-            yield update
+        with self.tasks() as new_task:
+            yield new_task(label)
 
     @contextmanager
     def tasks(self) -> Iterator[Callable[[str], Callable[[str, float | None], None]]]:

@@ -25,9 +25,11 @@ if TYPE_CHECKING:
 #: The sections of a backend's CMake fragment (``templates/backends/<name>.cmake.j2``), each a jinja2
 #: macro: ``cache`` (cache variables, at the top of CMakeLists.txt), ``helpers`` (functions, in
 #: cmake/pybuild.cmake), ``configure`` (after torch is found: languages, toolkits), ``check`` (what
-#: the torch found must offer) and ``target`` (options of the extension target).
-Section = Literal["cache", "helpers", "configure", "check", "target"]
-SECTIONS: tuple[Section, ...] = ("cache", "helpers", "configure", "check", "target")
+#: the torch found must offer), ``libraries`` (in ``pybuild_torch_libraries``: the torch libraries
+#: ``_libs`` a variant links, given this backend's build of torch) and ``target`` (options of the
+#: extension target).
+Section = Literal["cache", "helpers", "configure", "check", "libraries", "target"]
+SECTIONS: tuple[Section, ...] = ("cache", "helpers", "configure", "check", "libraries", "target")
 _FACT_KEYS = ("name", "label", "compiled", "versioned", "tag", "tag-digits", "os", "noarch-name", "wheel-tag")
 
 
@@ -130,6 +132,10 @@ class BackendType(Protocol):
         """The toolkit versions a matrix may list (empty: any)."""
 
     @property
+    def env_buildable(self) -> bool:
+        """Whether pybuild's environments (``pybuild env``) build this backend's variants."""
+
+    @property
     def manifest_keys(self) -> tuple[str, ...]:
         """The keys a ``[kernel.*]`` section of this backend may have beyond the common ones."""
 
@@ -159,6 +165,7 @@ class BaseBackend:
 
     known_versions: tuple[str, ...] = ()
     device_module: str | None = None
+    env_buildable = False
 
     def __init__(self, facts: Facts) -> None:
         self.facts = facts

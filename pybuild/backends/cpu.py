@@ -12,6 +12,8 @@ if TYPE_CHECKING:
 
 
 class Cpu(BaseBackend):
+    env_buildable = True
+
     def host_versions(self, info: TorchInfo, *, require_toolchain: bool = True) -> tuple[str | None, ...]:
         return (None,)
 

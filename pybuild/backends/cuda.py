@@ -85,6 +85,7 @@ KNOWN_CUDA = ("11.8", "12.1", "12.4", "12.6", "12.8", "12.9", "13.0", "13.2")
 class Cuda(BaseBackend):
     known_versions = KNOWN_CUDA
     device_module = "cuda"
+    env_buildable = True
 
     def host_versions(self, info: TorchInfo, *, require_toolchain: bool = True) -> tuple[str | None, ...]:
         if not info.cuda or (require_toolchain and find_nvcc() is None):

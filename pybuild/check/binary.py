@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from ..elf import NotELFError, bad_rpaths, dynamic_entries, embedded_cxx_runtime
@@ -98,34 +100,32 @@ def _version_key(version: str) -> tuple[int, ...]:
     return tuple(int(x) for x in re.findall(r"\d+", version))
 
 
-def check_rpath(v: BuiltVariant) -> CheckResult:
+def _each_module(v: BuiltVariant, check: str, find: Callable[[Path], list[str]], verb: str, *, fail: str,
+                 ok: str) -> CheckResult:
+    """``check`` runs ``find`` on each of ``v``'s ``.so`` modules: it passes with ``ok`` if it finds
+    nothing, else fails with ``fail`` (its ``{}`` standing for "<module><verb><found>; ...")."""
     problems = []
     for so in v.extensions():
         if so.suffix != ".so":
             continue
         try:
-            bad = bad_rpaths(so)
+            found = find(so)
         except NotELFError as e:
-            return CheckResult(v.name, "rpath", "fail", f"{e}; rebuild the variant")
-        if bad:
-            problems.append(f"{so.name}: {', '.join(bad)}")
+            return CheckResult(v.name, check, "fail", f"{e}; rebuild the variant")
+        if found:
+            problems.append(f"{so.name}{verb}{', '.join(found)}")
     if problems:
-        return CheckResult(v.name, "rpath", "fail",
-                           f"RPATH/RUNPATH into the build machine: {'; '.join(problems)}; "
-                           "keep CMAKE_INSTALL_RPATH empty")
-    return CheckResult(v.name, "rpath", "pass", "no RPATH into build directories")
+        return CheckResult(v.name, check, "fail", fail.format("; ".join(problems)))
+    return CheckResult(v.name, check, "pass", ok)
+
+
+def check_rpath(v: BuiltVariant) -> CheckResult:
+    return _each_module(v, "rpath", bad_rpaths, ": ", ok="no RPATH into build directories",
+                        fail="RPATH/RUNPATH into the build machine: {}; keep CMAKE_INSTALL_RPATH empty")
 
 
 def check_runtime(v: BuiltVariant) -> CheckResult:
     """The C++ runtime must be the process's shared one (torch's), not a static copy in the module."""
-    problems = []
-    for so in v.extensions():
-        if so.suffix == ".so":
-            found = embedded_cxx_runtime(so)
-            if found:
-                problems.append(f"{so.name} defines {', '.join(found)}")
-    if problems:
-        return CheckResult(v.name, "runtime", "fail",
-                           f"embedded C++ runtime: {'; '.join(problems)}; link the shared libstdc++ "
-                           "(no -static-libstdc++; the generated CMake project links -l:libstdc++.so.6)")
-    return CheckResult(v.name, "runtime", "pass", "uses the shared C++ runtime")
+    return _each_module(v, "runtime", embedded_cxx_runtime, " defines ", ok="uses the shared C++ runtime",
+                        fail="embedded C++ runtime: {}; link the shared libstdc++ "
+                             "(no -static-libstdc++; the generated CMake project links -l:libstdc++.so.6)")

@@ -13,7 +13,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from pybuild.testing import compile_cuda, failed_checks, load_built_kernel, register_spills, run_on_stream_or_graph
+from pybuild import testing
 
 KERNEL_DIR = Path(__file__).resolve().parent.parent
 
@@ -42,16 +42,12 @@ TOL = {
 # Leading shapes and 2 d: vector paths (d a multiple of 8), scalar paths (odd d), several blocks,
 # partial blocks, empty tensors.
 SHAPES = [(1, 2), (3, 16), (7, 258), (4, 3, 128), (2, 2, 2, 1030), (1000, 2 * 1032), (33, 8192), (0, 64), (5, 0)]
-CUDA = pytest.param(
-    "cuda",
-    marks=[pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")],
-)
-DEVICES = ["cpu", CUDA]
+DEVICES = testing.devices()
 
 
 @pytest.fixture(scope="module")
 def kernel():
-    return load_built_kernel(KERNEL_DIR)
+    return testing.load_built_kernel(KERNEL_DIR)
 
 
 def call(kernel, op: str, x: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
@@ -183,19 +179,21 @@ def test_cuda_back_to_back_launches(kernel, graph):
         kernel.gelu_tanh_and_mul(z, out=v[-k:])  # overwrites what the last blocks of y3's launch read
         return y1, y2, y3
 
-    tol = TOL[dtype]
-    for rep, (y1, y2, y3) in enumerate(run_on_stream_or_graph(chain, graph=graph, reps=5)):
-        bad = failed_checks({
+    def checks(y1, y2, y3):
+        return {
             "y1": (y1, reference("silu_and_mul", x)),
             "y2 (read after write)": (y2, reference("gelu_and_mul", y1[-k:])),
             "y3": (y3, reference("silu_and_mul", v0)),
             "v (write after read)": (v[-k:], reference("gelu_tanh_and_mul", z)),
-        }, **tol)
-        assert not bad, f"time {rep + 1}: " + "; ".join(bad)
+        }
+
+    def change():
         x.neg_()
         z.neg_()
         v0.neg_()
         v.copy_(v0)
+
+    testing.check_each_time(chain, checks, change, graph=graph, **TOL[dtype])
 
 
 @pytest.mark.gpu
@@ -252,9 +250,7 @@ ERRORS = [
 
 @pytest.mark.parametrize("fn, exc, fragment", ERRORS, ids=[e[2][:40] for e in ERRORS])
 def test_errors(kernel, fn, exc, fragment):
-    with pytest.raises(exc) as info:
-        fn(kernel)
-    assert fragment in str(info.value)
+    testing.assert_raises(exc, fragment, lambda: fn(kernel))
 
 
 @pytest.mark.parametrize("device", DEVICES)
@@ -281,6 +277,4 @@ def test_torch_compile_fullgraph(kernel, device):
 
 def test_cuda_source_compiles_for_sm90_without_spills(tmp_path):
     """activation.cu includes no torch header, so it compiles here even against a CPU-only torch."""
-    proc = compile_cuda(KERNEL_DIR / "csrc" / "activation.cu", tmp_path / "activation.o")
-    assert proc.returncode == 0, proc.stderr
-    assert not register_spills(proc.stderr), proc.stderr
+    testing.assert_compiles_without_spills(KERNEL_DIR / "csrc" / "activation.cu", tmp_path)

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from pybuild.testing import compile_cuda, failed_checks, load_built_kernel, register_spills, run_on_stream_or_graph
+from pybuild.testing import check_each_time, compile_cuda, load_built_kernel, register_spills
 
 KERNEL_DIR = Path(__file__).resolve().parent.parent
 
@@ -165,18 +165,21 @@ def test_back_to_back_launches(img2gray, graph):
         img2gray.img2gray(small, out=other[-k:].view(k, 3 * w))  # overwrites what g3's last blocks read
         return g1, g2, g3
 
-    for rep, (g1, g2, g3) in enumerate(run_on_stream_or_graph(chain, graph=graph, reps=5)):
-        bad = failed_checks({
+    def checks(g1, g2, g3):
+        return {
             "g1": (g1, reference(image)),
             "g2 (read after write)": (g2, reference(g1[-k:].view(k, w // 3, 3))),
             "g3": (g3, reference(other0)),
             "other (write after read)": (other[-k:].view(k, 3 * w), reference(small)),
-        })
-        assert not bad, f"time {rep + 1}: " + "; ".join(bad)
+        }
+
+    def change():
         image.bitwise_not_()
         small.bitwise_not_()
         other0.bitwise_not_()
         other.copy_(other0)
+
+    check_each_time(chain, checks, change, graph=graph)
 
 
 def test_cuda_source_uses_16_byte_accesses_without_spills(tmp_path):

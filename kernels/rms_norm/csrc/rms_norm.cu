@@ -512,6 +512,18 @@ __global__ void __launch_bounds__(kStageThreads) rms_norm_staged_kernel(T* __res
 // The first sums the squares of 1/parts of a row per block into partial[row * parts + part]; the
 // second (a dependent launch) adds a row's partial sums and writes its part of the row, reading x
 // again (from L2: such rows are few). Each thread keeps 4 loads in flight.
+// This block's part of its row: the row blockIdx.x / parts, and its units [lo, hi).
+struct RowPart {
+  int64_t row, lo, hi;
+};
+
+__device__ __forceinline__ RowPart row_part(int64_t units, int parts, int64_t chunk) {
+  const int64_t row = blockIdx.x / parts;
+  const int part = static_cast<int>(blockIdx.x % parts);
+  const int64_t lo = part * chunk;
+  return {row, lo, lo + chunk < units ? lo + chunk : units};
+}
+
 template <typename T, int BYTES>
 __global__ void __launch_bounds__(256) rms_norm_partial_kernel(float* __restrict__ partial, const T* __restrict__ in,
                                                                int64_t hidden, int64_t units, int parts,
@@ -519,10 +531,7 @@ __global__ void __launch_bounds__(256) rms_norm_partial_kernel(float* __restrict
   using U = Unit<T, BYTES>;
   using R = typename U::R;
   __shared__ float scratch[33];
-  const int64_t row = blockIdx.x / parts;
-  const int part = static_cast<int>(blockIdx.x % parts);
-  const int64_t lo = part * chunk;
-  const int64_t hi = lo + chunk < units ? lo + chunk : units;
+  const auto [row, lo, hi] = row_part(units, parts, chunk);
   const R* x = reinterpret_cast<const R*>(in + row * hidden);
   farm_pdl::wait_for_previous_grid();
   farm_pdl::allow_next_grid(trigger);
@@ -547,10 +556,7 @@ __global__ void __launch_bounds__(256) rms_norm_apply_kernel(T* __restrict__ out
   using U = Unit<T, BYTES>;
   using R = typename U::R;
   __shared__ float scratch[33];
-  const int64_t row = blockIdx.x / parts;
-  const int part = static_cast<int>(blockIdx.x % parts);
-  const int64_t lo = part * chunk;
-  const int64_t hi = lo + chunk < units ? lo + chunk : units;
+  const auto [row, lo, hi] = row_part(units, parts, chunk);
   const R* x = reinterpret_cast<const R*>(in + row * hidden);
   const R* w = reinterpret_cast<const R*>(weight);
   R* y = reinterpret_cast<R*>(out + row * hidden);

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from pybuild.testing import compile_cuda, failed_checks, load_built_kernel, register_spills, run_on_stream_or_graph
+from pybuild import testing
 
 KERNEL_DIR = Path(__file__).resolve().parent.parent
 
@@ -32,16 +32,12 @@ TOL = {
 # 16392 in bf16), the two-pass path (odd sizes, unaligned views; fp32 rows over 16384).
 HIDDEN = (1, 7, 8, 64, 96, 100, 128, 256, 1000, 1024, 1032, 4096, 5120, 8192, 16384, 16392)
 ROWS = (1, 37)
-CUDA = pytest.param(
-    "cuda",
-    marks=[pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")],
-)
-DEVICES = ["cpu", CUDA]
+DEVICES = testing.devices()
 
 
 @pytest.fixture(scope="module")
 def kernel():
-    return load_built_kernel(KERNEL_DIR)
+    return testing.load_built_kernel(KERNEL_DIR)
 
 
 def randn(shape, dtype, device, seed: int, scale: float = 1.0, shift: float = 0.0) -> torch.Tensor:
@@ -135,6 +131,39 @@ def test_x_of_twice_l2_or_more(kernel, hidden, dtype):
     torch.testing.assert_close(kernel.rms_norm(x, w), reference(x, w, 1e-6), **TOL[dtype])
 
 
+def check_back_to_back(kernel, x, v, z, w, *, graph):
+    """Four launches, each started while the one before it may still run (PDL): y1 = rms_norm(x);
+    y2 = rms_norm of y1's last k rows (k = z's rows; read after write); y3 = rms_norm(v); z's rows
+    normalised into v's last k rows (write after read). Every output is checked against the reference
+    of the input it should have seen, on a stream or in a CUDA graph, five times, with the inputs
+    changed between times (so a stale read of the previous time's output shows)."""
+    k = z.shape[0]
+    v0 = v.clone()
+
+    def chain():
+        y1 = kernel.rms_norm(x, w)
+        y2 = kernel.rms_norm(y1[-k:], w, eps=1e-3)  # reads what the last blocks of y1's launch write
+        y3 = kernel.rms_norm(v, w)
+        kernel.rms_norm(z, w, out=v[-k:])  # overwrites what the last blocks of y3's launch read
+        return y1, y2, y3
+
+    def checks(y1, y2, y3):
+        return {
+            "y1": (y1, reference(x, w, 1e-6)),
+            "y2 (read after write)": (y2, reference(y1[-k:], w, 1e-3)),
+            "y3": (y3, reference(v0, w, 1e-6)),
+            "v (write after read)": (v[-k:], reference(z, w, 1e-6)),
+        }
+
+    def change():
+        x.neg_()
+        z.neg_()
+        v0.neg_()
+        v.copy_(v0)
+
+    testing.check_each_time(chain, checks, change, graph=graph, **TOL[x.dtype])
+
+
 @pytest.mark.gpu
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 @pytest.mark.parametrize("graph", [False, True], ids=["stream", "graph"])
@@ -156,28 +185,7 @@ def test_cuda_back_to_back_launches(kernel, graph, hidden):
     v = randn((rows, hidden), dtype, "cuda", seed=41)
     z = randn((k, hidden), dtype, "cuda", seed=42, scale=3.0)
     w = randn((hidden,), dtype, "cuda", seed=43, shift=1.0)
-    v0 = v.clone()
-
-    def chain():
-        y1 = kernel.rms_norm(x, w)
-        y2 = kernel.rms_norm(y1[-k:], w, eps=1e-3)  # reads what the last blocks of y1's launch write
-        y3 = kernel.rms_norm(v, w)
-        kernel.rms_norm(z, w, out=v[-k:])  # overwrites what the last blocks of y3's launch read
-        return y1, y2, y3
-
-    tol = TOL[dtype]
-    for rep, (y1, y2, y3) in enumerate(run_on_stream_or_graph(chain, graph=graph, reps=5)):
-        bad = failed_checks({
-            "y1": (y1, reference(x, w, 1e-6)),
-            "y2 (read after write)": (y2, reference(y1[-k:], w, 1e-3)),
-            "y3": (y3, reference(v0, w, 1e-6)),
-            "v (write after read)": (v[-k:], reference(z, w, 1e-6)),
-        }, **tol)
-        assert not bad, f"time {rep + 1}: " + "; ".join(bad)
-        x.neg_()
-        z.neg_()
-        v0.neg_()
-        v.copy_(v0)
+    check_back_to_back(kernel, x, v, z, w, graph=graph)
 
 
 # Shapes of the paths for rows of any width (CUDA): rows of 2, 4 or 8 bytes several to a 16-byte
@@ -219,27 +227,7 @@ def test_cuda_back_to_back_rows_of_any_width(kernel, graph, rows, hidden):
     v = randn((rows, hidden), dtype, "cuda", seed=51)
     z = randn((rows, hidden), dtype, "cuda", seed=52, scale=3.0)
     w = randn((hidden,), dtype, "cuda", seed=53, shift=1.0)
-    v0 = v.clone()
-
-    def chain():
-        y1 = kernel.rms_norm(x, w)
-        y2 = kernel.rms_norm(y1, w, eps=1e-3)  # reads what the launch before it writes
-        y3 = kernel.rms_norm(v, w)
-        kernel.rms_norm(z, w, out=v)  # overwrites what the launch before it reads
-        return y1, y2, y3
-
-    for rep, (y1, y2, y3) in enumerate(run_on_stream_or_graph(chain, graph=graph, reps=5)):
-        bad = failed_checks({
-            "y1": (y1, reference(x, w, 1e-6)),
-            "y2 (read after write)": (y2, reference(y1, w, 1e-3)),
-            "y3": (y3, reference(v0, w, 1e-6)),
-            "v (write after read)": (v, reference(z, w, 1e-6)),
-        }, **TOL[dtype])
-        assert not bad, f"time {rep + 1}: " + "; ".join(bad)
-        x.neg_()
-        z.neg_()
-        v0.neg_()
-        v.copy_(v0)
+    check_back_to_back(kernel, x, v, z, w, graph=graph)
 
 
 # (call, exception type, exact message fragment)
@@ -270,9 +258,7 @@ ERRORS = [
 
 @pytest.mark.parametrize("fn, exc, fragment", ERRORS, ids=[e[2][:40] for e in ERRORS])
 def test_errors(kernel, fn, exc, fragment):
-    with pytest.raises(exc) as info:
-        fn(kernel)
-    assert fragment in str(info.value)
+    testing.assert_raises(exc, fragment, lambda: fn(kernel))
 
 
 @pytest.mark.parametrize("device", DEVICES)
@@ -299,6 +285,4 @@ def test_torch_compile_fullgraph(kernel, device):
 
 def test_cuda_source_compiles_for_sm90_without_spills(tmp_path):
     """rms_norm.cu includes no torch header, so it compiles here even against a CPU-only torch."""
-    proc = compile_cuda(KERNEL_DIR / "csrc" / "rms_norm.cu", tmp_path / "rms_norm.o")
-    assert proc.returncode == 0, proc.stderr
-    assert not register_spills(proc.stderr), proc.stderr
+    testing.assert_compiles_without_spills(KERNEL_DIR / "csrc" / "rms_norm.cu", tmp_path)
