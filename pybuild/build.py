@@ -33,6 +33,7 @@ from .host import Toolchain, ccache, host_toolchain
 from .logged_run import run_logged as _run_logged
 from .manifest import Manifest
 from .metadata import METADATA, git_state, make_metadata, write_metadata
+from .preflight import check_depends, check_variant_buildable
 from .staging import check_writable, owned_staging, remove_dead_leftovers, variant_lock
 from .variants import Variant, parse_variant_name
 
@@ -99,46 +100,6 @@ def is_up_to_date(final: Path, stamp: Path, key: str) -> bool:
         return False
 
 
-def _check_variant_buildable(variant: Variant, toolchain: Toolchain) -> None:
-    info = toolchain.torch
-    if variant.tvm_ffi:
-        from .host import tvm_ffi_version
-
-        here = tvm_ffi_version()
-        if here != variant.torch:
-            found = f"tvm-ffi {here}" if here else "no tvm-ffi"
-            want = variant.torch or ""
-            raise ToolchainError(f"variant {variant.name} needs tvm-ffi {want} (pip install "
-                                 f"'apache-tvm-ffi>={want},<{want[:-1]}{int(want[-1]) + 1}'); "
-                                 f"this Python has {found}")
-    elif variant.stable_abi:  # any torch from that version on builds it
-        if tuple(int(x) for x in info.major_minor.split(".")) < variant.torch_tuple:
-            msg = (f"variant {variant.name} needs torch {variant.torch} or later, but {toolchain.python} has "
-                   f"torch {info.version}")
-            raise ToolchainError(msg)
-    elif variant.torch != info.major_minor:
-        msg = f"variant {variant.name} needs torch {variant.torch}, but {toolchain.python} has torch {info.version}"
-        raise ToolchainError(msg)
-    why = backends.get(variant.backend).unbuildable(variant, toolchain)
-    if why is not None:
-        raise ToolchainError(why)
-
-
-#: `depends` this farm provides to a build: torch itself (the farm's own `cutlass` and `cub` names
-#: come with the CUDA toolkit or the kernel). Upstream's pinned CUTLASS, SYCL-TLA and metal-cpp are not.
-PROVIDED_DEPENDS = ("torch", "cutlass", "cub")
-
-
-def _check_depends(manifest: Manifest, variant: Variant) -> None:
-    for k in manifest.kernels_for(variant):
-        missing = [d for d in k.depends if d not in PROVIDED_DEPENDS]
-        if missing:
-            msg = (f"{manifest.path}: [kernel.{k.name}] depends on {', '.join(missing)}, which this farm does not "
-                   f"provide to a build, so {variant.name} cannot be built here; vendor the headers into the kernel "
-                   "folder and list them in `include` instead")
-            raise ToolchainError(msg)
-
-
 def _check_output_place(root: Path, variant: Variant) -> None:
     """``build/`` and ``build/<variant>`` must be folders (or absent) before a build starts."""
     for place in (root / BUILD_DIR, root / BUILD_DIR / variant.name, root / WORK_DIR):
@@ -163,8 +124,8 @@ def build_variant(
     root = manifest.root.resolve()  # absolute: CMake runs with cwd=.pybuild/<variant>
     final = root / BUILD_DIR / variant.name
     stamp = root / WORK_DIR / variant.name / "stamp.json"
-    _check_variant_buildable(variant, toolchain)
-    _check_depends(manifest, variant)
+    check_variant_buildable(variant, toolchain)
+    check_depends(manifest, variant)
     _check_output_place(root, variant)
 
     remove_dead_leftovers(root)  # what killed runs left, even when this run has nothing to do

@@ -15,12 +15,33 @@ DIGEST_EXCLUDED = ("metadata.json", "metadata.json.sigstore")
 
 
 def source_hash(manifest: Manifest) -> str:
-    """sha256 over every source file's path and bytes (hex). Two kernels differ iff this differs."""
+    """sha256 over every source file's path and bytes (hex). Two kernels differ iff this differs.
+
+    A compiled kernel's sources include the farm's shared headers (``<kernel_farm/...>``), which every
+    generated project has on its include path: a changed header makes other binaries, so another name.
+    A pure-Python kernel compiles nothing; its hash covers its own files only.
+    """
     h = hashlib.sha256()
     for rel in manifest.source_files():
         h.update(rel.encode() + b"\0")
         h.update(hashlib.sha256((manifest.root / rel).read_bytes()).digest())
+    if not manifest.noarch:
+        for rel, path in shared_headers():
+            h.update(f"{SHARED_PREFIX}{rel}".encode() + b"\0")
+            h.update(hashlib.sha256(path.read_bytes()).digest())
     return h.hexdigest()
+
+
+#: How a shared header's path enters the source hash (never a kernel's own path: those are relative).
+SHARED_PREFIX = "<pybuild>/include/"
+
+
+def shared_headers() -> list[tuple[str, Path]]:
+    """The farm's shared headers as ``[(path relative to pybuild/include, file)]``, sorted."""
+    from . import generate  # read at call time: the folder is pybuild's own
+
+    root = generate.INCLUDE
+    return sorted((p.relative_to(root).as_posix(), p) for p in safeload.files(root) if p.is_file())
 
 
 def ops_name(manifest: Manifest, backend: str, src_hash: str) -> str:

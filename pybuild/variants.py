@@ -18,10 +18,6 @@ from typing import Any
 from . import backends, safeload
 from .errors import VariantsError
 
-#: The built-in backends of compiled kernels, and of pure-Python ones (``pybuild.backends`` is the live
-#: registry, with any backend registered since; prefer ``backends.names()`` / ``backends.noarch_names()``).
-BACKENDS: tuple[str, ...] = backends.names()
-NOARCH_BACKENDS: tuple[str, ...] = backends.noarch_names()
 CXX_ABIS = ("cxx11", "cxx98")
 SYSTEMS = ("x86_64-linux", "aarch64-linux", "aarch64-darwin")
 #: torch releases a matrix may name (a new release: add it here once its wheels are out).
@@ -38,7 +34,7 @@ class Variant:
     backend version, ABI and system are None and its name is ``torch-<backend>``."""
 
     torch: str | None  # "2.13"; None for noarch
-    backend: str  # one of BACKENDS
+    backend: str  # a registered backend: backends.names() (noarch: backends.noarch_names())
     backend_version: str | None  # "13.0" for CUDA, None for cpu/metal and noarch
     cxx_abi: str | None  # "cxx11"; None on darwin and noarch
     system: str | None  # "x86_64-linux"; None for noarch
@@ -280,6 +276,11 @@ def _backend_versions(path: Path, where: str, backend: backends.BackendType, val
     unknown = [v for v in versions if known and v not in known]
     if unknown:
         raise _fail(path, where, f"unknown {backend.facts.label} {', '.join(unknown)}; known: {', '.join(known)}")
+    for v in versions:
+        err = backends.tag_error(backend, v)
+        if err:
+            raise _fail(path, where, f"{err}; list versions of at least {backend.facts.tag_digits} digits without "
+                                     "the dot, or lower the backend's tag-digits")
     return list(versions)
 
 

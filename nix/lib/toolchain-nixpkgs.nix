@@ -105,7 +105,12 @@ in
         variant:
         let
           pkgs = pkgsFor variant.system;
-          toolkit = toolkits.${variant.backend} pkgs variant.backendVersion;
+          toolkit =
+            toolkits.${variant.backend} or (throw
+              "nixpkgsToolchain: no toolkit for backend ${variant.backend}; add a `${variant.backend}` entry to `toolkits` in nix/lib/toolchain-nixpkgs.nix"
+            )
+              pkgs
+              variant.backendVersion;
           python = pkgs.${pythonAttr};
           wheel = torchWheel pins variant;
           torch = (python.pkgs.torch-bin.override toolkit.torchOverride).overridePythonAttrs (old: {

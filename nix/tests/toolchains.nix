@@ -104,6 +104,12 @@ in
       torchBuildInputs = [ ];
     };
   };
+  # A backend with no entry in `toolkits` fails with a catchable throw naming the file to add it to,
+  # not Nix's own "attribute missing" error (which tryEval cannot catch: this test would abort).
+  testNixpkgsToolchainRefusesABackendWithoutToolkit = {
+    expr = (builtins.tryEval (stubbed.mkVariant (args (variant "vk" "1.3" "vk130"))).stdenv).success;
+    expected = false;
+  };
   testNixpkgsToolchainDevShell = {
     expr =
       let

@@ -15,6 +15,7 @@ A backend outside this package (a plugin, a test) joins with :func:`register`.
 from __future__ import annotations
 
 import json
+import re
 from enum import Enum
 from typing import Any, NoReturn
 
@@ -28,7 +29,7 @@ from .xpu import Xpu
 
 __all__ = [
     "SECTIONS", "Backend", "BackendType", "BaseBackend", "Facts", "Section", "all_backends", "facts_json", "get",
-    "names", "noarch_names", "register", "unregister",
+    "names", "noarch_names", "register", "tag_error", "unregister",
 ]
 
 
@@ -93,8 +94,27 @@ def register(backend: BackendType) -> BackendType:
                 raise ValueError(msg)
     if f.os not in ("linux", "darwin"):
         raise ValueError(f"backend {f.name!r}: os must be linux or darwin, found {f.os!r}")
+    # its known versions, and one of exactly tag-digits digits (the fewest its names may carry)
+    sample = "1" * max(f.tag_digits - 1, 1) + ".0"
+    for version in (*backend.known_versions, sample) if f.versioned else (None,):
+        tag = backend.tag(version)
+        err = tag_error(backend, version)
+        if err is None and version is not None and backend.version_from_tag(tag) != version:
+            err = f"tag {tag!r} reads back as version {backend.version_from_tag(tag)!r}, not {version}"
+        if err:
+            raise ValueError(f"backend {f.name!r}: {err}; fix its tag-digits, known_versions or tag()")
     _registry[f.name] = backend
     return backend
+
+
+def tag_error(backend: BackendType, version: str | None) -> str | None:
+    """Why a variant name cannot carry ``backend`` at ``version`` (its tag is not one of
+    :meth:`~BackendType.tag_pattern`'s, so the name would not parse back); None: it can."""
+    tag = backend.tag(version)
+    if re.fullmatch(backend.tag_pattern(), tag, re.ASCII):
+        return None
+    what = f"{backend.facts.label} {version}" if version else backend.facts.label
+    return f"{what} gives the tag {tag!r}, which variant names cannot carry (they take `{backend.tag_pattern()}`)"
 
 
 def unregister(name: str) -> None:

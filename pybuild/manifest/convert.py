@@ -9,8 +9,8 @@ import re
 from pathlib import Path
 from typing import Any
 
+from .. import backends as registry
 from ..errors import ManifestError
-from ..variants import BACKENDS, NOARCH_BACKENDS
 from .cuda import unknown_cuda_capability
 from .editions import SCHEMAS
 from .editions.base import FARM_DEPENDS, Edition, Schema
@@ -35,7 +35,7 @@ def _backends(general: Reader, schema: Schema) -> tuple[str, ...] | None:
     backends = general.get("backends", list)
     if backends is None:
         return None
-    allowed = BACKENDS if schema.compiled_backends_only else NOARCH_BACKENDS
+    allowed = registry.names() if schema.compiled_backends_only else registry.noarch_names()
     for b in backends:
         if b not in allowed:
             close = difflib.get_close_matches(b, allowed, n=1)
@@ -136,7 +136,7 @@ def stable_abi(torch: Reader, backends: tuple[str, ...] | None) -> tuple[tuple[s
     if value is None:
         return ()
     where = "`stable-abi` in [torch]"
-    table = {b: value for b in (backends or BACKENDS)} if isinstance(value, str) else value
+    table = {b: value for b in (backends or registry.names())} if isinstance(value, str) else value
     out = []
     for b, text in table.items():
         ver = torch.version_text(f"{where} ({b})", text)

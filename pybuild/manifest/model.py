@@ -8,10 +8,9 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .. import backends as registry
 from .. import safeload
 from ..variants import (
-    BACKENDS,
-    NOARCH_BACKENDS,
     TVM_FFI_VERSION,
     Variant,
     noarch_variant,
@@ -87,11 +86,11 @@ class Manifest:
         kernel's listed backends; else those of its [kernel.*] sections that `backends` lists (a listed
         backend without a section of it builds nothing)."""
         if self.noarch:
-            return tuple(b for b in NOARCH_BACKENDS if b in (self.backends_filter or ()))
+            return tuple(b for b in registry.noarch_names() if b in (self.backends_filter or ()))
         found = {k.backend for k in self.kernels}
         if self.backends_filter is not None:
             found &= set(self.backends_filter)
-        return tuple(b for b in BACKENDS if b in found)
+        return tuple(b for b in registry.names() if b in found)
 
     def stable_abi_for(self, backend: str) -> tuple[int, int] | None:
         """The torch version whose stable ABI ``backend`` is built against; None: the full ABI."""

@@ -11,13 +11,13 @@ import sys
 
 from .editions import CURRENT_EDITION, SCHEMAS, Schema
 from .kernels import KERNEL_TYPES, KernelSpec
-from .schema import KIND_WORDS, Table, declared_keys
+from .schema import Table, declared_keys, kind_words
 
 #: What each key of the current edition's tables means ("table.key"; kernel keys document themselves).
 MEANING = {
     "general.name": "the kernel's name: lowercase letters, digits and '-' (the Python package is the name with '_')",
     "general.version": "the major version: the kernel is published on the Hub branch `v<version>`",
-    "general.edition": f"the edition of the file: {CURRENT_EDITION}",
+    "general.edition": "the edition the file is written in (the older formats, at the end, have none)",
     "general.license": "the kernel's license (SPDX), written into metadata.json",
     "general.upstream": "the git URL of the project the kernel comes from",
     "general.source": "the git URL of the kernel's own source",
@@ -44,6 +44,8 @@ MEANING = {
     "tvm-ffi.pyext": "as in [torch]",
     "tvm-ffi.cxx-flags": "flags for every C++ source",
 }
+#: The value column where the kind's words say too much: the one edition read.
+_VALUE = {"general.edition": f"`{CURRENT_EDITION}`"}
 _SAME_AS = {"python-depends": "general.python-depends", "kernel-depends": "general.kernel-depends"}
 _UNDERSCORED = ("cuda_capabilities", "rocm_archs")  # the same keys as their dashed spelling
 
@@ -59,7 +61,8 @@ def _rows(section: str, table: Table) -> list[str]:
     for k, kind in table.keys.items():
         if section == "torch-noarch" and k in _UNDERSCORED:
             continue
-        rows.append(f"| `{k}` | {KIND_WORDS[kind]} | {'yes' if k in table.required else ''} | {meaning(section, k)} |")
+        value = _VALUE.get(f"{section}.{k}") or kind_words(kind, table.examples.get(k))
+        rows.append(f"| `{k}` | {value} | {'yes' if k in table.required else ''} | {meaning(section, k)} |")
     return rows
 
 
@@ -68,7 +71,8 @@ def _kernel_rows(cls: type[KernelSpec], inherited: bool) -> list[str]:
     for k, f in declared_keys(cls).items():
         if inherited or k not in declared_keys(KernelSpec):
             required = "yes" if k in ("src", "depends") else ""
-            rows.append(f"| `{k}` | {KIND_WORDS[f.metadata['kind']]} | {required} | {f.metadata['doc']} |")
+            value = kind_words(f.metadata["kind"], f.metadata.get("example"))
+            rows.append(f"| `{k}` | {value} | {required} | {f.metadata['doc']} |")
     return rows
 
 
@@ -91,6 +95,20 @@ def _older(schema: Schema, current: Schema) -> list[str]:
     missing_tables = [s for s in now if s not in dict(_tables(schema))]
     if missing_tables:
         lines.append(f"- no {', '.join(f'[{s}]' for s in missing_tables)}")
+    return lines + _older_rules(schema)
+
+
+def _older_rules(schema: Schema) -> list[str]:
+    """How ``schema`` reads differently beyond its keys: an optional `backends`, one kernel key set."""
+    lines = []
+    if schema.backends_optional:
+        lines.append("- `backends` is optional in [general]: left out, the kernel builds for the backends of its "
+                     "[kernel.*] sections")
+    kernel_tables = list(schema.kernels().values())
+    if len(kernel_tables) > 1 and all(t is kernel_tables[0] for t in kernel_tables):
+        keys = ", ".join(f"`{k}`" for k in kernel_tables[0].keys)
+        lines.append(f"- [kernel.<name>] takes one key set that serves every backend ({keys}); a key that applies "
+                     "to another backend than the section's is refused when the file is read")
     return lines
 
 

@@ -14,12 +14,10 @@ import difflib
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from .. import backends as registry
+
 Kind = Literal["str", "int", "bool", "str_list", "version", "table", "version_or_backend_table", "kernel_deps",
                "git_url"]
-
-#: Every backend upstream names; `neuron`, `tpu` and `cann` exist only for pure-Python kernels.
-UPSTREAM_BACKENDS = ("cann", "cpu", "cuda", "metal", "neuron", "rocm", "tpu", "xpu")
-
 
 def key(toml: str, kind: Kind, default: Any = (), **meta: Any) -> Any:
     """A dataclass field read from the TOML key ``toml`` of kind ``kind``: the declaration that both
@@ -41,6 +39,8 @@ class Table:
     tables: dict[str, Table] = field(default_factory=dict)
     #: A hint for a key this table does not take, when another table would (kernel keys of other backends).
     elsewhere: dict[str, str] = field(default_factory=dict)
+    #: A key's own example value, where the kind's ("2.11", a torch version) would mislead ("12.8" for CUDA).
+    examples: dict[str, str] = field(default_factory=dict)
 
     def allowed(self) -> tuple[str, ...]:
         return (*self.keys, *self.tables)
@@ -49,8 +49,10 @@ class Table:
 def fields_table(cls: Any, extra: dict[str, Kind] | None = None, required: tuple[str, ...] = (),
                  elsewhere: dict[str, str] | None = None) -> Table:
     """The table of the keys ``cls`` declares (plus ``extra``, first), requiring ``required``."""
-    keys: dict[str, Kind] = {**(extra or {}), **{k: f.metadata["kind"] for k, f in declared_keys(cls).items()}}
-    return Table(keys, required=required, elsewhere=elsewhere or {})
+    declared = declared_keys(cls)
+    keys: dict[str, Kind] = {**(extra or {}), **{k: f.metadata["kind"] for k, f in declared.items()}}
+    examples = {k: f.metadata["example"] for k, f in declared.items() if "example" in f.metadata}
+    return Table(keys, required=required, elsewhere=elsewhere or {}, examples=examples)
 
 
 def did_you_mean(key: str, allowed: tuple[str, ...]) -> str:
@@ -64,6 +66,17 @@ KIND_WORDS = {"str": "a string", "int": "an integer (e.g. 1)", "bool": "true or 
               "kernel_deps": 'a list of tables like { repo-id = "org/kernel", version = 1 } (a whole number from 0, '
                              'or revision = "...")',
               "git_url": 'a git URL like "https://github.com/org/repo.git" or "git@github.com:org/repo.git"'}
+
+
+def kind_words(kind: Kind, example: str | None = None) -> str:
+    """How a message or the reference writes ``kind``, with the key's own ``example`` where it has one."""
+    if example is None:
+        return KIND_WORDS[kind]
+    if kind == "version":
+        return f'a "major.minor" version string like "{example}"'
+    return f"{KIND_WORDS[kind].split(' (e.g.')[0]} (e.g. {example})"
+
+
 _GIT_SCHEMES = ("https", "http", "git", "ssh", "git+ssh", "git+https", "git+http")
 _EXAMPLES = {"edition": "edition = 5", "backends": 'backends = ["cuda"]', "license": 'license = "Apache-2.0"',
              "version": "version = 1", "depends": 'depends = ["torch"]', "src": 'src = ["..."]'}
@@ -114,12 +127,13 @@ def _check_key(schema: Table, section: str, key: str, value: Any) -> str | None:
         return f"unknown key `{key}` in [{section}]; {hint}"
     kind = schema.keys[key]
     if not kind_ok(kind, value):
-        return f"`{key}` in [{section}] must be {KIND_WORDS[kind]}; found {value!r}"
+        return f"`{key}` in [{section}] must be {kind_words(kind, schema.examples.get(key))}; found {value!r}"
     if kind == "version_or_backend_table" and isinstance(value, dict):
         for b in value:
-            if b not in UPSTREAM_BACKENDS:
+            known = tuple(sorted(registry.noarch_names()))  # every registered backend, read now (one may join later)
+            if b not in known:
                 return (f"unknown backend `{b}` in [{section}.{key}]; "
-                        f"{did_you_mean(b, UPSTREAM_BACKENDS).replace('allowed keys', 'backends')}")
+                        f"{did_you_mean(b, known).replace('allowed keys', 'backends')}")
     return None
 
 

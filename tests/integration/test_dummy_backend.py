@@ -19,7 +19,9 @@ from pybuild.backends import BaseBackend, Facts
 from pybuild.errors import VariantsError
 from pybuild.generate import ProjectSpec, render_project
 from pybuild.manifest import load_manifest
+from pybuild.manifest.kernels import KERNEL_TYPES, KernelSpec, register_kernel_type
 from pybuild.variants import expand_matrix, parse_variant_name
+from tests.helpers.fakebuild import make_kernel
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -48,14 +50,34 @@ class Dummy(BaseBackend):
         return FRAGMENT
 
 
+class DummyKernel(KernelSpec):
+    """The `[kernel.*]` sections of backend "dummy": the keys every backend takes."""
+
+    backend = "dummy"
+
+
 @pytest.fixture
 def dummy() -> Iterator[BaseBackend]:
     backend = Dummy(FACTS)
     backends.register(backend)
+    register_kernel_type(DummyKernel)
     try:
         yield backend
     finally:
+        KERNEL_TYPES.pop("dummy", None)
         backends.unregister("dummy")
+
+
+@pytest.fixture
+def dummy_kernel(tmp_path: Path) -> Path:
+    """A kernel of backend "dummy" only (`backends = ["dummy"]`, one `[kernel.*]` of it), beside a matrix
+    that lists it."""
+    (tmp_path / "variants.json").write_text(json.dumps(MATRIX))
+    root = make_kernel(tmp_path)
+    toml = root / "build.toml"
+    text = toml.read_text().replace("version = 1\n", 'version = 1\nlicense = "Apache-2.0"\nbackends = ["dummy"]\n', 1)
+    toml.write_text(text.replace('backend = "cpu"', 'backend = "dummy"'))
+    return root
 
 
 def test_variants_lists_it(dummy: BaseBackend, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -90,6 +112,30 @@ def test_generate_places_its_fragment(dummy: BaseBackend) -> None:
     assert "function(pybuild_dummy_toolkit)\nendfunction()\n" in files["cmake/pybuild.cmake"]
     other = render_project(manifest, ProjectSpec(backend="cpu", ops_name="_img2gray_test"))
     assert 'message(STATUS "dummy toolkit for ")' in other["CMakeLists.txt"]  # another backend's build: no archs
+
+
+def test_a_build_toml_names_it(dummy: BaseBackend, dummy_kernel: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`backends = ["dummy"]` and a `[kernel.*]` section of it pass check-config, generate and lock."""
+    manifest = load_manifest(dummy_kernel)
+    assert manifest.backends == ("dummy",)
+    assert [k.backend for k in manifest.kernels] == ["dummy"]
+    matrix = str(dummy_kernel.parent / "variants.json")
+    assert main(["check-config", "--variants", matrix, "--json", str(dummy_kernel)]) == 0
+    assert NAMES[0] in capsys.readouterr().out
+    assert main(["generate", "--backend", "dummy", "-q", str(dummy_kernel)]) == 0
+    assert 'message(STATUS "dummy toolkit for ")' in (dummy_kernel / "CMakeLists.txt").read_text()
+    assert main(["lock", "--variants", matrix, "-q", str(dummy_kernel)]) == 0
+    lock = json.loads((dummy_kernel / "variants.lock.json").read_text())
+    assert NAMES[0] in json.dumps(lock) and NAMES[1] in json.dumps(lock)
+
+
+def test_edition_5_names_it(dummy: BaseBackend, dummy_kernel: Path) -> None:
+    """Upstream's edition 5 takes it where it takes a backend: `backends`, `[kernel.*]`, `[torch.stable-abi]`."""
+    toml = dummy_kernel / "build.toml"
+    toml.write_text(toml.read_text().replace("version = 1\n", "version = 1\nedition = 5\n")
+                    .replace("[kernel.", '[torch.stable-abi]\ndummy = "2.11"\n\n[kernel.', 1))
+    manifest = load_manifest(dummy_kernel)
+    assert (manifest.backends, manifest.stable_abi_for("dummy")) == (("dummy",), (2, 11))
 
 
 @pytest.mark.nix

@@ -10,17 +10,20 @@ import pytest
 
 from pybuild import backends
 from pybuild.backends import Backend, BaseBackend, Facts
-from pybuild.variants import Variant, noarch_variant, parse_variant_name
+from pybuild.errors import VariantsError
+from pybuild.variants import Variant, expand_matrix, noarch_variant, parse_variant_name
 
 FACTS_FILE = Path(backends.__file__).with_name("backends.json")
 
 
 def test_enum_data_file_and_registry_agree() -> None:
-    listed = [e["name"] for e in json.loads(FACTS_FILE.read_text())["backends"]]
+    entries = json.loads(FACTS_FILE.read_text())["backends"]
+    listed = [e["name"] for e in entries]
     assert listed == [b.name for b in backends.all_backends()]
     assert sorted(listed) == sorted(b.value for b in Backend)
-    assert backends.names() == ("cuda", "rocm", "cpu", "metal", "xpu")
-    assert backends.noarch_names() == (*backends.names(), "neuron", "tpu", "cann")
+    assert backends.names() == tuple(e["name"] for e in entries if e["compiled"])
+    assert backends.noarch_names() == (*backends.names(), *(e["name"] for e in entries if not e["compiled"]))
+    assert {"cuda", "cpu"} <= set(backends.names()) and "neuron" not in backends.names()
 
 
 TAGS = [("cuda", "13.0", "cu130"), ("cuda", "12.8", "cu128"), ("rocm", "7.1", "rocm71"), ("xpu", "2025.1", "xpu20251"),
@@ -81,3 +84,37 @@ WHEEL_TAGS = [("cuda", "12.8", "cu128"), ("rocm", "7.1", "rocm7.1"), ("cpu", Non
 def test_wheel_tag_as_pytorch_indexes_spell_it(name: str, version: str | None, tag: str | None) -> None:
     """The same facts give Nix's `wheelTag` (nix/tests/torch-wheels.nix)."""
     assert backends.get(name).wheel_tag(version) == tag
+
+
+SHORT_TAGS = {"name": "zz", "label": "Zz", "compiled": True, "versioned": True, "tag": "zz", "tag_digits": 3,
+              "os": "linux", "noarch_name": "zz", "wheel_tag": None}
+
+
+class KnowsShortVersions(BaseBackend):
+    known_versions = ("1.3",)  # "zz13": two digits where its names carry at least three
+
+
+class ShortTags(BaseBackend):
+    def tag(self, version: str | None) -> str:  # drops a digit that tag_pattern() asks for
+        return super().tag(version)[:-1]
+
+
+@pytest.mark.parametrize("cls", [KnowsShortVersions, ShortTags])
+def test_register_refuses_tags_no_name_can_carry(cls: type[BaseBackend]) -> None:
+    with pytest.raises(ValueError, match=r"^backend 'zz': Zz 1+\.\d gives the tag 'zz\d+', which variant names cannot"):
+        backends.register(cls(Facts(**SHORT_TAGS)))
+    assert "zz" not in backends.noarch_names()
+
+
+def test_matrix_refuses_a_version_whose_name_does_not_parse_back() -> None:
+    backend = backends.register(BaseBackend(Facts(**SHORT_TAGS)))
+    try:
+        matrix = {"torch": [{"version": "2.14", "zz": ["1.3"]}], "cxx-abi": ["cxx11"], "systems": ["x86_64-linux"]}
+        with pytest.raises(VariantsError, match=r"torch\[0\]\.zz: Zz 1\.3 gives the tag 'zz13', which variant "
+                                                r"names cannot carry \(they take `zz\\d\{3,\}`\); list versions of"):
+            expand_matrix(matrix)
+        matrix["torch"][0]["zz"] = ["13.0"]
+        assert [v.name for v in expand_matrix(matrix).variants] == ["torch214-cxx11-zz130-x86_64-linux"]
+        assert parse_variant_name("torch214-cxx11-zz130-x86_64-linux").backend_version == "13.0"
+    finally:
+        backends.unregister(backend.name)

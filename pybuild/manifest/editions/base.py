@@ -24,6 +24,11 @@ NOARCH_SPELLINGS = ("cuda_capabilities", "rocm_archs")
 HUB = Table({"repo-id": "str", "branch": "str"})
 
 
+def general_cuda(extra: dict[str, Kind]) -> Table:
+    """[general.cuda]: the bounds of the CUDA toolkits (their examples CUDA versions, not torch's), and ``extra``."""
+    return Table({"minver": "version", "maxver": "version", **extra}, examples={"minver": "12.8", "maxver": "13.0"})
+
+
 @dataclass(frozen=True)
 class Schema:
     """One edition: its tables, and how its meaning differs from the current edition's."""

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from ..kernels import kernel_tables
 from ..schema import Kind, Table
-from .base import HUB, Schema, framework_tables
+from .base import HUB, Schema, framework_tables, general_cuda
 
 _PYDEPS: dict[str, Kind] = {"python-depends": "str_list"}
 
@@ -15,7 +15,7 @@ SCHEMA = Schema(
     label="pre-edition format v3",
     general=Table({"name": "str", "version": "int", "license": "str", "upstream": "git_url", "backends": "str_list",
                    "python-depends": "str_list"}, required=("name", "backends"),
-                  tables={"hub": HUB, "cuda": Table({"minver": "version", "maxver": "version", **_PYDEPS}),
+                  tables={"hub": HUB, "cuda": general_cuda(_PYDEPS),
                           "neuron": Table(dict(_PYDEPS)), "xpu": Table(dict(_PYDEPS))}),
     frameworks=framework_tables(3),
     kernels=lambda: kernel_tables(depends_required=True),

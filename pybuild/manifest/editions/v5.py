@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from ..kernels import kernel_tables
 from ..schema import Kind, Table
-from .base import HUB, Schema, framework_tables
+from .base import HUB, Schema, framework_tables, general_cuda
 
 _PYDEPS: dict[str, Kind] = {"python-depends": "str_list"}
 _KDEPS: dict[str, Kind] = {"kernel-depends": "kernel_deps"}
@@ -15,8 +15,8 @@ SCHEMA = Schema(
     label="edition 5",
     general=Table({"name": "str", "version": "int", "license": "str", "upstream": "git_url", "backends": "str_list",
                    "python-depends": "str_list", "source": "git_url", "edition": "int", **_KDEPS},
-                  required=("name", "version", "edition", "license", "backends"),
-                  tables={"hub": HUB, "cuda": Table({"minver": "version", "maxver": "version", **_PYDEPS, **_KDEPS}),
+                  required=("name", "version", "edition", "license", "backends"), examples={"edition": "5"},
+                  tables={"hub": HUB, "cuda": general_cuda({**_PYDEPS, **_KDEPS}),
                           "neuron": Table({**_PYDEPS, **_KDEPS}), "tpu": Table(dict(_PYDEPS)),
                           "xpu": Table({**_PYDEPS, **_KDEPS})}),
     frameworks=framework_tables(5),
