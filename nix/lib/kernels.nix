@@ -217,6 +217,10 @@ in
     chmod -R u+w kernel
     PYTHONPATH="$pybuild" "$python" -m pybuild.manifest.lock --variants "$variantsFile" kernel
     cp kernel/variants.lock.json "$out"
+    # Nix (seen with 2.8) kills the builder's process group when the log reaches EOF, and a
+    # builder that ends as fast as this one is then often reported killed ("signal 9") though it
+    # finished: a child that holds the log a moment longer lets the builder exit first.
+    sleep 1 &
   '';
 
   /**
