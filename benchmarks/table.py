@@ -24,8 +24,11 @@ def main(argv: list[str]) -> int:
         doc = json.loads(Path(argv[0]).read_text())
         lines = sweep_report.markdown_table(doc) if doc.get("kind") == "sweep" else markdown_table(doc)
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
-        print(f"error: {argv[0]}: not a readable bench result ({type(e).__name__}: {e}); "
-              "pass a JSON written by `python -m pybuild bench --out DIR`", file=sys.stderr)
+        print(
+            f"error: {argv[0]}: not a readable bench result ({type(e).__name__}: {e}); "
+            "pass a JSON written by `python -m pybuild bench --out DIR`",
+            file=sys.stderr,
+        )
         return 2
     print("\n".join(lines))
     return 0

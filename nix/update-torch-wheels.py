@@ -34,16 +34,22 @@ map (v: let w = lib.torchWheel pins v; in { variant = v.name; inherit (w) name u
 
 
 def wheels() -> list[dict[str, str]]:
-    out = subprocess.run(["nix-instantiate", "--eval", "--strict", "--json", "-E", WHEELS_EXPR],
-                         cwd=ROOT, capture_output=True, text=True, check=False)
+    out = subprocess.run(
+        ["nix-instantiate", "--eval", "--strict", "--json", "-E", WHEELS_EXPR],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     if out.returncode != 0:
         sys.exit(f"update-torch-wheels: evaluating the matrix failed:\n{out.stderr.strip()}")
     return json.loads(out.stdout)
 
 
 def prefetch(url: str, name: str) -> str:
-    out = subprocess.run([*NIX, "store", "prefetch-file", "--json", "--name", name, url],
-                         capture_output=True, text=True, check=False)
+    out = subprocess.run(
+        [*NIX, "store", "prefetch-file", "--json", "--name", name, url], capture_output=True, text=True, check=False
+    )
     if out.returncode != 0:
         sys.exit(f"update-torch-wheels: downloading {url} failed:\n{out.stderr.strip()}")
     return json.loads(out.stdout)["hash"]

@@ -66,8 +66,9 @@ def _no_progress(message: str, fraction: float | None) -> None:
     return None
 
 
-def _build_key(manifest: Manifest, variant: Variant, src_hash: str, archs: tuple[str, ...],
-               toolchain: Toolchain | None) -> str:
+def _build_key(
+    manifest: Manifest, variant: Variant, src_hash: str, archs: tuple[str, ...], toolchain: Toolchain | None
+) -> str:
     key = {
         "source": src_hash,
         "variant": variant.name,
@@ -138,10 +139,12 @@ def build_variant(
 
     with variant_lock(root, variant.name, lambda: progress(f"waiting for another build of {variant.name}", None)):
         if not options.force and is_up_to_date(final, stamp, key):  # built by the run this one waited for
-            return BuildResult(manifest.name, variant.name, "up to date", time.monotonic() - start, dir_size(final),
-                               final)
-        job = _Job(manifest, variant, toolchain, root, make_ops_name(manifest, variant.backend, src_hash), archs,
-                   cmake, ninja)
+            return BuildResult(
+                manifest.name, variant.name, "up to date", time.monotonic() - start, dir_size(final), final
+            )
+        job = _Job(
+            manifest, variant, toolchain, root, make_ops_name(manifest, variant.backend, src_hash), archs, cmake, ninja
+        )
         job.work.mkdir(parents=True, exist_ok=True)
         job.log.write_text(f"pybuild {__version__} building {manifest.name} for {variant.name}\n")
         env = _configure(job, progress)
@@ -186,10 +189,17 @@ def _configure(job: _Job, progress: Progress) -> dict[str, str]:
     environment the build steps run in."""
     variant, backend = job.variant, backends.get(job.variant.backend)
     project = job.work / "project"
-    write_project(job.manifest, ProjectSpec(backend=variant.backend, ops_name=job.ops, cuda_archs=job.archs),
-                  dest=project)
+    write_project(
+        job.manifest, ProjectSpec(backend=variant.backend, ops_name=job.ops, cuda_archs=job.archs), dest=project
+    )
     args = [
-        job.cmake, "-S", str(project), "-B", str(job.cmake_dir), "-G", "Ninja",
+        job.cmake,
+        "-S",
+        str(project),
+        "-B",
+        str(job.cmake_dir),
+        "-G",
+        "Ninja",
         f"-DCMAKE_MAKE_PROGRAM={job.ninja}",
         "-DCMAKE_BUILD_TYPE=Release",
         f"-DPython3_EXECUTABLE={job.toolchain.python}",
@@ -209,8 +219,11 @@ def _configure(job: _Job, progress: Progress) -> dict[str, str]:
     env.setdefault("CCACHE_BASEDIR", str(job.root))
     env.setdefault("CCACHE_NOHASHDIR", "1")
     env.update(backend.build_environ(job.archs))
-    if not (job.cmake_dir / "CMakeCache.txt").is_file() or not configure_stamp.is_file() \
-            or configure_stamp.read_text() != configure_key:
+    if (
+        not (job.cmake_dir / "CMakeCache.txt").is_file()
+        or not configure_stamp.is_file()
+        or configure_stamp.read_text() != configure_key
+    ):
         # other settings, another toolchain (e.g. a new environment) or a failed configure: the
         # old cache would keep the old torch's and compiler's paths; configure afresh (ccache
         # keeps the compiles cheap)
@@ -249,8 +262,10 @@ def _install(job: _Job, final: Path, src_hash: str) -> None:
             except NotELFError as e:
                 raise BuildError(f"{e}: the build installed a broken extension") from None
             if bad:
-                msg = f"{so.name}: RPATH points into build directories ({', '.join(bad)}); " \
-                      "CMAKE_INSTALL_RPATH must stay empty"
+                msg = (
+                    f"{so.name}: RPATH points into build directories ({', '.join(bad)}); "
+                    "CMAKE_INSTALL_RPATH must stay empty"
+                )
                 raise BuildError(msg)
         info = job.toolchain.torch
         extra = {
@@ -281,8 +296,9 @@ def _assemble_noarch(manifest: Manifest, variant: Variant, options: BuildOptions
         return BuildResult(manifest.name, variant.name, "up to date", time.monotonic() - start, dir_size(final), final)
     with variant_lock(root, variant.name):
         if not options.force and is_up_to_date(final, stamp, key):  # built by the run this one waited for
-            return BuildResult(manifest.name, variant.name, "up to date", time.monotonic() - start, dir_size(final),
-                               final)
+            return BuildResult(
+                manifest.name, variant.name, "up to date", time.monotonic() - start, dir_size(final), final
+            )
         work.mkdir(parents=True, exist_ok=True)
         with _staging(root, variant) as staging:
             _add_package(manifest, staging, ops, noarch=True)
@@ -306,11 +322,20 @@ def _add_package(manifest: Manifest, staging: Path, ops: str, *, noarch: bool) -
     return pkg_dest
 
 
-def _seal(manifest: Manifest, variant: Variant, staging: Path, final: Path, *, ops: str,
-          archs: tuple[str, ...], extra: Mapping[str, object]) -> None:
+def _seal(
+    manifest: Manifest,
+    variant: Variant,
+    staging: Path,
+    final: Path,
+    *,
+    ops: str,
+    archs: tuple[str, ...],
+    extra: Mapping[str, object],
+) -> None:
     """Write ``metadata.json`` (its digest over the finished files) and swap ``staging`` in as ``final``."""
-    metadata = make_metadata(manifest, ops_name=ops, backend=variant.backend, archs=archs,
-                             variant_dir=staging, extra=extra)
+    metadata = make_metadata(
+        manifest, ops_name=ops, backend=variant.backend, archs=archs, variant_dir=staging, extra=extra
+    )
     write_metadata(staging, metadata)
     replace_dir(staging, final)
 

@@ -100,8 +100,9 @@ def card_variants(report: CheckReport) -> list[CardVariant]:
     return rows
 
 
-def render_card(manifest: Manifest, *, repo_id: str, version: str, report: CheckReport,
-                noncompliant: list[str] | None = None) -> str:
+def render_card(
+    manifest: Manifest, *, repo_id: str, version: str, report: CheckReport, noncompliant: list[str] | None = None
+) -> str:
     """The README.md of release ``version`` of ``manifest``'s kernel in ``repo_id``."""
     major = version.split(".")[0]
     summary, exports = _package_info(manifest)

@@ -94,8 +94,9 @@ def farm_kernels(farm_root: Path) -> tuple[dict[str, Path], dict[str, ManifestEr
     return kernels, broken
 
 
-def _problem(path: Path, farm_root: Path, kernels: dict[str, Path],
-             broken: dict[str, ManifestError]) -> tuple[str, Incoming | None]:
+def _problem(
+    path: Path, farm_root: Path, kernels: dict[str, Path], broken: dict[str, ManifestError]
+) -> tuple[str, Incoming | None]:
     """Verify one variant folder of a result: (problem, None) or ("", Incoming)."""
     v = BuiltVariant(path)
     for result in (check_metadata(v), check_digest(v)):
@@ -108,14 +109,19 @@ def _problem(path: Path, farm_root: Path, kernels: dict[str, Path],
     kernel_dir = kernels.get(v.kernel)
     if kernel_dir is None:
         folder = str(v.kernel).replace("-", "_")
-        same = [e for name, e in broken.items()
-                if (isinstance(e, _DuplicateName) and e.kernel == v.kernel) or name.replace("-", "_") == folder]
+        same = [
+            e
+            for name, e in broken.items()
+            if (isinstance(e, _DuplicateName) and e.kernel == v.kernel) or name.replace("-", "_") == folder
+        ]
         if same:  # the kernel's own folder is there, with a build.toml that does not parse: that is the fix
             return f"{path}: kernel {v.kernel!r} cannot be placed: {same[0]}", None
         known = ", ".join(sorted(kernels)) or "none"
         unreadable = f"; unreadable: {', '.join(f'kernels/{n}/build.toml' for n in sorted(broken))}" if broken else ""
-        return (f"{path}: kernel {v.kernel!r} is not a kernel of {farm_root} (kernels: {known}{unreadable}); "
-                "collect into the farm that built it (--farm DIR)"), None
+        return (
+            f"{path}: kernel {v.kernel!r} is not a kernel of {farm_root} (kernels: {known}{unreadable}); "
+            "collect into the farm that built it (--farm DIR)"
+        ), None
     return "", Incoming(path, path.name, v.kernel, kernel_dir, dict(meta["digest"]["files"]))
 
 
@@ -164,8 +170,7 @@ def collect_one(item: Incoming) -> Collected:
     final = item.kernel_dir / BUILD_DIR / item.variant
     check_writable(final.parent)
     # the lock `pybuild build` takes for this variant; staging in build/, as a build's
-    with variant_lock(item.kernel_dir, item.variant), \
-            owned_staging(item.kernel_dir, item.variant) as staging:
+    with variant_lock(item.kernel_dir, item.variant), owned_staging(item.kernel_dir, item.variant) as staging:
         try:
             _copy_writable(item.source, staging)
         except shutil.Error as e:
@@ -174,8 +179,7 @@ def collect_one(item: Incoming) -> Collected:
             raise CollectError(f"{item.source}: could not be copied ({first}); build/ is unchanged") from None
         problems = digest_mismatches(staging, item.digest)
         if problems:
-            raise CollectError(f"{item.source}: the copy differs from its digest ({problems[0]}); "
-                               "build/ is unchanged")
+            raise CollectError(f"{item.source}: the copy differs from its digest ({problems[0]}); build/ is unchanged")
         if final.is_dir() and _same(final, staging, item.digest):
             remove_tree(staging)
             return Collected(item.kernel, item.variant, "unchanged", final)

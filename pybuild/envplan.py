@@ -93,8 +93,10 @@ def _env_refusal(variant: Variant) -> str | None:
         return None
     if backend.facts.os == "linux":  # Nix builds every Linux backend
         served = " and ".join(sorted(b.name for b in backends.all_backends() if b.env_buildable))
-        return f"{backend.facts.label} variants are built with Nix (`nix build`); pybuild's environments build " \
-               f"{served} variants only"
+        return (
+            f"{backend.facts.label} variants are built with Nix (`nix build`); pybuild's environments build "
+            f"{served} variants only"
+        )
     return f"the {variant.backend} backend is not built in environments on Linux"
 
 
@@ -119,10 +121,15 @@ def _local_torch_wheel(variant: Variant, config: IndexConfig, python_tag: str) -
 def nvcc_requirements(cuda: str) -> tuple[str, ...]:
     """NVIDIA's wheels that make a working nvcc of CUDA ``cuda`` ("12.6", "13.2"), pinned to it."""
     if cuda.startswith("12."):
-        return (f"nvidia-cuda-nvcc-cu12=={cuda}.*", f"nvidia-cuda-runtime-cu12=={cuda}.*",
-                f"nvidia-cuda-cccl-cu12=={cuda}.*")
-    return tuple(f"{p}=={cuda}.*" for p in ("nvidia-cuda-nvcc", "nvidia-cuda-crt", "nvidia-nvvm",
-                                            "nvidia-cuda-runtime", "nvidia-cuda-cccl"))
+        return (
+            f"nvidia-cuda-nvcc-cu12=={cuda}.*",
+            f"nvidia-cuda-runtime-cu12=={cuda}.*",
+            f"nvidia-cuda-cccl-cu12=={cuda}.*",
+        )
+    return tuple(
+        f"{p}=={cuda}.*"
+        for p in ("nvidia-cuda-nvcc", "nvidia-cuda-crt", "nvidia-nvvm", "nvidia-cuda-runtime", "nvidia-cuda-cccl")
+    )
 
 
 def env_torch(variant: Variant) -> str | None:
@@ -137,8 +144,11 @@ def plan_env(variant: Variant, config: IndexConfig, host: HostFacts) -> EnvPlan 
     if variant.noarch:
         return Refusal(name, "a pure-Python variant needs no environment; `python -m pybuild build` assembles it")
     if variant.system != host.system:
-        return Refusal(name, f"builds on an {variant.system} machine (this one is {host.system}); "
-                             "or `nix build` with a remote builder of that system")
+        return Refusal(
+            name,
+            f"builds on an {variant.system} machine (this one is {host.system}); "
+            "or `nix build` with a remote builder of that system",
+        )
     if (why := _env_refusal(variant)) is not None:
         return Refusal(name, why)
     source = _torch_source(variant, config, host)
@@ -154,8 +164,9 @@ def plan_env(variant: Variant, config: IndexConfig, host: HostFacts) -> EnvPlan 
     return EnvPlan(name, tuple(requirements), tuple(uv_args), torch_cuda, nvcc, host.python, where, host.python_tag)
 
 
-def _torch_source(variant: Variant, config: IndexConfig,
-                  host: HostFacts) -> tuple[list[str], list[str], str | None, str] | Refusal:
+def _torch_source(
+    variant: Variant, config: IndexConfig, host: HostFacts
+) -> tuple[list[str], list[str], str | None, str] | Refusal:
     """Where ``variant``'s torch comes from: ``(requirements, uv index options, the torch's CUDA release
     or None, one line for people)``, or why no reachable index serves it."""
     torch = env_torch(variant)
@@ -184,12 +195,20 @@ def _torch_source(variant: Variant, config: IndexConfig,
         source = f"PyPI (torch {torch}'s CUDA {pypi_cuda} build: no CPU wheel of it is reachable)"
         torch_cuda = pypi_cuda
     else:
-        served = f"PyPI serves torch {torch} only as a CUDA {pypi_cuda} build" if pypi_cuda else \
-            f"PyPI serves no torch {torch} that pybuild knows of"
-        pip = f"; pip's index-url/extra-index-url ({' '.join(config.pip_indexes)}) are not read: " \
-            "PYBUILD_TORCH_INDEX_URL takes an index laid out as PyTorch's (one sub-index per backend)" \
-            if config.pip_indexes else ""
-        return Refusal(name, f"no reachable index serves it ({served}); PyTorch's index does: "
-                             f"PYBUILD_TORCH_INDEX_URL={PYTORCH_INDEX} (uv --extra-index-url {index_hint}){pip}")
+        served = (
+            f"PyPI serves torch {torch} only as a CUDA {pypi_cuda} build"
+            if pypi_cuda
+            else f"PyPI serves no torch {torch} that pybuild knows of"
+        )
+        pip = (
+            f"; pip's index-url/extra-index-url ({' '.join(config.pip_indexes)}) are not read: "
+            "PYBUILD_TORCH_INDEX_URL takes an index laid out as PyTorch's (one sub-index per backend)"
+            if config.pip_indexes
+            else ""
+        )
+        return Refusal(
+            name,
+            f"no reachable index serves it ({served}); PyTorch's index does: "
+            f"PYBUILD_TORCH_INDEX_URL={PYTORCH_INDEX} (uv --extra-index-url {index_hint}){pip}",
+        )
     return requirements, uv_args, torch_cuda, source
-

@@ -45,9 +45,29 @@ from .host import Toolchain, cuda_toolkit_root, find_nvcc, host_system, nvcc_ver
 from .variants import Variant
 
 __all__ = [
-    "BUILD_PACKAGES", "ENV_SCHEMA", "MARKER", "PYPI", "PYPI_TORCH_CUDA", "PYTORCH_INDEX", "Env", "EnvPlan", "HostFacts",
-    "IndexConfig", "Refusal", "cache_root", "ensure_env", "env_torch", "envs_dir", "host_facts", "index_config",
-    "list_envs", "merge_requirements", "nvcc_requirements", "plan_env", "test_packages", "uv_bin",
+    "BUILD_PACKAGES",
+    "ENV_SCHEMA",
+    "MARKER",
+    "PYPI",
+    "PYPI_TORCH_CUDA",
+    "PYTORCH_INDEX",
+    "Env",
+    "EnvPlan",
+    "HostFacts",
+    "IndexConfig",
+    "Refusal",
+    "cache_root",
+    "ensure_env",
+    "env_torch",
+    "envs_dir",
+    "host_facts",
+    "index_config",
+    "list_envs",
+    "merge_requirements",
+    "nvcc_requirements",
+    "plan_env",
+    "test_packages",
+    "uv_bin",
 ]
 
 # ------------------------------------------------------------------------------------------------
@@ -60,8 +80,12 @@ def _pip_config_find_links(option: str = "find-links") -> list[str]:
     links = os.environ.get("PIP_" + option.upper().replace("-", "_"), "").split()
     home = Path.home()
     xdg = os.environ.get("XDG_CONFIG_HOME", str(home / ".config"))
-    files = [*(Path(d) / "pip" / "pip.conf" for d in os.environ.get("XDG_CONFIG_DIRS", "/etc/xdg").split(":")),
-             Path("/etc/pip.conf"), home / ".pip" / "pip.conf", Path(xdg) / "pip" / "pip.conf"]
+    files = [
+        *(Path(d) / "pip" / "pip.conf" for d in os.environ.get("XDG_CONFIG_DIRS", "/etc/xdg").split(":")),
+        Path("/etc/pip.conf"),
+        home / ".pip" / "pip.conf",
+        Path(xdg) / "pip" / "pip.conf",
+    ]
     if os.environ.get("PIP_CONFIG_FILE"):
         files.append(Path(os.environ["PIP_CONFIG_FILE"]))
     for f in files:
@@ -87,8 +111,12 @@ def index_config() -> IndexConfig:
         if path.is_dir():
             wheels += sorted(p.name for p in path.glob("torch-*.whl"))
     pip_indexes = _pip_config_find_links("index-url") + _pip_config_find_links("extra-index-url")
-    return IndexConfig(torch_index=os.environ.get("PYBUILD_TORCH_INDEX_URL") or None,
-                       find_links=tuple(links), local_wheels=tuple(wheels), pip_indexes=tuple(pip_indexes))
+    return IndexConfig(
+        torch_index=os.environ.get("PYBUILD_TORCH_INDEX_URL") or None,
+        find_links=tuple(links),
+        local_wheels=tuple(wheels),
+        pip_indexes=tuple(pip_indexes),
+    )
 
 
 def host_facts() -> HostFacts:
@@ -101,8 +129,13 @@ def host_facts() -> HostFacts:
         except ToolchainError:
             nvcc = None
     tag = f"cp{sys.version_info.major}{sys.version_info.minor}"
-    return HostFacts(system=host_system(), python=sys.executable, python_tag=tag, nvcc_version=version,
-                     nvcc=str(nvcc) if version else None)
+    return HostFacts(
+        system=host_system(),
+        python=sys.executable,
+        python_tag=tag,
+        nvcc_version=version,
+        nvcc=str(nvcc) if version else None,
+    )
 
 
 def cache_root() -> Path:
@@ -158,8 +191,10 @@ def _run_uv(args: list[str], log: Path, what: str, env: dict[str, str] | None = 
         proc = subprocess.run([uv_bin(), *args], stdout=f, stderr=subprocess.STDOUT, env=env, check=False)
     if proc.returncode != 0:
         lines = [ln.strip() for ln in log.read_text(errors="replace").splitlines() if ln.strip()]
-        cause = next((ln for ln in reversed(lines) if ln.startswith(("error", "×", "╰", "Because", "hint"))),
-                     lines[-1] if lines else "")
+        cause = next(
+            (ln for ln in reversed(lines) if ln.startswith(("error", "×", "╰", "Because", "hint"))),
+            lines[-1] if lines else "",
+        )
         raise ToolchainError(f"{what}: uv failed (exit {proc.returncode}): {cause[:300]} (full log: {log})")
 
 
@@ -182,8 +217,13 @@ def _toolchain(path: Path, plan: EnvPlan) -> Toolchain:
     if nvcc is not None and plan.torch_cuda:  # torch's CMake config looks for the toolkit there first
         root = str(nvcc.parent.parent)
         env = (("CUDA_PATH", root), ("CUDA_HOME", root), ("CUDAToolkit_ROOT", root))
-    return Toolchain(python=str(path / "bin" / "python"), torch=torch_info_at(torch_dir), nvcc=nvcc,
-                     bin_dirs=(path / "bin",), env=env)
+    return Toolchain(
+        python=str(path / "bin" / "python"),
+        torch=torch_info_at(torch_dir),
+        nvcc=nvcc,
+        bin_dirs=(path / "bin",),
+        env=env,
+    )
 
 
 def _read_marker(path: Path, plan: EnvPlan) -> dict | None:
@@ -212,8 +252,9 @@ def _verify(path: Path, plan: EnvPlan, variant: Variant) -> Toolchain:
     return tc
 
 
-def ensure_env(plan: EnvPlan, variant: Variant, progress: Callable[[str], None] = lambda _: None,
-               extra: tuple[str, ...] = ()) -> Env:
+def ensure_env(
+    plan: EnvPlan, variant: Variant, progress: Callable[[str], None] = lambda _: None, extra: tuple[str, ...] = ()
+) -> Env:
     """The environment of ``plan``: from the cache when it is complete, else made now (under a lock,
     so parallel builds of one variant make it once). ``extra`` packages are added to it."""
     root = envs_dir()
@@ -239,15 +280,31 @@ def _make_env(path: Path, plan: EnvPlan, variant: Variant, log: Path, progress: 
     progress(f"making its environment ({plan.source})")
     _run_uv(["venv", "--quiet", "--python", plan.python, str(path)], log, f"{variant.name}: uv venv")
     progress(f"installing {', '.join(plan.requirements)}")
-    _run_uv(["pip", "install", "--python", str(path / "bin" / "python"), *plan.uv_args, *plan.requirements],
-            log, f"{variant.name}: installing {' '.join(plan.requirements)}")
+    _run_uv(
+        ["pip", "install", "--python", str(path / "bin" / "python"), *plan.uv_args, *plan.requirements],
+        log,
+        f"{variant.name}: installing {' '.join(plan.requirements)}",
+    )
     tc = _verify(path, plan, variant)
-    return {"key": plan.key, "plan": asdict(plan), "torch": tc.torch.version, "cuda": tc.torch.cuda,
-            "nvcc": str(tc.nvcc) if tc.nvcc else None, "extra": []}
+    return {
+        "key": plan.key,
+        "plan": asdict(plan),
+        "torch": tc.torch.version,
+        "cuda": tc.torch.cuda,
+        "nvcc": str(tc.nvcc) if tc.nvcc else None,
+        "extra": [],
+    }
 
 
-def _add_packages(path: Path, plan: EnvPlan, variant: Variant, log: Path, progress: Callable[[str], None],
-                  marker: dict, extra: tuple[str, ...]) -> None:
+def _add_packages(
+    path: Path,
+    plan: EnvPlan,
+    variant: Variant,
+    log: Path,
+    progress: Callable[[str], None],
+    marker: dict,
+    extra: tuple[str, ...],
+) -> None:
     """Install the ``extra`` packages the environment lacks; records them in ``marker``."""
     have = list(marker.get("extra", []))
     missing = [p for p in extra if p not in have]
@@ -258,8 +315,11 @@ def _add_packages(path: Path, plan: EnvPlan, variant: Variant, log: Path, progre
         f.write(f"adding {missing}\n")
     merged = merge_requirements(have, extra)
     # the plan's requirements too, so that no extra moves the environment's torch
-    _run_uv(["pip", "install", "--python", str(path / "bin" / "python"), *plan.uv_args,
-             *plan.requirements, *merged], log, f"{variant.name}: installing {' '.join(missing)}")
+    _run_uv(
+        ["pip", "install", "--python", str(path / "bin" / "python"), *plan.uv_args, *plan.requirements, *merged],
+        log,
+        f"{variant.name}: installing {' '.join(missing)}",
+    )
     _verify(path, plan, variant)
     marker["extra"] = merged
 

@@ -68,8 +68,10 @@ def render_shared_headers() -> dict[str, str]:
     the headers its op namespace (the source hash) was computed from."""
     out = {}
     for rel, path in _shared_headers():
-        head = (f"// {MARKER} {__version__}: a copy of pybuild/include/{rel}; "
-                "`python -m pybuild generate` rewrites it, edit that file instead.\n")
+        head = (
+            f"// {MARKER} {__version__}: a copy of pybuild/include/{rel}; "
+            "`python -m pybuild generate` rewrites it, edit that file instead.\n"
+        )
         out[f"{SHARED_DEST}/{rel}"] = head + path.read_text()
     return out
 
@@ -92,8 +94,10 @@ def render_project(manifest: Manifest, spec: ProjectSpec) -> dict[str, str]:
         "shared_dest": SHARED_DEST,
     }
     headers = render_shared_headers()
-    return {rel: headers[rel] if rel in headers else _env.get_template(_template_for(rel)).render(ctx)
-            for rel in generated_paths(manifest)}
+    return {
+        rel: headers[rel] if rel in headers else _env.get_template(_template_for(rel)).render(ctx)
+        for rel in generated_paths(manifest)
+    }
 
 
 def cmake_fragments(spec: ProjectSpec) -> dict[str, list[str]]:
@@ -101,16 +105,20 @@ def cmake_fragments(spec: ProjectSpec) -> dict[str, list[str]]:
     in matrix order, the blank ones left out. A project holds them all: ``-DPYBUILD_BACKEND`` picks."""
     out: dict[str, list[str]] = {}
     for section in backends.SECTIONS:
-        texts = (b.cmake_fragment(section, spec.cuda_archs if b.name == spec.backend else ())
-                 for b in backends.all_backends() if b.facts.compiled)
+        texts = (
+            b.cmake_fragment(section, spec.cuda_archs if b.name == spec.backend else ())
+            for b in backends.all_backends()
+            if b.facts.compiled
+        )
         out[section] = [t for t in texts if t]
     return out
 
 
 def render_ops_py(ops_name: str, noarch: bool = False, tvm_ffi: bool = False) -> str:
     """``_ops.py``: the build's op namespace; a compiled build also loads its extension there."""
-    return _env.get_template("_ops.py.j2").render({"ops_name": ops_name, "noarch": noarch, "tvm_ffi": tvm_ffi,
-                                                   "marker": f"{MARKER} {__version__}"})
+    return _env.get_template("_ops.py.j2").render(
+        {"ops_name": ops_name, "noarch": noarch, "tvm_ffi": tvm_ffi, "marker": f"{MARKER} {__version__}"}
+    )
 
 
 def template_fingerprint() -> str:
@@ -170,8 +178,9 @@ def checked_project(manifest: Manifest, spec: ProjectSpec, dest: Path | None = N
     return files
 
 
-def write_project(manifest: Manifest, spec: ProjectSpec, dest: Path | None = None,
-                  files: dict[str, str] | None = None) -> list[tuple[str, bool]]:
+def write_project(
+    manifest: Manifest, spec: ProjectSpec, dest: Path | None = None, files: dict[str, str] | None = None
+) -> list[tuple[str, bool]]:
     """Write the rendered files into ``dest`` (default: the kernel folder).
 
     Refuses, before writing anything, to overwrite a file pybuild did not generate (``files`` from

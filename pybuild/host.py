@@ -53,7 +53,9 @@ class TorchInfo:
             return "cxx11"
         out = subprocess.run(
             [sys.executable, "-c", "import torch; print(int(torch._C._GLIBCXX_USE_CXX11_ABI))"],
-            capture_output=True, text=True, check=False,
+            capture_output=True,
+            text=True,
+            check=False,
         )
         return "cxx11" if out.stdout.strip() == "1" else "cxx98"
 
@@ -131,8 +133,11 @@ def host_variants(require_nvcc: bool = True) -> list[Variant]:
     abi: str | None = None if system.endswith("-darwin") else info.cxx_abi
     found = [b for b in backends.all_backends() if b.facts.compiled]
     found.sort(key=lambda b: b.device_module is not None)
-    return [Variant(info.major_minor, b.name, version, abi, system)
-            for b in found for version in b.host_versions(info, require_toolchain=require_nvcc)]
+    return [
+        Variant(info.major_minor, b.name, version, abi, system)
+        for b in found
+        for version in b.host_versions(info, require_toolchain=require_nvcc)
+    ]
 
 
 def tvm_ffi_version() -> str | None:

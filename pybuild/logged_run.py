@@ -37,14 +37,27 @@ def in_own_group(cmd: list[str]) -> list[str]:
     return [sys.executable, "-c", _GROUP_WRAPPER, str(os.getpid()), *cmd]
 
 
-def run_logged(cmd: list[str], log: Path, cwd: Path | None, on_line: Callable[[str], None] | None = None,
-                env: dict[str, str] | None = None) -> None:
+def run_logged(
+    cmd: list[str],
+    log: Path,
+    cwd: Path | None,
+    on_line: Callable[[str], None] | None = None,
+    env: dict[str, str] | None = None,
+) -> None:
     """Run ``cmd`` appending its output to ``log``; raise BuildError with the log's tail on failure."""
     with log.open("a") as f:
         f.write(f"$ {' '.join(cmd)}\n")
         f.flush()
-        proc = subprocess.Popen(in_own_group(cmd), cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                text=True, env=env, errors="replace", start_new_session=True)
+        proc = subprocess.Popen(
+            in_own_group(cmd),
+            cwd=cwd,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            env=env,
+            errors="replace",
+            start_new_session=True,
+        )
         assert proc.stdout is not None
         tail: list[str] = []
         try:
@@ -63,7 +76,7 @@ def run_logged(cmd: list[str], log: Path, cwd: Path | None, on_line: Callable[[s
         at = next((i for i, t in enumerate(tail) if re.search(r"error|Error|ERROR|fatal", t)), None)
         first = tail[at].strip() if at is not None else (tail[-1].strip() if tail else "")
         if at is not None and first.endswith(":"):  # "CMake Error at X (message):" -- the cause follows
-            cause = next((t.strip() for t in tail[at + 1:] if t.strip()), "")
+            cause = next((t.strip() for t in tail[at + 1 :] if t.strip()), "")
             first = f"{first} {cause}"
         step = f"{Path(cmd[0]).name} {cmd[1] if len(cmd) > 1 else ''}"
         msg = f"`{step}` failed (exit {rc}): {first[:300]} (full log: {log})"

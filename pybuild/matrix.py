@@ -42,8 +42,13 @@ def _mem_available_gib() -> float | None:
     return None
 
 
-def parallel_plan(n_variants: int, parallel: int | None = None, cores: int | None = None,
-                  mem_gib: float | None = None, jobs: int | None = None) -> tuple[int, int]:
+def parallel_plan(
+    n_variants: int,
+    parallel: int | None = None,
+    cores: int | None = None,
+    mem_gib: float | None = None,
+    jobs: int | None = None,
+) -> tuple[int, int]:
     """(variants built at once, compile jobs per build). The compile jobs of all builds together are
     ``jobs`` (the user's --jobs), else at most one per core and per ``GIB_PER_JOB`` of available
     memory; they are split among the variants built at once (``parallel`` of them, if given)."""
@@ -77,25 +82,49 @@ NewTask = Callable[[str], Callable[[str, float | None], None]]
 Notify = Callable[[str], None]
 
 
-def _run_job(job: VariantJob, options: BuildOptions, new_task: NewTask, notify: Notify,
-             keep_going: bool) -> list[BuildResult]:
-    results: list[BuildResult] = []
+def _failed(manifest: Manifest, variant_name: str, seconds: float, e: PybuildError) -> BuildResult:
+    """The result of a variant whose environment or build failed with ``e``."""
+    return BuildResult(
+        manifest.name,
+        variant_name,
+        "failed",
+        seconds,
+        0,
+        manifest.root / "build" / variant_name,
+        str(e),
+        e.exit_code,
+    )
+
+
+def _job_env(job: VariantJob, new_task: NewTask, notify: Notify) -> Env:
+    """The variant's environment, made (with progress) if it does not exist yet."""
     env_update = None
     start = time.monotonic()
-    try:
-        def env_progress(message: str) -> None:
-            nonlocal env_update
-            env_update = env_update or new_task(f"{job.variant.name}")
-            env_update(message, None)
 
-        env: Env = ensure_env(job.plan, job.variant, progress=env_progress)
-        if env.created:
-            notify(f"{job.variant.name}: environment made in {time.monotonic() - start:.0f} s "
-                   f"(torch {env.toolchain.torch.version}) -> {env.path}")
+    def env_progress(message: str) -> None:
+        nonlocal env_update
+        env_update = env_update or new_task(f"{job.variant.name}")
+        env_update(message, None)
+
+    env: Env = ensure_env(job.plan, job.variant, progress=env_progress)
+    if env.created:
+        notify(
+            f"{job.variant.name}: environment made in {time.monotonic() - start:.0f} s "
+            f"(torch {env.toolchain.torch.version}) -> {env.path}"
+        )
+    return env
+
+
+def _run_job(
+    job: VariantJob, options: BuildOptions, new_task: NewTask, notify: Notify, keep_going: bool
+) -> list[BuildResult]:
+    results: list[BuildResult] = []
+    start = time.monotonic()
+    try:
+        env = _job_env(job, new_task, notify)
     except PybuildError as e:
         notify(f"error: {job.variant.name}: {e}")
-        return [BuildResult(m.name, job.variant.name, "failed", time.monotonic() - start, 0,
-                            m.root / "build" / job.variant.name, str(e), e.exit_code) for m in job.manifests]
+        return [_failed(m, job.variant.name, time.monotonic() - start, e) for m in job.manifests]
     for manifest in job.manifests:
         label = f"{manifest.name} {job.variant.name}"
         t0 = time.monotonic()
@@ -110,8 +139,7 @@ def _run_job(job: VariantJob, options: BuildOptions, new_task: NewTask, notify: 
             result = build_variant(manifest, job.variant, options, progress=progress, toolchain=env.toolchain)
         except PybuildError as e:
             notify(f"error: {label}: {e}")
-            results.append(BuildResult(manifest.name, job.variant.name, "failed", time.monotonic() - t0, 0,
-                                       manifest.root / "build" / job.variant.name, str(e), e.exit_code))
+            results.append(_failed(manifest, job.variant.name, time.monotonic() - t0, e))
             if not keep_going:
                 break
             continue
@@ -119,13 +147,20 @@ def _run_job(job: VariantJob, options: BuildOptions, new_task: NewTask, notify: 
         if result.status == "up to date":
             notify(f"{label}: up to date ({result.seconds:.2f} s)")
         else:
-            notify(f"{label}: built in {result.seconds:.1f} s under torch {env.toolchain.torch.version} "
-                   f"-> {result.path}")
+            notify(
+                f"{label}: built in {result.seconds:.1f} s under torch {env.toolchain.torch.version} -> {result.path}"
+            )
     return results
 
 
-def build_in_envs(jobs: Sequence[VariantJob], options: BuildOptions, new_task: NewTask, notify: Notify,
-                  parallel: int | None = None, keep_going: bool = True) -> list[BuildResult]:
+def build_in_envs(
+    jobs: Sequence[VariantJob],
+    options: BuildOptions,
+    new_task: NewTask,
+    notify: Notify,
+    parallel: int | None = None,
+    keep_going: bool = True,
+) -> list[BuildResult]:
     """Build every job, up to :func:`parallel_plan` variants at once; results in the jobs' order."""
     if not jobs:
         return []

@@ -20,13 +20,17 @@ def check_variant_buildable(variant: Variant, toolchain: Toolchain) -> None:
         if here != variant.torch:
             found = f"tvm-ffi {here}" if here else "no tvm-ffi"
             want = variant.torch or ""
-            raise ToolchainError(f"variant {variant.name} needs tvm-ffi {want} (pip install "
-                                 f"'apache-tvm-ffi>={want},<{want[:-1]}{int(want[-1]) + 1}'); "
-                                 f"this Python has {found}")
+            raise ToolchainError(
+                f"variant {variant.name} needs tvm-ffi {want} (pip install "
+                f"'apache-tvm-ffi>={want},<{want[:-1]}{int(want[-1]) + 1}'); "
+                f"this Python has {found}"
+            )
     elif variant.stable_abi:  # any torch from that version on builds it
         if tuple(int(x) for x in info.major_minor.split(".")) < variant.torch_tuple:
-            msg = (f"variant {variant.name} needs torch {variant.torch} or later, but {toolchain.python} has "
-                   f"torch {info.version}")
+            msg = (
+                f"variant {variant.name} needs torch {variant.torch} or later, but {toolchain.python} has "
+                f"torch {info.version}"
+            )
             raise ToolchainError(msg)
     elif variant.torch != info.major_minor:
         msg = f"variant {variant.name} needs torch {variant.torch}, but {toolchain.python} has torch {info.version}"
@@ -46,7 +50,9 @@ def check_depends(manifest: Manifest, variant: Variant) -> None:
     for k in manifest.kernels_for(variant):
         missing = [d for d in k.depends if d not in PROVIDED_DEPENDS]
         if missing:
-            msg = (f"{manifest.path}: [kernel.{k.name}] depends on {', '.join(missing)}, which this farm does not "
-                   f"provide to a build, so {variant.name} cannot be built here; vendor the headers into the kernel "
-                   "folder and list them in `include` instead")
+            msg = (
+                f"{manifest.path}: [kernel.{k.name}] depends on {', '.join(missing)}, which this farm does not "
+                f"provide to a build, so {variant.name} cannot be built here; vendor the headers into the kernel "
+                "folder and list them in `include` instead"
+            )
             raise ToolchainError(msg)

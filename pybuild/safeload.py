@@ -63,8 +63,9 @@ def read_bytes(path: Path, error: ErrorType = InputLimitError, limit: int = MAX_
             msg = f"{shown(path)}: not a regular file but {_kind(st.st_mode)}; replace it with the file itself"
             raise error(msg)
         if st.st_size > limit:
-            raise error(f"{shown(path)}: too large ({st.st_size} bytes; at most {limit} are read); "
-                        "is it the right file?")
+            raise error(
+                f"{shown(path)}: too large ({st.st_size} bytes; at most {limit} are read); is it the right file?"
+            )
         os.set_blocking(fd, True)
         chunks, total = [], 0
         while chunk := os.read(fd, 1 << 20):
@@ -83,8 +84,10 @@ def read_text(path: Path, error: ErrorType = InputLimitError, limit: int = MAX_F
 
 
 def _too_deep(where: str, error: ErrorType, what: str) -> PybuildError:
-    return error(f"{where}: {what} nested deeper than {MAX_NESTING} levels; no {what.split()[0]} file of a "
-                 "kernel needs that: fix the file")
+    return error(
+        f"{where}: {what} nested deeper than {MAX_NESTING} levels; no {what.split()[0]} file of a "
+        "kernel needs that: fix the file"
+    )
 
 
 def check_nesting(data: Any, where: str, error: ErrorType, what: str) -> None:
@@ -108,8 +111,10 @@ def loads_json(text: str | bytes, where: str, error: ErrorType = InputLimitError
         out: dict[str, Any] = {}
         for key, value in pairs:
             if key in out:
-                raise error(f"{where}: duplicate key {key!r} in one JSON object; JSON readers disagree on "
-                            "which one wins: keep one")
+                raise error(
+                    f"{where}: duplicate key {key!r} in one JSON object; JSON readers disagree on "
+                    "which one wins: keep one"
+                )
             out[key] = value
         return out
 
@@ -139,8 +144,12 @@ def loads_toml(text: str, where: str, error: ErrorType = InputLimitError) -> dic
     return data
 
 
-def walk(root: Path, error: ErrorType = InputLimitError, max_depth: int = MAX_TREE_DEPTH,
-         prune: Callable[[Path], bool] | None = None) -> Iterator[tuple[Path, os.stat_result]]:
+def walk(
+    root: Path,
+    error: ErrorType = InputLimitError,
+    max_depth: int = MAX_TREE_DEPTH,
+    prune: Callable[[Path], bool] | None = None,
+) -> Iterator[tuple[Path, os.stat_result]]:
     """Every entry under ``root`` with its ``lstat``, parents before children, without following
     symlinked folders and without recursion. A name that is not UTF-8 or a folder deeper than
     ``max_depth`` raises ``error`` naming it. An entry for which ``prune(path)`` is true is neither
@@ -157,13 +166,17 @@ def walk(root: Path, error: ErrorType = InputLimitError, max_depth: int = MAX_TR
             try:
                 entry.name.encode("utf-8")
             except UnicodeEncodeError:
-                raise error(f"{shown(path)}: the file name is not UTF-8; the kernels loader and the Hub need "
-                            "UTF-8 paths: rename it") from None
+                raise error(
+                    f"{shown(path)}: the file name is not UTF-8; the kernels loader and the Hub need "
+                    "UTF-8 paths: rename it"
+                ) from None
             st = entry.stat(follow_symlinks=False)
             if stat.S_ISDIR(st.st_mode):
                 if depth + 1 > max_depth:
-                    raise error(f"{shown(folder)}: folders nested deeper than {max_depth} levels under {shown(root)}; "
-                                "a kernel never needs that: remove the deep folder")
+                    raise error(
+                        f"{shown(folder)}: folders nested deeper than {max_depth} levels under {shown(root)}; "
+                        "a kernel never needs that: remove the deep folder"
+                    )
                 stack.append((path, depth + 1))
             yield path, st
         # parents before children: the entries of a folder come before those of its subfolders only per

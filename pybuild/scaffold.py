@@ -50,14 +50,16 @@ NOARCH_FILES = {
 }
 
 #: Names the generated C++ or Python could not use as a namespace, function or package.
-_CXX_KEYWORDS = frozenset("""
+_CXX_KEYWORDS = frozenset(
+    """
     alignas alignof and and_eq asm auto bitand bitor bool break case catch char char8_t char16_t char32_t
     class compl concept const consteval constexpr constinit const_cast continue co_await co_return co_yield
     decltype default delete do double dynamic_cast else enum explicit export extern false float for friend
     goto if inline int long mutable namespace new noexcept not not_eq nullptr operator or or_eq private
     protected public register reinterpret_cast requires return short signed sizeof static static_assert
     static_cast struct switch template this thread_local throw true try typedef typeid typename union
-    unsigned using virtual void volatile wchar_t while xor xor_eq""".split())
+    unsigned using virtual void volatile wchar_t while xor xor_eq""".split()
+)
 # Namespaces the generated C++ lives beside, and `name`, which every torch.ops namespace already has.
 _TAKEN = frozenset({"at", "c10", "caffe2", "std", "torch", "ops", "cuda", "kernels", "name"})
 #: The longest kernel name `new` accepts (file names and C++ symbols are built from it).
@@ -74,8 +76,10 @@ def check_name(name: str) -> str:
         raise UsageError(f"new: kernel name {name[:20]}... is {len(name)} characters long; use at most {MAX_NAME}")
     py = name.replace("-", "_")
     if keyword.iskeyword(py) or py in _CXX_KEYWORDS or py in _TAKEN or hasattr(builtins, py):
-        raise UsageError(f"new: kernel name {name!r} is a reserved word or built-in name of Python, C++ or torch, "
-                         f"which the generated code cannot use; pick another (e.g. {name}-op)")
+        raise UsageError(
+            f"new: kernel name {name!r} is a reserved word or built-in name of Python, C++ or torch, "
+            f"which the generated code cannot use; pick another (e.g. {name}-op)"
+        )
     return py
 
 
@@ -100,18 +104,22 @@ def _spdx_expression(text: str) -> bool:
 
 def check_license(license_: str) -> None:
     if not _spdx_expression(license_):
-        raise UsageError(f"new: --license {license_!r}: give an SPDX identifier or expression, e.g. Apache-2.0 or "
-                         "MIT OR Apache-2.0")
+        raise UsageError(
+            f"new: --license {license_!r}: give an SPDX identifier or expression, e.g. Apache-2.0 or MIT OR Apache-2.0"
+        )
 
 
 def render(name: str, license_: str, noarch: bool = False) -> dict[str, str]:
     """Every file of the new kernel folder, relative path -> text."""
     py = check_name(name)
     check_license(license_)
-    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)), undefined=jinja2.StrictUndefined,
-                             keep_trailing_newline=True)
-    return {rel.format(py=py): env.get_template(tpl).render(name=name, py=py, license=license_)
-            for tpl, rel in (NOARCH_FILES if noarch else FILES).items()}
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(TEMPLATES)), undefined=jinja2.StrictUndefined, keep_trailing_newline=True
+    )
+    return {
+        rel.format(py=py): env.get_template(tpl).render(name=name, py=py, license=license_)
+        for tpl, rel in (NOARCH_FILES if noarch else FILES).items()
+    }
 
 
 def kernel_named(kernels_dir: Path, name: str) -> Path | None:
@@ -137,8 +145,9 @@ def _matrix_for(dest: Path, variants: Path | None) -> Matrix | None:
         return None
 
 
-def create_kernel(dest: Path, name: str, license_: str = "Apache-2.0", noarch: bool = False,
-                  variants: Path | None = None) -> list[str]:
+def create_kernel(
+    dest: Path, name: str, license_: str = "Apache-2.0", noarch: bool = False, variants: Path | None = None
+) -> list[str]:
     """Write the kernel folder ``dest`` in one step; return its files (relative paths, sorted). Its
     variants.lock.json is written for ``variants`` or the nearest variants.json, if there is one.
 
@@ -153,8 +162,10 @@ def create_kernel(dest: Path, name: str, license_: str = "Apache-2.0", noarch: b
         raise UsageError(f"new: {existing} is a file, so {dest} cannot be created; pass a --dir inside a folder")
     other = kernel_named(dest.parent, name)
     if other is not None:
-        raise UsageError(f"new: {other / 'build.toml'} already names the kernel {name!r}, and a kernel's name must be "
-                         "unique in the farm; pick another name")
+        raise UsageError(
+            f"new: {other / 'build.toml'} already names the kernel {name!r}, and a kernel's name must be "
+            "unique in the farm; pick another name"
+        )
     staging = None
     try:
         dest.parent.mkdir(parents=True, exist_ok=True)
@@ -176,7 +187,8 @@ def create_kernel(dest: Path, name: str, license_: str = "Apache-2.0", noarch: b
             shutil.rmtree(missing[-1], ignore_errors=True)  # the folders this call created
         if isinstance(e, OSError):
             hint = {errno.ENAMETOOLONG: "use a shorter --dir", errno.ENOSPC: "free some disk space"}.get(
-                e.errno or 0, "pass a --dir in a folder you can write to")
+                e.errno or 0, "pass a --dir in a folder you can write to"
+            )
             raise PybuildError(f"new: cannot create {dest}: {e.strerror or e}; {hint}") from e
         raise
     return sorted([*files, *([LOCK_FILE] if matrix is not None else [])])

@@ -123,8 +123,10 @@ def variant_lock(kernel_root: Path, variant: str, on_wait: Callable[[], None] | 
 
 def read_only_message(build_dir: Path, e: OSError | None = None) -> str:
     why = f" ({e.strerror})" if e is not None and e.strerror else ""
-    return (f"{build_dir}: cannot write there{why}; pybuild writes build/<variant>/ in place: make it writable "
-            "(remount read-write, fix its permissions) or point build/ at a writable folder")
+    return (
+        f"{build_dir}: cannot write there{why}; pybuild writes build/<variant>/ in place: make it writable "
+        "(remount read-write, fix its permissions) or point build/ at a writable folder"
+    )
 
 
 def check_writable(build_dir: Path, error: type[PybuildError] = PybuildError) -> None:

@@ -48,8 +48,10 @@ def variant_dir_for(kernel_dir: Path, backend: str | None = None) -> Path:
     if named:
         found = kernel_dir / "build" / named
         if not (found / "metadata.json").is_file():
-            raise RuntimeError(f"PYBUILD_TEST_VARIANT={named}: {found} is not built; build it first "
-                               f"(python -m pybuild build {kernel_dir} --variant {named})")
+            raise RuntimeError(
+                f"PYBUILD_TEST_VARIANT={named}: {found} is not built; build it first "
+                f"(python -m pybuild build {kernel_dir} --variant {named})"
+            )
         return found
     manifest = load_manifest(kernel_dir)
     variants = kernel_host_variants(manifest)
@@ -126,9 +128,16 @@ def failed_checks(checks: dict[str, tuple[Any, Any]], atol: float = 0.0, rtol: f
     return bad
 
 
-def check_each_time(chain: Callable[[], Any], checks: Callable[..., dict[str, tuple[Any, Any]]],
-                    change: Callable[[], None], *, graph: bool, reps: int = 5, atol: float = 0.0,
-                    rtol: float = 0.0) -> None:
+def check_each_time(
+    chain: Callable[[], Any],
+    checks: Callable[..., dict[str, tuple[Any, Any]]],
+    change: Callable[[], None],
+    *,
+    graph: bool,
+    reps: int = 5,
+    atol: float = 0.0,
+    rtol: float = 0.0,
+) -> None:
     """Run ``chain`` ``reps`` times (see :func:`run_on_stream_or_graph`); each time, every pair of
     ``checks(*outputs)`` must be close (:func:`failed_checks`), then ``change()`` changes the inputs
     in place, so that a stale read of the previous time's output shows the next time."""
@@ -150,8 +159,21 @@ def compile_cuda(source: Path, out: Path, arch: str = "sm_90", ptx: bool = False
 
     if shutil.which("nvcc") is None:
         pytest.skip("needs nvcc (the CUDA toolkit)")
-    cmd = [shutil.which("ccache") or "", "nvcc", "-std=c++17", "-O3", f"-arch={arch}", "-Xptxas", "-v",
-           "-DCUDA_KERNEL", f"-I{INCLUDE}", "-ptx" if ptx else "-c", str(source), "-o", str(out)]
+    cmd = [
+        shutil.which("ccache") or "",
+        "nvcc",
+        "-std=c++17",
+        "-O3",
+        f"-arch={arch}",
+        "-Xptxas",
+        "-v",
+        "-DCUDA_KERNEL",
+        f"-I{INCLUDE}",
+        "-ptx" if ptx else "-c",
+        str(source),
+        "-o",
+        str(out),
+    ]
     return subprocess.run([c for c in cmd if c], capture_output=True, text=True, check=False)
 
 

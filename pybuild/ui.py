@@ -67,16 +67,24 @@ class Reporter:
             yield new_plain
             return
         with Progress(
-            SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn(),
-            console=err_console, transient=True,
+            SpinnerColumn(),
+            TextColumn("{task.description}"),
+            BarColumn(),
+            TimeElapsedColumn(),
+            console=err_console,
+            transient=True,
         ) as progress:
 
             def new_live(label: str) -> Callable[[str, float | None], None]:
                 task_id = progress.add_task(label, total=None)
 
                 def update(message: str, fraction: float | None) -> None:
-                    progress.update(task_id, description=escape(f"{label}: {message}"),
-                                    total=None if fraction is None else 1.0, completed=fraction or 0.0)
+                    progress.update(
+                        task_id,
+                        description=escape(f"{label}: {message}"),
+                        total=None if fraction is None else 1.0,
+                        completed=fraction or 0.0,
+                    )
 
                 return update
 

@@ -96,8 +96,15 @@ def tvm_ffi_variant(variant: Variant, version: str = TVM_FFI_VERSION) -> Variant
 def stable_abi_variant(variant: Variant, torch: str) -> Variant:
     """The stable-ABI variant (built against torch ``torch``'s stable ABI) of ``variant``'s backend and
     system, compiled with ``variant``'s torch."""
-    return Variant(torch, variant.backend, variant.backend_version, None, variant.system, stable_abi=True,
-                   build_torch=variant.torch)
+    return Variant(
+        torch,
+        variant.backend,
+        variant.backend_version,
+        None,
+        variant.system,
+        stable_abi=True,
+        build_torch=variant.torch,
+    )
 
 
 def _version_key(version: str) -> tuple[int, ...]:
@@ -116,7 +123,7 @@ def _sort_key(v: Variant) -> tuple[Any, ...]:
 
 def parse_variant_name(name: str) -> Variant:
     """Parse ``torch213-cxx11-cpu-x86_64-linux`` (or a noarch ``torch-cuda``) back into a :class:`Variant`."""
-    if name.startswith("torch-") and (noarch := backends.by_noarch_name(name[len("torch-"):])) is not None:
+    if name.startswith("torch-") and (noarch := backends.by_noarch_name(name[len("torch-") :])) is not None:
         return noarch_variant(noarch.name)
     compiled = [b for b in backends.all_backends() if b.facts.compiled]
     tags = "|".join(b.tag_pattern() for b in compiled)
@@ -187,8 +194,11 @@ def expand_matrix(data: Any, path: Path = Path("variants.json")) -> Matrix:
             keys = json.dumps({k: x for k, x in ex.items() if k != "reason"}, separators=(",", ":"), sort_keys=True)
             raise _fail(path, f"exclude[{i}]", f"matches no variant ({keys}); fix its values or remove it")
     if not variants:
-        raise _fail(path, "top level", "expands to no variant (each torch entry's backends on `systems`, minus "
-                                       "`exclude`); nothing would be built")
+        raise _fail(
+            path,
+            "top level",
+            "expands to no variant (each torch entry's backends on `systems`, minus `exclude`); nothing would be built",
+        )
     return Matrix(
         path=path,
         variants=tuple(sorted(variants, key=_sort_key)),
@@ -224,17 +234,22 @@ def _check_excludes(excludes: Any, path: Path) -> list[dict[str, str]]:
         if not isinstance(ex, dict) or not ex or set(ex) - set(EXCLUDE_KEYS):
             raise _fail(path, f"exclude[{i}]", f"must be an object with keys from {list(EXCLUDE_KEYS)}; found {ex!r}")
         if not set(ex) - {"reason"}:
-            raise _fail(path, f"exclude[{i}]", "has only a reason, so it would exclude every variant; add the keys "
-                                               'it matches, e.g. {"backend": "rocm", "system": "aarch64-linux"}')
+            raise _fail(
+                path,
+                f"exclude[{i}]",
+                "has only a reason, so it would exclude every variant; add the keys "
+                'it matches, e.g. {"backend": "rocm", "system": "aarch64-linux"}',
+            )
         bad = {k: v for k, v in ex.items() if not isinstance(v, str)}
         if bad:
             found = json.dumps(bad, separators=(",", ":"), sort_keys=True)
-            raise _fail(path, f"exclude[{i}]", f"values must be strings like \"2.13\"; found {found}")
+            raise _fail(path, f"exclude[{i}]", f'values must be strings like "2.13"; found {found}')
     return excludes
 
 
-def _entry_variants(path: Path, where: str, entry: Any, seen_torch: set[str], abis: list[str],
-                    systems: list[str]) -> list[Variant]:
+def _entry_variants(
+    path: Path, where: str, entry: Any, seen_torch: set[str], abis: list[str], systems: list[str]
+) -> list[Variant]:
     """Every variant of one ``torch`` entry (before excludes), its keys checked."""
     if not isinstance(entry, dict):
         raise _fail(path, where, "must be an object")
@@ -242,8 +257,12 @@ def _entry_variants(path: Path, where: str, entry: Any, seen_torch: set[str], ab
     if not isinstance(version, str) or not re.fullmatch(r"\d\.\d+", version, re.ASCII):
         raise _fail(path, f"{where}.version", f'must be "major.minor" like "2.13"; found {version!r}')
     if version not in KNOWN_TORCH:
-        raise _fail(path, f"{where}.version", f"unknown torch {version}; known: {', '.join(KNOWN_TORCH)} (a newer "
-                                              "release: add it to KNOWN_TORCH in pybuild/variants.py)")
+        raise _fail(
+            path,
+            f"{where}.version",
+            f"unknown torch {version}; known: {', '.join(KNOWN_TORCH)} (a newer "
+            "release: add it to KNOWN_TORCH in pybuild/variants.py)",
+        )
     if version in seen_torch:
         raise _fail(path, f"{where}.version", f"torch {version} is listed twice")
     seen_torch.add(version)
@@ -279,8 +298,12 @@ def _backend_versions(path: Path, where: str, backend: backends.BackendType, val
     for v in versions:
         err = backends.tag_error(backend, v)
         if err:
-            raise _fail(path, where, f"{err}; list versions of at least {backend.facts.tag_digits} digits without "
-                                     "the dot, or lower the backend's tag-digits")
+            raise _fail(
+                path,
+                where,
+                f"{err}; list versions of at least {backend.facts.tag_digits} digits without "
+                "the dot, or lower the backend's tag-digits",
+            )
     return list(versions)
 
 

@@ -87,8 +87,10 @@ def platform_tag(variant: Variant, extensions: list[Path]) -> str:
     if not extensions:
         return "any"
     if variant.system is None:
-        raise PybuildError(f"{extensions[0].parent}: compiled files in the pure-Python variant {variant.name}; "
-                           "remove them (`python -m pybuild check` names them)")
+        raise PybuildError(
+            f"{extensions[0].parent}: compiled files in the pure-Python variant {variant.name}; "
+            "remove them (`python -m pybuild check` names them)"
+        )
     arch = variant.system.split("-")[0]
     import kernel_abi_check as kac
 
@@ -144,26 +146,31 @@ def wheel_spec(variant_dir: Path, version: str) -> tuple[WheelSpec, Path]:
         raise UsageError(f"--version {version!r}: expected MAJOR.MINOR.PATCH without leading zeros, e.g. 1.0.0")
     path = variant_dir / METADATA
     if not path.exists():
-        raise PybuildError(f"{variant_dir}: not a built variant (no {METADATA}); remove the folder, or rebuild "
-                           "the variant it was (python -m pybuild build)")
+        raise PybuildError(
+            f"{variant_dir}: not a built variant (no {METADATA}); remove the folder, or rebuild "
+            "the variant it was (python -m pybuild build)"
+        )
     try:
         meta = json.loads(path.read_text())
     except (OSError, ValueError) as e:
         raise PybuildError(f"{path}: unreadable ({e}); rebuild the variant") from None
     if not isinstance(meta, dict) or not isinstance(meta.get("name"), str):
-        raise PybuildError(f"{path}: not a kernel metadata object (no \"name\"); rebuild the variant")
+        raise PybuildError(f'{path}: not a kernel metadata object (no "name"); rebuild the variant')
     depends_list = meta.get("python-depends", [])
     if not isinstance(depends_list, list) or not all(isinstance(d, str) for d in depends_list):
-        raise PybuildError(f"{path}: \"python-depends\" must be a list of names; found {depends_list!r}; "
-                           "rebuild the variant")
+        raise PybuildError(
+            f'{path}: "python-depends" must be a list of names; found {depends_list!r}; rebuild the variant'
+        )
     digest = meta.get("digest")
     files = digest.get("files") if isinstance(digest, dict) else None
     if not isinstance(files, dict):
         raise PybuildError(f"{path}: no digest of the variant's files; rebuild the variant")
     problems = digest_mismatches(variant_dir, files)
     if problems:
-        raise PybuildError(f"{variant_dir}: files differ from metadata.json's digest ({'; '.join(problems[:3])}); "
-                           "rebuild the variant or restore its files")
+        raise PybuildError(
+            f"{variant_dir}: files differ from metadata.json's digest ({'; '.join(problems[:3])}); "
+            "rebuild the variant or restore its files"
+        )
     try:
         variant = parse_variant_name(variant_dir.name)
     except PybuildError as e:
@@ -172,8 +179,15 @@ def wheel_spec(variant_dir: Path, version: str) -> tuple[WheelSpec, Path]:
     exts = _extensions(pkg)
     depends = _python_requirements(list(depends_list), variant.backend)
     # a stable-ABI build loads with its torch and every later one; any other binds to its torch minor
-    torch_req = "torch" if variant.noarch else f"torch>={variant.torch}" if variant.stable_abi \
-        else f"apache-tvm-ffi=={variant.torch}.*" if variant.tvm_ffi else f"torch=={variant.torch}.*"
+    torch_req = (
+        "torch"
+        if variant.noarch
+        else f"torch>={variant.torch}"
+        if variant.stable_abi
+        else f"apache-tvm-ffi=={variant.torch}.*"
+        if variant.tvm_ffi
+        else f"torch=={variant.torch}.*"
+    )
     requires = [torch_req, *depends]
     spec = WheelSpec(
         name=str(meta["name"]),
@@ -189,9 +203,13 @@ def wheel_spec(variant_dir: Path, version: str) -> tuple[WheelSpec, Path]:
 
 
 #: Core metadata field -> where its value comes from, to name in an error.
-_FIELD_SOURCE = {"requires-dist": f'{METADATA} key "python-depends"', "license": f'{METADATA} key "license"',
-                 "name": f'{METADATA} key "name"', "summary": "the package's docstring (first line)",
-                 "version": "--version"}
+_FIELD_SOURCE = {
+    "requires-dist": f'{METADATA} key "python-depends"',
+    "license": f'{METADATA} key "license"',
+    "name": f'{METADATA} key "name"',
+    "summary": "the package's docstring (first line)",
+    "version": "--version",
+}
 
 
 def _metadata_error(spec: WheelSpec, variant_dir: Path, error: Exception) -> PybuildError:
@@ -207,8 +225,13 @@ def _metadata_error(spec: WheelSpec, variant_dir: Path, error: Exception) -> Pyb
 
 def _metadata_text(spec: WheelSpec, variant_dir: Path) -> bytes:
     """Core metadata 2.1, validated by ``packaging`` (a bad name, version or requirement is refused)."""
-    raw: RawMetadata = {"metadata_version": "2.1", "name": spec.name, "version": spec.version,
-                        "requires_python": f">={PYTHON_ABI}", "requires_dist": list(spec.requires)}
+    raw: RawMetadata = {
+        "metadata_version": "2.1",
+        "name": spec.name,
+        "version": spec.version,
+        "requires_python": f">={PYTHON_ABI}",
+        "requires_dist": list(spec.requires),
+    }
     if spec.summary:
         raw["summary"] = spec.summary
     if spec.license:
@@ -220,8 +243,10 @@ def _metadata_text(spec: WheelSpec, variant_dir: Path) -> bytes:
 
 
 def _wheel_text(spec: WheelSpec) -> bytes:
-    return (f"Wheel-Version: 1.0\nGenerator: pybuild {__version__}\nRoot-Is-Purelib: "
-            f"{'true' if spec.abi_tag == 'none' else 'false'}\nTag: {spec.tag}\n").encode()
+    return (
+        f"Wheel-Version: 1.0\nGenerator: pybuild {__version__}\nRoot-Is-Purelib: "
+        f"{'true' if spec.abi_tag == 'none' else 'false'}\nTag: {spec.tag}\n"
+    ).encode()
 
 
 def _zip_time() -> tuple[int, int, int, int, int, int]:
@@ -238,8 +263,12 @@ def wheel_entries(spec: WheelSpec, pkg: Path, variant_dir: Path) -> list[tuple[s
     entries: list[tuple[str, bytes, bool]] = []
     for p in sorted(pkg.rglob("*")):
         rel = p.relative_to(pkg)
-        if not p.is_file() or "__pycache__" in rel.parts or p.suffix == ".pyc" or \
-                (pkg == variant_dir and rel.as_posix() in (METADATA, f"{METADATA}.sigstore")):
+        if (
+            not p.is_file()
+            or "__pycache__" in rel.parts
+            or p.suffix == ".pyc"
+            or (pkg == variant_dir and rel.as_posix() in (METADATA, f"{METADATA}.sigstore"))
+        ):
             continue
         entries.append((f"{top}/{rel.as_posix()}", p.read_bytes(), p.suffix in (".so", ".dylib")))
     di = spec.dist_info
@@ -263,8 +292,9 @@ class _ReproducibleWheel(WheelFile):
         info.create_system = 3  # unix, so the modes above are honoured
         return info
 
-    def writestr(self, zinfo_or_arcname: str | zipfile.ZipInfo, data: bytes | str,
-                 compress_type: int | None = None) -> None:
+    def writestr(
+        self, zinfo_or_arcname: str | zipfile.ZipInfo, data: bytes | str, compress_type: int | None = None
+    ) -> None:
         if isinstance(zinfo_or_arcname, str):  # RECORD, written on close
             zinfo_or_arcname = self.entry(zinfo_or_arcname, False)
         super().writestr(zinfo_or_arcname, data, compress_type)

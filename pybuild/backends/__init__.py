@@ -28,8 +28,20 @@ from .rocm import Rocm
 from .xpu import Xpu
 
 __all__ = [
-    "SECTIONS", "Backend", "BackendType", "BaseBackend", "Facts", "Section", "all_backends", "facts_json", "get",
-    "names", "noarch_names", "register", "tag_error", "unregister",
+    "SECTIONS",
+    "Backend",
+    "BackendType",
+    "BaseBackend",
+    "Facts",
+    "Section",
+    "all_backends",
+    "facts_json",
+    "get",
+    "names",
+    "noarch_names",
+    "register",
+    "tag_error",
+    "unregister",
 ]
 
 

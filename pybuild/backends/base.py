@@ -103,8 +103,9 @@ class BackendType(Protocol):
     def build_archs(self, manifest: Manifest, variant: Variant, override: tuple[str, ...] | None) -> tuple[str, ...]:
         """The device architectures a build of ``variant`` targets (``override``: from the command line)."""
 
-    def cmake_args(self, manifest: Manifest, variant: Variant, toolchain: Toolchain,
-                   archs: tuple[str, ...]) -> list[str]:
+    def cmake_args(
+        self, manifest: Manifest, variant: Variant, toolchain: Toolchain, archs: tuple[str, ...]
+    ) -> list[str]:
         """Extra CMake configure arguments (compilers); raises ToolchainError if the toolchain cannot."""
 
     def build_environ(self, archs: tuple[str, ...]) -> dict[str, str]:
@@ -208,7 +209,7 @@ class BaseBackend:
     def version_from_tag(self, tag: str) -> str | None:
         if not self.facts.versioned:
             return None
-        digits = tag[len(self.facts.tag):]
+        digits = tag[len(self.facts.tag) :]
         return f"{digits[:-1]}.{digits[-1]}"
 
     def wheel_tag(self, version: str | None) -> str | None:
@@ -232,8 +233,9 @@ class BaseBackend:
     def build_archs(self, manifest: Manifest, variant: Variant, override: tuple[str, ...] | None) -> tuple[str, ...]:
         return ()
 
-    def cmake_args(self, manifest: Manifest, variant: Variant, toolchain: Toolchain,
-                   archs: tuple[str, ...]) -> list[str]:
+    def cmake_args(
+        self, manifest: Manifest, variant: Variant, toolchain: Toolchain, archs: tuple[str, ...]
+    ) -> list[str]:
         return []
 
     def build_environ(self, archs: tuple[str, ...]) -> dict[str, str]:

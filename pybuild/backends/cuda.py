@@ -47,8 +47,12 @@ def nvcc_version(nvcc: Path) -> str:
 def cuda_toolkit_root(nvcc: Path) -> Path:
     """The toolkit folder of ``nvcc`` as nvcc itself reports it (``TOP``), so that a wrapper script
     such as /usr/local/bin/nvcc leads to the real toolkit."""
-    out = subprocess.run([str(nvcc), "--dryrun", "-x", "cu", "-c", os.devnull, "-o", os.devnull],
-                         capture_output=True, text=True, check=False)
+    out = subprocess.run(
+        [str(nvcc), "--dryrun", "-x", "cu", "-c", os.devnull, "-o", os.devnull],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     m = re.search(r"^#\$ TOP=(.+)$", out.stdout + out.stderr, re.M)
     return Path(m[1].strip()).resolve() if m else Path(nvcc).resolve().parent.parent
 
@@ -115,16 +119,19 @@ class Cuda(BaseBackend):
         assert variant.backend_version is not None
         return self.default_archs(manifest, variant.backend_version)
 
-    def cmake_args(self, manifest: Manifest, variant: Variant, toolchain: Toolchain,
-                   archs: tuple[str, ...]) -> list[str]:
+    def cmake_args(
+        self, manifest: Manifest, variant: Variant, toolchain: Toolchain, archs: tuple[str, ...]
+    ) -> list[str]:
         nvcc = toolchain.nvcc
         assert nvcc is not None
         toolkit = nvcc_version(nvcc)
         known = nvcc_capabilities(nvcc)
         unknown = [a for a in archs if known and a.rstrip("af") not in known]
         if unknown:
-            msg = (f"CUDA capabilities {unknown} are unknown to {nvcc} (CUDA {toolkit}); it knows "
-                   f"{sorted(known, key=float)}. Fix cuda-capabilities in {manifest.path} or --cuda-archs")
+            msg = (
+                f"CUDA capabilities {unknown} are unknown to {nvcc} (CUDA {toolkit}); it knows "
+                f"{sorted(known, key=float)}. Fix cuda-capabilities in {manifest.path} or --cuda-archs"
+            )
             raise ToolchainError(msg)
         if variant.backend_version and toolkit.split(".")[0] != variant.backend_version.split(".")[0]:
             msg = f"variant {variant.name} needs CUDA {variant.backend_version}, but nvcc is CUDA {toolkit}"

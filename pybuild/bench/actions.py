@@ -31,9 +31,18 @@ class Output:
     strict: bool = False
 
 
-def bench_cases(kernels: Sequence[tuple[str, Any, Any]], device: str, *, quick: bool, compile_: bool, command: str,
-                output: Output, rep: Reporter) -> int:
+def bench_cases(
+    kernels: Sequence[tuple[str, Any, Any]],
+    device: str,
+    *,
+    quick: bool,
+    compile_: bool,
+    command: str,
+    output: Output,
+    rep: Reporter,
+) -> int:
     """The fixed cases: exit 1 when a target is missed and ``output.strict``, else 0."""
+
     def save(partial: dict[str, Any]) -> None:  # after every case: a run cut short still leaves its numbers
         if output.out:
             report.write_outputs(partial, output.out, output.name or device_slug(partial), with_plot=False)
@@ -46,8 +55,10 @@ def bench_cases(kernels: Sequence[tuple[str, Any, Any]], device: str, *, quick: 
         print(json.dumps(doc, indent=1))
     else:
         env = doc["environment"]
-        title = (f"{env['device']['name']} · torch {env['torch']} · large copy {doc['copy_large']['gbps']:.0f} GB/s"
-                 f" · {doc['method']['timing']}")
+        title = (
+            f"{env['device']['name']} · torch {env['torch']} · large copy {doc['copy_large']['gbps']:.0f} GB/s"
+            f" · {doc['method']['timing']}"
+        )
         Reporter(quiet=output.quiet).table(title, report.SUMMARY_COLUMNS, report.summary_rows(doc))
     missed, n_targets = report.missed_targets(doc)
     for m in missed:
@@ -57,8 +68,17 @@ def bench_cases(kernels: Sequence[tuple[str, Any, Any]], device: str, *, quick: 
     return 1 if missed and output.strict else 0
 
 
-def bench_sweep(kernels: Sequence[tuple[str, Any, Any]], device: str, dist: Distribution, *, compile_: bool,
-                workers: int | None, command: str, output: Output, rep: Reporter) -> int:
+def bench_sweep(
+    kernels: Sequence[tuple[str, Any, Any]],
+    device: str,
+    dist: Distribution,
+    *,
+    compile_: bool,
+    workers: int | None,
+    command: str,
+    output: Output,
+    rep: Reporter,
+) -> int:
     """``dist.n`` seeded shapes per op: exit 1 on a wrong result (and, with ``output.strict``, on a
     ratio under its threshold), else 0. ``workers`` None: compile_workers.default_workers()."""
     names = [name.replace("-", "_") for name, _, _ in kernels]
@@ -75,8 +95,11 @@ def bench_sweep(kernels: Sequence[tuple[str, Any, Any]], device: str, dist: Dist
     if output.json:
         print(json.dumps(doc, indent=1))
     else:
-        Reporter(quiet=output.quiet).table(f"sweep: seed {dist.seed}, {dist.n} shapes per op, {doc['seconds']:.0f} s",
-                                           sweep_report.COLUMNS, sweep_report.rows(doc))
+        Reporter(quiet=output.quiet).table(
+            f"sweep: seed {dist.seed}, {dist.n} shapes per op, {doc['seconds']:.0f} s",
+            sweep_report.COLUMNS,
+            sweep_report.rows(doc),
+        )
     wrong = sum(s["shapes"] - s["correct"] for s in doc["summary"].values())
     if wrong:
         rep.info(f"{wrong} shape(s) gave wrong results: see 'correct': false in the JSON")

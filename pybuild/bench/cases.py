@@ -68,8 +68,10 @@ def load_cases_module(kernel_dir: Path) -> ModuleType:
     """The kernel's ``benchmarks/cases.py``, imported; any failure is one UsageError naming the file."""
     path = cases_path(kernel_dir)
     if not path.is_file():
-        raise UsageError(f"{path}: no bench cases for kernel {Path(kernel_dir).name}; add this file with a "
-                         "cases(kernel, device, quick) function")
+        raise UsageError(
+            f"{path}: no bench cases for kernel {Path(kernel_dir).name}; add this file with a "
+            "cases(kernel, device, quick) function"
+        )
     spec = importlib.util.spec_from_file_location(f"_pybuild_bench_{Path(kernel_dir).name}", path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)

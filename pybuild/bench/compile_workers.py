@@ -67,8 +67,9 @@ def _worker_compile(key: tuple[str, str], shape: Shape) -> float:
     return time.monotonic() - t0
 
 
-def warm_compiles(jobs: Sequence[tuple[SweepOp, Shape]], modules: dict[str, str], workers: int,
-                  log: Callable[[str], None]) -> dict[str, Any]:
+def warm_compiles(
+    jobs: Sequence[tuple[SweepOp, Shape]], modules: dict[str, str], workers: int, log: Callable[[str], None]
+) -> dict[str, Any]:
     """Compile every (op, shape) statically in ``workers`` processes, filling the on-disk caches.
     ``modules`` maps each kernel's name to its benchmarks/cases.py, which the workers import."""
     t0 = time.monotonic()
@@ -80,8 +81,9 @@ def warm_compiles(jobs: Sequence[tuple[SweepOp, Shape]], modules: dict[str, str]
     os.environ["TORCHINDUCTOR_COMPILE_THREADS"] = "1"  # the workers are the parallelism
     failed = 0
     try:
-        with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"), initializer=_worker_init,
-                                 initargs=(modules,)) as pool:
+        with ProcessPoolExecutor(
+            workers, mp_context=multiprocessing.get_context("spawn"), initializer=_worker_init, initargs=(modules,)
+        ) as pool:
             futures = [pool.submit(_worker_compile, (op.kernel, op.op), shape) for op, shape in jobs]
             for i, f in enumerate(futures, 1):
                 try:

@@ -26,8 +26,13 @@ def _device(device: str) -> dict[str, Any]:
     if device != "cuda":
         return {"name": platform.processor() or platform.machine(), "threads": torch.get_num_threads()}
     p = torch.cuda.get_device_properties(0)
-    return {"name": p.name, "capability": f"{p.major}.{p.minor}", "sms": p.multi_processor_count,
-            "l2-bytes": getattr(p, "L2_cache_size", 0), "memory-bytes": p.total_memory}
+    return {
+        "name": p.name,
+        "capability": f"{p.major}.{p.minor}",
+        "sms": p.multi_processor_count,
+        "l2-bytes": getattr(p, "L2_cache_size", 0),
+        "memory-bytes": p.total_memory,
+    }
 
 
 def source_commit(root: Path = FARM_ROOT) -> str | None:

@@ -7,8 +7,21 @@ import math
 from pathlib import Path
 from typing import Any
 
-SUMMARY_COLUMNS = ("kernel op", "shape", "dtype", "ours µs", "ours GB/s", "eager", "compile", "copy same",
-                   "÷copy same", "÷copy large", "÷compile", "÷other compile", "targets met")
+SUMMARY_COLUMNS = (
+    "kernel op",
+    "shape",
+    "dtype",
+    "ours µs",
+    "ours GB/s",
+    "eager",
+    "compile",
+    "copy same",
+    "÷copy same",
+    "÷copy large",
+    "÷compile",
+    "÷other compile",
+    "targets met",
+)
 MARK = {"met": "✓", "tie": "≈ tie", "beyond copy": "✗ beyond copy", "missed": "✗"}
 
 
@@ -30,38 +43,61 @@ def summary_rows(doc: dict[str, Any]) -> list[tuple[str, ...]]:
             return f"{t[name]['gbps']:.0f}" if name in t else "-"
 
         ratios = r["ratios"]
-        rows.append((
-            f"{r['kernel']} {r['op']}", r["label"], r["dtype"], f"{t['ours']['ms'] * 1e3:.1f}", g("ours"), g("eager"),
-            g("compile"), g("copy_same"),
-            f"{ratios.get('copy_same', 0):.2f}", f"{ratios.get('copy_large', 0):.2f}",
-            f"{ratios['compile']:.2f}" if "compile" in ratios else "-",
-            " ".join(f"{k.removesuffix('-compile')} {v:.2f}" for k, v in ratios.items()
-                     if k.endswith("-compile") and not k.endswith("-launch")) or "-",
-            _targets_cell(r["targets"]),
-        ))
+        rows.append(
+            (
+                f"{r['kernel']} {r['op']}",
+                r["label"],
+                r["dtype"],
+                f"{t['ours']['ms'] * 1e3:.1f}",
+                g("ours"),
+                g("eager"),
+                g("compile"),
+                g("copy_same"),
+                f"{ratios.get('copy_same', 0):.2f}",
+                f"{ratios.get('copy_large', 0):.2f}",
+                f"{ratios['compile']:.2f}" if "compile" in ratios else "-",
+                " ".join(
+                    f"{k.removesuffix('-compile')} {v:.2f}"
+                    for k, v in ratios.items()
+                    if k.endswith("-compile") and not k.endswith("-launch")
+                )
+                or "-",
+                _targets_cell(r["targets"]),
+            )
+        )
     return rows
 
 
 def missed_targets(doc: dict[str, Any]) -> tuple[list[str], int]:
     """Every target not met, one line each, and how many targets the run had."""
-    missed = [f"{r['kernel']} {r['op']} {r['label']} {r['dtype']}: {t['target']} (got {t['ratio'] or 0:.3f}; "
-              f"{t.get('verdict', 'missed')})"
-              for r in doc["results"] for t in r["targets"] if not t["met"]]
+    missed = [
+        f"{r['kernel']} {r['op']} {r['label']} {r['dtype']}: {t['target']} (got {t['ratio'] or 0:.3f}; "
+        f"{t.get('verdict', 'missed')})"
+        for r in doc["results"]
+        for t in r["targets"]
+        if not t["met"]
+    ]
     return missed, sum(len(r["targets"]) for r in doc["results"])
 
 
 def _markdown_targets(targets: list[dict[str, Any]]) -> str:
-    return "; ".join(
-        f"{MARK.get(x.get('verdict', 'met' if x['met'] else 'missed'), '?')} {x['target'].removeprefix('ours ')}"
-        + ("" if x["met"] else f" ({x['ratio']:.3f})")
-        for x in targets) or "–"
+    return (
+        "; ".join(
+            f"{MARK.get(x.get('verdict', 'met' if x['met'] else 'missed'), '?')} {x['target'].removeprefix('ours ')}"
+            + ("" if x["met"] else f" ({x['ratio']:.3f})")
+            for x in targets
+        )
+        or "–"
+    )
 
 
 def markdown_table(doc: dict[str, Any]) -> list[str]:
     """The result as the markdown table of docs/performance.md, and a line of totals under it."""
-    out = ["| kernel op | shape | dtype | µs | GB/s | compile GB/s | eager GB/s | copy (same bytes) GB/s "
-           "| ÷ copy same | ÷ copy 1 GiB | ÷ compile | targets |",
-           "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    out = [
+        "| kernel op | shape | dtype | µs | GB/s | compile GB/s | eager GB/s | copy (same bytes) GB/s "
+        "| ÷ copy same | ÷ copy 1 GiB | ÷ compile | targets |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
     for r in doc["results"]:
         t, ratios = r["timings"], r["ratios"]
         compile_ratio = f"{ratios['compile']:.3f}" if "compile" in ratios else "-"
@@ -71,18 +107,26 @@ def markdown_table(doc: dict[str, Any]) -> list[str]:
             f"| {r['kernel']} `{r['op']}` | {r['label']} | {r['dtype']} | {t['ours']['ms'] * 1e3:.1f} "
             f"| {t['ours']['gbps']:.0f} | {t.get('compile', {}).get('gbps', 0):.0f} | {t['eager']['gbps']:.0f} "
             f"| {t['copy_same']['gbps']:.0f} | {ratios['copy_same']:.2f} | {ratios['copy_large']:.2f} "
-            f"| {compile_ratio} | {_markdown_targets(r['targets'])} |")
+            f"| {compile_ratio} | {_markdown_targets(r['targets'])} |"
+        )
     missed, n = missed_targets(doc)
-    out += ["", f"{n - len(missed)} of {n} targets met; large copy {doc['copy_large']['gbps']:.0f} GB/s; "
-                f"source {doc['environment'].get('git')}"]
+    out += [
+        "",
+        f"{n - len(missed)} of {n} targets met; large copy {doc['copy_large']['gbps']:.0f} GB/s; "
+        f"source {doc['environment'].get('git')}",
+    ]
     return out
 
 
 # --------------------------------------------------------------------------------------------
 # Plot
 
-STYLES = {"ours": ("C3", "o", "-"), "eager": ("C0", "s", "--"), "compile": ("C2", "^", "--"),
-          "copy_same": ("0.4", "x", ":")}
+STYLES = {
+    "ours": ("C3", "o", "-"),
+    "eager": ("C0", "s", "--"),
+    "compile": ("C2", "^", "--"),
+    "copy_same": ("0.4", "x", ":"),
+}
 
 
 def _panel(ax: Any, title: str, rs: list[dict[str, Any]], large_gbps: float) -> None:
@@ -90,8 +134,9 @@ def _panel(ax: Any, title: str, rs: list[dict[str, Any]], large_gbps: float) -> 
     xs = list(range(len(rs)))
     for name, (color, marker, ls) in STYLES.items():
         ys = [r["timings"][name]["gbps"] if name in r["timings"] else float("nan") for r in rs]
-        ax.plot(xs, ys, color=color, marker=marker, linestyle=ls,
-                label="copy (same bytes)" if name == "copy_same" else name)
+        ax.plot(
+            xs, ys, color=color, marker=marker, linestyle=ls, label="copy (same bytes)" if name == "copy_same" else name
+        )
     extra = sorted({k for r in rs for k in r["timings"] if k.endswith("-compile")})
     for i, name in enumerate(extra):
         ys = [r["timings"][name]["gbps"] if name in r["timings"] else float("nan") for r in rs]

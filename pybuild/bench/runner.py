@@ -92,8 +92,9 @@ def _record(rounds: Rounds, name: str, ms: float, method: str, n: int) -> None:
     rounds.setdefault(name, ([], method, n))[0].append(ms)
 
 
-def _time_impls(impls: dict[str, Callable[..., Any]], arg_sets: list, device: str, reps: int, case: Case,
-                log: Callable[[str], None]) -> Rounds:
+def _time_impls(
+    impls: dict[str, Callable[..., Any]], arg_sets: list, device: str, reps: int, case: Case, log: Callable[[str], None]
+) -> Rounds:
     """Every implementation in interleaved rounds (one on a CPU), each round's median kept: a passing
     clock or memory-placement hiccup then hits no implementation alone."""
     import torch
@@ -108,8 +109,10 @@ def _time_impls(impls: dict[str, Callable[..., Any]], arg_sets: list, device: st
             try:
                 _record(rounds, name, time_cuda_graph(fn, arg_sets, reps), "cuda-graph", sets)
             except Exception as e:  # noqa: BLE001 - an implementation that cannot be captured is timed by launches
-                log(f"  {case.op} {case.label}: {name} not capturable in a CUDA graph ({type(e).__name__}); "
-                    "timing stream launches")
+                log(
+                    f"  {case.op} {case.label}: {name} not capturable in a CUDA graph ({type(e).__name__}); "
+                    "timing stream launches"
+                )
                 torch.cuda.synchronize()
                 _record(rounds, name, time_cuda_launch(fn, arg_sets, reps), "launch", sets)
             if round_ == 0:
@@ -117,13 +120,27 @@ def _time_impls(impls: dict[str, Callable[..., Any]], arg_sets: list, device: st
     return rounds
 
 
-def run_case(case: Case, device: str, l2_bytes: int, compile_: bool, reps: int,
-             copy_large: Timing | None, log: Callable[[str], None]) -> CaseResult:
+def run_case(
+    case: Case,
+    device: str,
+    l2_bytes: int,
+    compile_: bool,
+    reps: int,
+    copy_large: Timing | None,
+    log: Callable[[str], None],
+) -> CaseResult:
     """Check one case against eager, time every implementation and a same-bytes copy, judge its targets."""
     sets = n_sets(device, case.bytes, l2_bytes)
     arg_sets = [case.make(seed) for seed in range(sets)]
-    result = CaseResult(case.kernel, case.op, case.label, case.dtype, case.bytes,
-                        case.panel or f"{case.kernel} {case.op} {case.dtype}", check="")
+    result = CaseResult(
+        case.kernel,
+        case.op,
+        case.label,
+        case.dtype,
+        case.bytes,
+        case.panel or f"{case.kernel} {case.op} {case.dtype}",
+        check="",
+    )
     impls = implementations(case, compile_)
     result.target_specs = list(case.targets) if device == "cuda" else []  # the targets are GPU targets
     result.check = _check(case, case.ours(*arg_sets[0]), case.eager(*arg_sets[0]))
@@ -133,17 +150,24 @@ def run_case(case: Case, device: str, l2_bytes: int, compile_: bool, reps: int,
         _record(rounds, "copy_same", ms, method, sets)
     for name, (times, method, n) in rounds.items():
         ms = median_ms(times)
-        result.timings[name] = Timing(ms=ms, gbps=case.bytes / (ms * 1e-3) / 1e9, method=method, sets=n,
-                                      rounds_ms=list(times))
+        result.timings[name] = Timing(
+            ms=ms, gbps=case.bytes / (ms * 1e-3) / 1e9, method=method, sets=n, rounds_ms=list(times)
+        )
     finalize(result, copy_large)
     return result
 
 
-def _verdict(target: Target, ratio: float | None, timings: dict[str, Timing],
-             copy_best: float | None) -> dict[str, Any]:
+def _verdict(
+    target: Target, ratio: float | None, timings: dict[str, Timing], copy_best: float | None
+) -> dict[str, Any]:
     met = ratio is not None and (ratio > target.ratio if target.strict else ratio >= target.ratio)
-    entry: dict[str, Any] = {"target": target.describe(), "baseline": target.baseline, "ratio": ratio,
-                             "threshold": target.ratio, "met": met}
+    entry: dict[str, Any] = {
+        "target": target.describe(),
+        "baseline": target.baseline,
+        "ratio": ratio,
+        "threshold": target.ratio,
+        "met": met,
+    }
     if ratio is None:
         entry["verdict"] = "missed"
         return entry
@@ -174,8 +198,9 @@ def finalize(result: CaseResult, copy_large: Timing | None) -> None:
         result.timings["copy_large"] = copy_large
     timings = result.timings
     ours = timings["ours"]
-    result.ratios = {name: ours.gbps / t.gbps for name, t in timings.items()
-                     if name != "ours" and not name.endswith("-launch")}
+    result.ratios = {
+        name: ours.gbps / t.gbps for name, t in timings.items() if name != "ours" and not name.endswith("-launch")
+    }
     copy_best = max((timings[n].gbps for n in ("copy_large", "copy_same") if n in timings), default=None)
     result.targets = [_verdict(t, result.ratios.get(t.baseline), timings, copy_best) for t in result.target_specs]
 
@@ -186,19 +211,20 @@ def _method(device: str, compile_: bool, reps: int) -> dict[str, Any]:
     return {
         "device": device,
         "timing": f"CUDA graph of one call per input set, median of replays (device events) / calls; "
-                  f"median of {ROUNDS} interleaved rounds, odd rounds in reverse order"
-                  if cuda else "median wall-clock per call",
+        f"median of {ROUNDS} interleaved rounds, odd rounds in reverse order"
+        if cuda
+        else "median wall-clock per call",
         "verdicts": "met; tie (missed by less than the round-to-round spread of ours or the baseline); "
-                    "beyond copy (missed by more, and asks for more GB/s than any copy reached in the run); "
-                    "missed",
+        "beyond copy (missed by more, and asks for more GB/s than any copy reached in the run); "
+        "missed",
         "launch-timing": "stream launches from Python, device events, median" if cuda else None,
         "input-sets": f"enough to exceed {L2_MULTIPLE}x L2 together (min 2)" if cuda else "2",
         "repetitions": reps,
         "bytes": "inputs read once + outputs written once, per call",
         "copy_same": "dst.copy_(src) moving the same bytes as one call; the faster of graph replays and "
-                     "stream launches",
+        "stream launches",
         "copy_large": f"dst.copy_(src) of {copy_large_bytes(device)} bytes (read + written counted), after a "
-                      "2 s warm-up and again after all cases; the better run",
+        "2 s warm-up and again after all cases; the better run",
         "compile": "torch.compile(eager, dynamic=False, fullgraph=True), default mode" if compile_ else None,
     }
 
@@ -208,8 +234,7 @@ def configure_dynamo(limit: int) -> None:
     falling back silently to eager."""
     import torch
 
-    for knob in ("cache_size_limit", "recompile_limit", "accumulated_cache_size_limit",
-                 "accumulated_recompile_limit"):
+    for knob in ("cache_size_limit", "recompile_limit", "accumulated_cache_size_limit", "accumulated_recompile_limit"):
         if hasattr(torch._dynamo.config, knob):
             setattr(torch._dynamo.config, knob, limit)
 
@@ -217,12 +242,24 @@ def configure_dynamo(limit: int) -> None:
 def _log_case(name: str, case: Case, r: CaseResult, seconds: float, log: Callable[[str], None]) -> None:
     parts = [f"{k} {v.gbps:.0f}" for k, v in r.timings.items() if not k.endswith("-launch")]
     missed = [f"{t['target']} ({t['verdict']})" for t in r.targets if not t["met"]]
-    log(f"{name} {case.op} {case.label} {case.dtype}: GB/s " + ", ".join(parts)
-        + f"; {r.check}; {seconds:.1f} s" + (f"; NOT MET {missed}" if missed else ""))
+    log(
+        f"{name} {case.op} {case.label} {case.dtype}: GB/s "
+        + ", ".join(parts)
+        + f"; {r.check}; {seconds:.1f} s"
+        + (f"; NOT MET {missed}" if missed else "")
+    )
 
 
-def _run_checked(module: Any, case: Case, device: str, l2_bytes: int, compile_: bool, reps: int,
-                 copy_large: Timing | None, log: Callable[[str], None]) -> CaseResult:
+def _run_checked(
+    module: Any,
+    case: Case,
+    device: str,
+    l2_bytes: int,
+    compile_: bool,
+    reps: int,
+    copy_large: Timing | None,
+    log: Callable[[str], None],
+) -> CaseResult:
     """``run_case``; a failure of the benchmark file's code (``make``, ``ours``, ``eager``) is one
     UsageError naming the file and the case, as ``cases_of`` does for ``cases()``."""
     try:
@@ -233,9 +270,15 @@ def _run_checked(module: Any, case: Case, device: str, l2_bytes: int, compile_: 
         raise UsageError(f"{path}: case {case.op} {case.label} {case.dtype}: {type(e).__name__}: {message}") from e
 
 
-def run(kernels: Sequence[tuple[str, Any, Any]], device: str, quick: bool, compile_: bool,
-        command: str, log: Callable[[str], None],
-        on_case: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
+def run(
+    kernels: Sequence[tuple[str, Any, Any]],
+    device: str,
+    quick: bool,
+    compile_: bool,
+    command: str,
+    log: Callable[[str], None],
+    on_case: Callable[[dict[str, Any]], None] | None = None,
+) -> dict[str, Any]:
     """Benchmark ``(name, loaded kernel package, cases module)`` triples; returns the JSON document.
 
     ``on_case`` gets the document so far after every case (to save partial results)."""
@@ -249,9 +292,14 @@ def run(kernels: Sequence[tuple[str, Any, Any]], device: str, quick: bool, compi
     log(f"large copy: {copy_first.gbps:.0f} GB/s")
     results: list[CaseResult] = []
     doc: dict[str, Any] = {
-        "schema": SCHEMA, "command": command, "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "environment": env, "method": _method(device, compile_, reps),
-        "copy_large": asdict(copy_first), "copy_large_runs": [asdict(copy_first)], "results": [],
+        "schema": SCHEMA,
+        "command": command,
+        "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "environment": env,
+        "method": _method(device, compile_, reps),
+        "copy_large": asdict(copy_first),
+        "copy_large_runs": [asdict(copy_first)],
+        "results": [],
     }
     for name, kernel, module in kernels:
         for case in cases_of(module, kernel, device, quick):

@@ -65,8 +65,10 @@ def shapes_of(op: SweepOp, dist: Distribution) -> list[Shape]:
         return draw_images(f"{op.kernel}.{op.op}", dist, op.bytes_per_pixel)
     if op.kind == "rows" and op.bytes_of is not None:
         return draw_rows(f"{op.kernel}.{op.op}", dist, op.dtypes, op.bytes_of, op.step)
-    raise UsageError(f"{op.kernel} {op.op}: sweep kind {op.kind!r} needs bytes_of (rows) or is unknown; "
-                     "use kind 'rows' with bytes_of, or 'image'")
+    raise UsageError(
+        f"{op.kernel} {op.op}: sweep kind {op.kind!r} needs bytes_of (rows) or is unknown; "
+        "use kind 'rows' with bytes_of, or 'image'"
+    )
 
 
 def sweep_ops_of(module: Any, kernel: Any, device: str) -> list[SweepOp]:
@@ -92,8 +94,9 @@ def check(op: SweepOp, shape: Shape, ours: Any, ref: Any) -> tuple[bool, str]:
         return ok, "exact" if ok else "MISMATCH"
     atol, rtol = op.tol.get(shape.dtype, (1e-2, 1.6e-2))
     diff = (ours.float() - ref.float()).abs()
-    ok = bool((diff <= atol + rtol * ref.float().abs()).all()) \
-        and bool(torch.isfinite(ours).all() == torch.isfinite(ref).all())
+    ok = bool((diff <= atol + rtol * ref.float().abs()).all()) and bool(
+        torch.isfinite(ours).all() == torch.isfinite(ref).all()
+    )
     return ok, f"max |diff| {diff.max().item():.3g}" + ("" if ok else " MISMATCH")
 
 
@@ -101,8 +104,9 @@ def n_sets(nbytes: int, l2_bytes: int) -> int:
     return max(2, min(MAX_SETS, math.ceil(L2_MULTIPLE * l2_bytes / max(1, nbytes))))
 
 
-def _time_rounds(impls: dict[str, Callable[..., Any]], arg_sets: list, device: str, rounds: int,
-                 reps: int) -> tuple[dict[str, list[float]], dict[str, list[float]], dict[str, str]]:
+def _time_rounds(
+    impls: dict[str, Callable[..., Any]], arg_sets: list, device: str, rounds: int, reps: int
+) -> tuple[dict[str, list[float]], dict[str, list[float]], dict[str, str]]:
     """Per implementation: graph ms and plain-call ms of its rounds, and how the graph was timed.
     Plain calls of ours and eager (the plain-call ratio) are timed every round, the compiled ones
     (information only; Dynamo's guards make them slow on the host) in the first round."""
@@ -151,8 +155,9 @@ def _slowest_call_ms(impls: dict[str, Callable[..., Any]], args: tuple[Any, ...]
     return worst
 
 
-def run_shape(op: SweepOp, shape: Shape, impls: dict[str, Callable[..., Any]], device: str,
-              l2_bytes: int) -> dict[str, Any]:
+def run_shape(
+    op: SweepOp, shape: Shape, impls: dict[str, Callable[..., Any]], device: str, l2_bytes: int
+) -> dict[str, Any]:
     """Check one shape, then time every implementation; the result entry of the JSON."""
     t0 = time.monotonic()
     first = op.make(shape, 0)
@@ -182,12 +187,26 @@ def run_shape(op: SweepOp, shape: Shape, impls: dict[str, Callable[..., Any]], d
     peers = [k for k in g if k != "ours"]
     best = min(peers, key=lambda k: g[k])
     return {
-        "kernel": op.kernel, "op": op.op, "shape": list(shape.dims), "label": shape.label, "dtype": shape.dtype,
-        "form": shape.form, "bytes": shape.bytes, "correct": ok, "check": note, "sets": sets, "rounds": rounds,
-        "graph_us": g, "plain_us": p, "graph_method": method,
+        "kernel": op.kernel,
+        "op": op.op,
+        "shape": list(shape.dims),
+        "label": shape.label,
+        "dtype": shape.dtype,
+        "form": shape.form,
+        "bytes": shape.bytes,
+        "correct": ok,
+        "check": note,
+        "sets": sets,
+        "rounds": rounds,
+        "graph_us": g,
+        "plain_us": p,
+        "graph_method": method,
         "graph_rounds_us": {k: [x * 1e3 for x in v] for k, v in graph.items()},
         "plain_rounds_us": {k: [x * 1e3 for x in v] for k, v in plain.items()},
-        "reps": reps, "best_peer": best, "graph_ratio": g[best] / g["ours"], "plain_ratio": p["eager"] / p["ours"],
+        "reps": reps,
+        "best_peer": best,
+        "graph_ratio": g[best] / g["ours"],
+        "plain_ratio": p["eager"] / p["ours"],
         "plain_ratio_best": min(p[k] for k in peers) / p["ours"],
         "seconds": round(time.monotonic() - t0, 3),
     }
@@ -205,18 +224,24 @@ def _method(device: str, compile_: bool) -> dict[str, Any]:
             "ours": "the kernel as a user calls it",
             "eager": "the plain-torch reference in eager mode (also the correctness reference)",
             "compile": "torch.compile(eager): one compiled function for every shape of the op, as a user "
-                       "gets by default (it turns dynamic once sizes vary)" if compile_ else None,
+            "gets by default (it turns dynamic once sizes vary)"
+            if compile_
+            else None,
             "compile-static": "torch.compile(eager, dynamic=False), compiled for each shape" if compile_ else None,
         },
         "graph": f"CUDA graph of one call per input set ({MAX_SETS} sets at most, past {L2_MULTIPLE}x L2 "
-                 f"where that fits), median of replays / calls; 20 replays per round, 10 from "
-                 f"{LARGE >> 20} MiB; fewer sets and replays (3 at least) where an implementation takes over "
-                 f"{SLOW_MS:g} ms a call and would take more than {ROUND_BUDGET_MS:g} ms a round" if device == "cuda"
-                 else "median wall-clock per call",
+        f"where that fits), median of replays / calls; 20 replays per round, 10 from "
+        f"{LARGE >> 20} MiB; fewer sets and replays (3 at least) where an implementation takes over "
+        f"{SLOW_MS:g} ms a call and would take more than {ROUND_BUDGET_MS:g} ms a round"
+        if device == "cuda"
+        else "median wall-clock per call",
         "plain": "calls from Python on the current stream, device events, median; ours and eager every round, "
-                 "the compiled ones in the first" if device == "cuda" else None,
-        "rounds": "5 interleaved rounds (3 from 16 MiB), odd rounds in reverse order; every figure is the "
-                  "median round" if device == "cuda" else "1",
+        "the compiled ones in the first"
+        if device == "cuda"
+        else None,
+        "rounds": "5 interleaved rounds (3 from 16 MiB), odd rounds in reverse order; every figure is the median round"
+        if device == "cuda"
+        else "1",
         "bytes": "inputs read once + outputs written once, per call",
         "graph_ratio": "best peer's graph time / ours (peers: eager, compile, compile-static)",
         "plain_ratio": "eager's plain-call time / ours",
@@ -224,9 +249,16 @@ def _method(device: str, compile_: bool) -> dict[str, Any]:
     }
 
 
-def run(kernels: Sequence[tuple[str, Any, Any]], device: str, dist: Distribution, compile_: bool, workers: int,
-        command: str, log: Callable[[str], None],
-        on_shape: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
+def run(
+    kernels: Sequence[tuple[str, Any, Any]],
+    device: str,
+    dist: Distribution,
+    compile_: bool,
+    workers: int,
+    command: str,
+    log: Callable[[str], None],
+    on_shape: Callable[[dict[str, Any]], None] | None = None,
+) -> dict[str, Any]:
     """Sweep ``(name, loaded kernel package, cases module)`` triples; returns the JSON document."""
     import torch
 
@@ -235,8 +267,11 @@ def run(kernels: Sequence[tuple[str, Any, Any]], device: str, dist: Distribution
     env = environment(device)
     l2 = (env["device"].get("l2-bytes") or DEFAULT_L2_BYTES) if device == "cuda" else 0
     doc: dict[str, Any] = {
-        "schema": 1, "kind": "sweep", "command": command,
-        "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "environment": env,
+        "schema": 1,
+        "kind": "sweep",
+        "command": command,
+        "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "environment": env,
         "distribution": dist.describe(),
         "method": _method(device, compile_),
         "results": [],
@@ -261,10 +296,12 @@ def run(kernels: Sequence[tuple[str, Any, Any]], device: str, dist: Distribution
                 impls["compile-static"] = compile_static(op.eager)
             r = run_shape(op, shape, impls, device, l2)
             doc["results"].append(r)
-            log(f"[{done}/{total} {time.monotonic() - t_start:.0f} s] {op.op} {shape.dtype} {shape.label} "
+            log(
+                f"[{done}/{total} {time.monotonic() - t_start:.0f} s] {op.op} {shape.dtype} {shape.label} "
                 f"({shape.form}, {shape.bytes / 1e6:.3g} MB): "
                 f"{'ok' if r['correct'] else 'WRONG'}; graph {r['graph_ratio']:.3f}x {r['best_peer']} "
-                f"(ours {r['graph_us']['ours']:.2f} us), plain {r['plain_ratio']:.3f}x eager; {r['seconds']:.1f} s")
+                f"(ours {r['graph_us']['ours']:.2f} us), plain {r['plain_ratio']:.3f}x eager; {r['seconds']:.1f} s"
+            )
             if on_shape is not None and (done % 25 == 0 or done == total):
                 doc["summary"] = summarize(doc)
                 on_shape(doc)
@@ -275,4 +312,3 @@ def run(kernels: Sequence[tuple[str, Any, Any]], device: str, dist: Distribution
 
 def out_name(kernels: Sequence[str], doc: dict[str, Any]) -> str:
     return "sweep-" + "-".join(kernels) + "-" + device_slug(doc).removeprefix("gpu-")
-

@@ -8,8 +8,18 @@ from pathlib import Path
 from typing import Any
 from xml.sax.saxutils import escape
 
-COLUMNS = ("kernel op", "device", "shapes", "correct", "min graph ratio", "at (graph)", "graph < thr",
-           "min plain ratio", "at (plain)", "plain < thr")
+COLUMNS = (
+    "kernel op",
+    "device",
+    "shapes",
+    "correct",
+    "min graph ratio",
+    "at (graph)",
+    "graph < thr",
+    "min plain ratio",
+    "at (plain)",
+    "plain < thr",
+)
 
 
 def _where(r: dict[str, Any]) -> str:
@@ -22,9 +32,21 @@ def summarize(doc: dict[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for r in doc["results"]:
         key = f"{r['kernel']} {r['op']}"
-        s = out.setdefault(key, {"shapes": 0, "correct": 0, "wrong": [], "graph_below": 0, "plain_below": 0,
-                                 "min_graph_ratio": math.inf, "min_graph_at": None, "min_graph_peer": None,
-                                 "min_plain_ratio": math.inf, "min_plain_at": None})
+        s = out.setdefault(
+            key,
+            {
+                "shapes": 0,
+                "correct": 0,
+                "wrong": [],
+                "graph_below": 0,
+                "plain_below": 0,
+                "min_graph_ratio": math.inf,
+                "min_graph_at": None,
+                "min_graph_peer": None,
+                "min_plain_ratio": math.inf,
+                "min_plain_at": None,
+            },
+        )
         s["shapes"] += 1
         s["correct"] += bool(r["correct"])
         if not r["correct"]:
@@ -40,29 +62,50 @@ def summarize(doc: dict[str, Any]) -> dict[str, Any]:
 
 def passed(doc: dict[str, Any]) -> bool:
     """Every shape correct and at or above both thresholds."""
-    return all(s["correct"] == s["shapes"] and not s["graph_below"] and not s["plain_below"]
-               for s in doc["summary"].values())
+    return all(
+        s["correct"] == s["shapes"] and not s["graph_below"] and not s["plain_below"] for s in doc["summary"].values()
+    )
 
 
 def rows(doc: dict[str, Any]) -> list[tuple[str, ...]]:
     dev = doc["environment"]["device"]["name"]
-    return [(k, dev, str(s["shapes"]), str(s["correct"]), f"{s['min_graph_ratio']:.3f}", str(s["min_graph_at"]),
-             str(s["graph_below"]), f"{s['min_plain_ratio']:.3f}", str(s["min_plain_at"]), str(s["plain_below"]))
-            for k, s in doc["summary"].items()]
+    return [
+        (
+            k,
+            dev,
+            str(s["shapes"]),
+            str(s["correct"]),
+            f"{s['min_graph_ratio']:.3f}",
+            str(s["min_graph_at"]),
+            str(s["graph_below"]),
+            f"{s['min_plain_ratio']:.3f}",
+            str(s["min_plain_at"]),
+            str(s["plain_below"]),
+        )
+        for k, s in doc["summary"].items()
+    ]
 
 
 def markdown_table(doc: dict[str, Any]) -> list[str]:
     """The summary as the markdown table of docs/performance.md, and a line naming the run under it."""
     thr = doc["method"]["thresholds"]
-    out = [f"| op | correct | min graph ratio | at | fastest peer there | < {thr['graph']:g}x | min plain ratio | at "
-           f"| < {thr['plain']:g}x |", "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    out = [
+        f"| op | correct | min graph ratio | at | fastest peer there | < {thr['graph']:g}x | min plain ratio | at "
+        f"| < {thr['plain']:g}x |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
     for key, s in doc["summary"].items():
-        out.append(f"| {key.split()[-1]} | {s['correct']}/{s['shapes']} | {s['min_graph_ratio']:.3f} "
-                   f"| {s['min_graph_at']} | {s['min_graph_peer']} | {s['graph_below']} | {s['min_plain_ratio']:.3f} "
-                   f"| {s['min_plain_at']} | {s['plain_below']} |")
+        out.append(
+            f"| {key.split()[-1]} | {s['correct']}/{s['shapes']} | {s['min_graph_ratio']:.3f} "
+            f"| {s['min_graph_at']} | {s['min_graph_peer']} | {s['graph_below']} | {s['min_plain_ratio']:.3f} "
+            f"| {s['min_plain_at']} | {s['plain_below']} |"
+        )
     env, dist = doc["environment"], doc["distribution"]
-    out += ["", f"{env['device']['name']}; seed {dist['seed']}, {dist['n_per_op']} shapes per op; "
-                f"{doc.get('seconds', 0):.0f} s; source {env.get('git')}"]
+    out += [
+        "",
+        f"{env['device']['name']}; seed {dist['seed']}, {dist['n_per_op']} shapes per op; "
+        f"{doc.get('seconds', 0):.0f} s; source {env.get('git')}",
+    ]
     return out
 
 
@@ -91,8 +134,10 @@ def _panel(doc: dict[str, Any], key: str, title: str, threshold: float, y0: int)
     def py(y: float) -> float:
         return y0 + PAD_T + (1 - (min(max(y, y_lo), y_hi) - y_lo) / (y_hi - y_lo)) * ph
 
-    out = [f'<text x="{W / 2}" y="{y0 + 20}" text-anchor="middle" font-size="14">{escape(title)}</text>',
-           f'<rect x="{PAD_L}" y="{y0 + PAD_T}" width="{pw}" height="{ph}" fill="none" stroke="#444"/>']
+    out = [
+        f'<text x="{W / 2}" y="{y0 + 20}" text-anchor="middle" font-size="14">{escape(title)}</text>',
+        f'<rect x="{PAD_L}" y="{y0 + PAD_T}" width="{pw}" height="{ph}" fill="none" stroke="#444"/>',
+    ]
     for e in range(x_lo, x_hi + 1):
         out.append(f'<line x1="{px(e):.1f}" y1="{y0 + PAD_T}" x2="{px(e):.1f}" y2="{y0 + PAD_T + ph}" stroke="#ddd"/>')
         out.append(f'<text x="{px(e):.1f}" y="{y0 + PAD_T + ph + 16}" text-anchor="middle" font-size="11">1e{e}</text>')
@@ -102,22 +147,29 @@ def _panel(doc: dict[str, Any], key: str, title: str, threshold: float, y0: int)
         out.append(f'<line x1="{PAD_L}" y1="{py(y):.1f}" x2="{PAD_L + pw}" y2="{py(y):.1f}" stroke="#eee"/>')
         out.append(f'<text x="{PAD_L - 6}" y="{py(y) + 4:.1f}" text-anchor="end" font-size="11">{y:.2f}</text>')
         y += step
-    out.append(f'<line x1="{PAD_L}" y1="{py(threshold):.1f}" x2="{PAD_L + pw}" y2="{py(threshold):.1f}" '
-               f'stroke="#000" stroke-dasharray="5,3"/>')
+    out.append(
+        f'<line x1="{PAD_L}" y1="{py(threshold):.1f}" x2="{PAD_L + pw}" y2="{py(threshold):.1f}" '
+        f'stroke="#000" stroke-dasharray="5,3"/>'
+    )
     out.append(f'<text x="{PAD_L + pw + 4}" y="{py(threshold) + 4:.1f}" font-size="11">{threshold:g}x</text>')
-    out.append(f'<text x="{PAD_L + pw / 2}" y="{y0 + H - 8}" text-anchor="middle" font-size="12">'
-               'bytes moved per call</text>')
+    out.append(
+        f'<text x="{PAD_L + pw / 2}" y="{y0 + H - 8}" text-anchor="middle" font-size="12">bytes moved per call</text>'
+    )
     ops = list(dict.fromkeys(f"{r['kernel']} {r['op']}" for r in res))
     for r, x, yv in zip(res, xs, ys, strict=True):
         c = COLORS[ops.index(f"{r['kernel']} {r['op']}") % len(COLORS)]
         tip = escape(f"{r['op']} {r['dtype']} {r['label']}: {yv:.3f}x")
         if r["correct"]:
-            out.append(f'<circle cx="{px(x):.1f}" cy="{py(yv):.1f}" r="3" fill="{c}" fill-opacity="0.75">'
-                       f'<title>{tip}</title></circle>')
+            out.append(
+                f'<circle cx="{px(x):.1f}" cy="{py(yv):.1f}" r="3" fill="{c}" fill-opacity="0.75">'
+                f"<title>{tip}</title></circle>"
+            )
         else:  # a wrong result: a cross, whatever its speed
             a, b = px(x), py(yv)
-            out.append(f'<path d="M{a - 4:.1f},{b - 4:.1f}L{a + 4:.1f},{b + 4:.1f}M{a - 4:.1f},{b + 4:.1f}'
-                       f'L{a + 4:.1f},{b - 4:.1f}" stroke="#000" stroke-width="2"><title>WRONG {tip}</title></path>')
+            out.append(
+                f'<path d="M{a - 4:.1f},{b - 4:.1f}L{a + 4:.1f},{b + 4:.1f}M{a - 4:.1f},{b + 4:.1f}'
+                f'L{a + 4:.1f},{b - 4:.1f}" stroke="#000" stroke-width="2"><title>WRONG {tip}</title></path>'
+            )
     for i, name in enumerate(ops):
         ly = y0 + PAD_T + 14 + 16 * i
         out.append(f'<circle cx="{PAD_L + pw + 14}" cy="{ly - 4}" r="4" fill="{COLORS[i % len(COLORS)]}"/>')
@@ -129,16 +181,20 @@ def svg(doc: dict[str, Any]) -> str:
     thr = doc["method"]["thresholds"]
     env = doc["environment"]
     dist = doc["distribution"]
-    head = (f"{env['device']['name']} · torch {env['torch']} · seed {dist['seed']}, {dist['n_per_op']} shapes per op "
-            f"· source {str(env.get('git'))[:10]}")
+    head = (
+        f"{env['device']['name']} · torch {env['torch']} · seed {dist['seed']}, {dist['n_per_op']} shapes per op "
+        f"· source {str(env.get('git'))[:10]}"
+    )
     body = [f'<text x="{W / 2}" y="18" text-anchor="middle" font-size="13">{escape(head)}</text>']
-    body += _panel(doc, "graph_ratio", "CUDA graphs: ours ÷ fastest of eager, compile, compile-static",
-                   thr["graph"], 24)
+    body += _panel(
+        doc, "graph_ratio", "CUDA graphs: ours ÷ fastest of eager, compile, compile-static", thr["graph"], 24
+    )
     body += _panel(doc, "plain_ratio", "plain calls: ours ÷ eager", thr["plain"], 24 + H)
     total_h = 24 + 2 * H
-    return (f'<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{total_h}" viewBox="0 0 {W} {total_h}" '
-            f'font-family="sans-serif">\n<rect width="100%" height="100%" fill="#fff"/>\n'
-            + "\n".join(body) + "\n</svg>\n")
+    return (
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{total_h}" viewBox="0 0 {W} {total_h}" '
+        f'font-family="sans-serif">\n<rect width="100%" height="100%" fill="#fff"/>\n' + "\n".join(body) + "\n</svg>\n"
+    )
 
 
 def write(doc: dict[str, Any], out_dir: Path, name: str, with_plot: bool = True) -> list[Path]:
@@ -154,4 +210,3 @@ def write(doc: dict[str, Any], out_dir: Path, name: str, with_plot: bool = True)
         plot.write_text(svg(doc))
         written.append(plot)
     return written
-

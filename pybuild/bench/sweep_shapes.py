@@ -62,9 +62,14 @@ class Distribution:
 
     def describe(self) -> dict[str, Any]:
         return {
-            "seed": self.seed, "n_per_op": self.n, "max_bytes_per_call": self.max_bytes,
-            "rows": list(self.rows), "last_dim": list(self.last), "image_max_hw": list(self.image),
-            "batch": list(self.batch), "last_dim_forms": list(self.forms),
+            "seed": self.seed,
+            "n_per_op": self.n,
+            "max_bytes_per_call": self.max_bytes,
+            "rows": list(self.rows),
+            "last_dim": list(self.last),
+            "image_max_hw": list(self.image),
+            "batch": list(self.batch),
+            "last_dim_forms": list(self.forms),
             "rows_and_last": "log-uniform, N strata each, shuffled (Latin hypercube); fixed corners first",
             "images": "one image or a batch (2 in 5); H and W log-uniform, odd in half the draws",
             "over_max_bytes": "fewer rows (or images): 3 in 10 as many as fit, else log-uniform below",
@@ -140,15 +145,22 @@ def _dtype_cycle(rng: random.Random, dtypes: Sequence[str], n: int) -> list[str]
     return out
 
 
-def draw_rows(op: str, dist: Distribution, dtypes: Sequence[str], bytes_of: Callable[[int, int, str], int],
-              step: int = 1) -> list[Shape]:
+def draw_rows(
+    op: str, dist: Distribution, dtypes: Sequence[str], bytes_of: Callable[[int, int, str], int], step: int = 1
+) -> list[Shape]:
     """``dist.n`` shapes ``(rows, last)`` for a rows op; ``last`` is a multiple of ``step``;
     ``bytes_of(rows, last, dtype)`` is what one call moves."""
     rng = random.Random(f"{dist.seed}:{op}")
     lo_u, hi_u = max(1, -(-dist.last[0] // step)), dist.last[1] // step  # bounds of last / step
     rows_hi = dist.rows[1]
-    corners = [(1, lo_u, "corner"), (rows_hi, lo_u, "corner"), (1, hi_u, "corner"), (3, 151936 // step, "corner"),
-               (rows_hi, 64 // step or 1, "corner"), (7, hi_u, "corner")]
+    corners = [
+        (1, lo_u, "corner"),
+        (rows_hi, lo_u, "corner"),
+        (1, hi_u, "corner"),
+        (3, 151936 // step, "corner"),
+        (rows_hi, 64 // step or 1, "corner"),
+        (7, hi_u, "corner"),
+    ]
     corners = [c for c in corners if lo_u <= c[1] <= hi_u][: dist.n]
     n_rand = dist.n - len(corners)
     rows_u, last_u = _strata(rng, n_rand), _strata(rng, n_rand)
@@ -179,8 +191,13 @@ def draw_images(op: str, dist: Distribution, bytes_per_pixel: int) -> list[Shape
     """``dist.n`` uint8 image shapes, ``(H, W)`` or ``(N, H, W)``; a pixel moves ``bytes_per_pixel``."""
     rng = random.Random(f"{dist.seed}:{op}")
     h_max, w_max = dist.image
-    corners = [((1, 1), "corner"), ((1080, 1920), "corner"), ((3, 1079, 1921), "corner"), ((1, 1, 1), "corner"),
-               ((h_max, w_max), "corner")][: dist.n]
+    corners = [
+        ((1, 1), "corner"),
+        ((1080, 1920), "corner"),
+        ((3, 1079, 1921), "corner"),
+        ((1, 1, 1), "corner"),
+        ((h_max, w_max), "corner"),
+    ][: dist.n]
     n_rand = dist.n - len(corners)
     h_u, w_u = _strata(rng, n_rand), _strata(rng, n_rand)
     shapes = []

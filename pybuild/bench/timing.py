@@ -131,8 +131,13 @@ def copy_same(device: str, nbytes: int, sets: int, rounds: int, reps: int) -> li
     import torch
 
     half = max(1, nbytes // 2)
-    copy_sets = [(torch.empty(half, dtype=torch.uint8, device=device).random_(),
-                  torch.empty(half, dtype=torch.uint8, device=device)) for _ in range(sets)]
+    copy_sets = [
+        (
+            torch.empty(half, dtype=torch.uint8, device=device).random_(),
+            torch.empty(half, dtype=torch.uint8, device=device),
+        )
+        for _ in range(sets)
+    ]
     timings = [time_copy(device, copy_sets, reps) for _ in range(rounds)]
     del copy_sets
     if device == "cuda":
@@ -165,8 +170,10 @@ def measure_large_copy(device: str, reps: int, warm_up_s: float = 0.0) -> Timing
     import torch
 
     n = copy_large_bytes(device)
-    sets = [(torch.empty(n, dtype=torch.uint8, device=device).random_(),
-             torch.empty(n, dtype=torch.uint8, device=device)) for _ in range(2)]
+    sets = [
+        (torch.empty(n, dtype=torch.uint8, device=device).random_(), torch.empty(n, dtype=torch.uint8, device=device))
+        for _ in range(2)
+    ]
     if device == "cuda" and warm_up_s > 0:
         warm_up_cuda(warm_up_s, sets)
     ms, method = time_copy(device, sets, reps)

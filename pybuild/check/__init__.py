@@ -37,10 +37,32 @@ from .metadata_checks import SIGNATURE, check_digest, check_metadata, loader_dig
 from .results import MACOS, MANYLINUX, PYTHON_ABI, BuiltVariant, CheckReport, CheckResult, Status, Target, find_target
 
 __all__ = [
-    "MACOS", "MANYLINUX", "PYTHON_ABI", "SIGNATURE", "BuiltVariant", "CheckReport", "CheckResult", "Status", "Target",
-    "check_abi3", "check_coverage", "check_digest", "check_import", "check_kernel", "check_metadata",
-    "check_platform", "check_rpath", "check_runtime", "check_sources", "check_variant", "failure_summary",
-    "find_target", "importable_here", "loader_digest_problems", "required_variants", "select_variant_dirs",
+    "MACOS",
+    "MANYLINUX",
+    "PYTHON_ABI",
+    "SIGNATURE",
+    "BuiltVariant",
+    "CheckReport",
+    "CheckResult",
+    "Status",
+    "Target",
+    "check_abi3",
+    "check_coverage",
+    "check_digest",
+    "check_import",
+    "check_kernel",
+    "check_metadata",
+    "check_platform",
+    "check_rpath",
+    "check_runtime",
+    "check_sources",
+    "check_variant",
+    "failure_summary",
+    "find_target",
+    "importable_here",
+    "loader_digest_problems",
+    "required_variants",
+    "select_variant_dirs",
     "signature_problem",
 ]
 
@@ -55,14 +77,24 @@ def check_sources(path: Path, src_hash: str) -> CheckResult:
     if not built:
         return CheckResult(path.name, "sources", "skip", "metadata.json records no source hash")
     if built != src_hash:
-        return CheckResult(path.name, "sources", "fail",
-                           f"stale: built from sources {built[:10]}, the kernel's sources are now {src_hash[:10]}; "
-                           "rebuild this variant")
+        return CheckResult(
+            path.name,
+            "sources",
+            "fail",
+            f"stale: built from sources {built[:10]}, the kernel's sources are now {src_hash[:10]}; "
+            "rebuild this variant",
+        )
     return CheckResult(path.name, "sources", "pass", f"built from the current sources ({src_hash[:10]})")
 
 
 VARIANT_CHECKS: tuple[Callable[[BuiltVariant], CheckResult], ...] = (
-    check_metadata, check_digest, check_abi3, check_platform, check_rpath, check_runtime, check_import,
+    check_metadata,
+    check_digest,
+    check_abi3,
+    check_platform,
+    check_rpath,
+    check_runtime,
+    check_import,
 )
 
 
@@ -103,15 +135,25 @@ def check_coverage(target: Target, matrix: Matrix) -> CheckResult:
     other = [d.name for d in other_kind_variants(target.manifest)]
     if other:
         kind = "pure Python" if target.manifest.noarch else "compiled"
-        return CheckResult("*", "variants", "fail",
-                           f"build/ holds {', '.join(other)}, left from before the kernel became {kind}; the "
-                           "loader would pick it over the current build: `python -m pybuild build` removes it", data)
+        return CheckResult(
+            "*",
+            "variants",
+            "fail",
+            f"build/ holds {', '.join(other)}, left from before the kernel became {kind}; the "
+            "loader would pick it over the current build: `python -m pybuild build` removes it",
+            data,
+        )
     source = "build.toml" if target.manifest.noarch else matrix.path.name  # noarch: one per listed backend
     note = f"; not in {source}: {', '.join(extra)}" if extra else ""
     if missing:
-        return CheckResult("*", "variants", "fail",
-                           f"{len(missing)} of {len(required)} variants required by {source} for backends "
-                           f"{', '.join(target.manifest.backends)} are missing (listed below){note}", data)
+        return CheckResult(
+            "*",
+            "variants",
+            "fail",
+            f"{len(missing)} of {len(required)} variants required by {source} for backends "
+            f"{', '.join(target.manifest.backends)} are missing (listed below){note}",
+            data,
+        )
     return CheckResult("*", "variants", "pass", f"all {len(required)} required variants present{note}", data)
 
 
@@ -121,21 +163,27 @@ def select_variant_dirs(target: Target, variants: list[str] | None) -> list[Path
     if variants:
         unknown = sorted(set(variants) - {d.name for d in dirs})
         if unknown:
-            raise UsageError(f"--variant {', '.join(unknown)}: not built under {target.build_dir} "
-                             f"(built: {', '.join(d.name for d in dirs) or 'none'})")
+            raise UsageError(
+                f"--variant {', '.join(unknown)}: not built under {target.build_dir} "
+                f"(built: {', '.join(d.name for d in dirs) or 'none'})"
+            )
         dirs = [d for d in dirs if d.name in variants]
     return dirs
 
 
-def check_kernel(path: Path, matrix: Matrix, *, variants: list[str] | None = None,
-                 run_import: bool = True) -> CheckReport:
+def check_kernel(
+    path: Path, matrix: Matrix, *, variants: list[str] | None = None, run_import: bool = True
+) -> CheckReport:
     """Check every built variant of the kernel at ``path`` (or only ``variants``)."""
     target = find_target(path)
     dirs = select_variant_dirs(target, variants)
     results: list[CheckResult] = []
     if not dirs:
-        results.append(CheckResult("*", "build", "fail",
-                                   f"nothing built under {target.build_dir}; run `python -m pybuild build` first"))
+        results.append(
+            CheckResult(
+                "*", "build", "fail", f"nothing built under {target.build_dir}; run `python -m pybuild build` first"
+            )
+        )
     src_hash = source_hash(target.manifest) if target.manifest is not None else None
     for d in dirs:
         rows = check_variant(d, run_import=run_import)

@@ -26,9 +26,13 @@ def check_abi3(v: BuiltVariant) -> CheckResult:
     if not exts:
         return CheckResult(v.name, "abi3", "pass", "no compiled extension")
     if v.variant is not None and v.variant.noarch:
-        return CheckResult(v.name, "abi3", "fail",
-                           f"{', '.join(p.name for p in exts)} in a pure-Python variant: {v.name} loads on every "
-                           "system and torch of its backend, so it must hold no compiled file; remove it")
+        return CheckResult(
+            v.name,
+            "abi3",
+            "fail",
+            f"{', '.join(p.name for p in exts)} in a pure-Python variant: {v.name} loads on every "
+            "system and torch of its backend, so it must hold no compiled file; remove it",
+        )
     kac = _abi_checker()
     problems: list[str] = []
     symbols: list[str] = []
@@ -53,9 +57,14 @@ def check_abi3(v: BuiltVariant) -> CheckResult:
             libpython = [val for tag, val in entries if tag == "NEEDED" and val.startswith("libpython")]
             problems += [f"{so.name}: links {lib}; an abi3 extension must not link libpython" for lib in libpython]
     if problems:
-        return CheckResult(v.name, "abi3", "fail",
-                           "; ".join(problems) + f" (must load in every CPython >= {PYTHON_ABI}: use only the "
-                           "limited API, Py_LIMITED_API)", {"symbols": symbols})
+        return CheckResult(
+            v.name,
+            "abi3",
+            "fail",
+            "; ".join(problems) + f" (must load in every CPython >= {PYTHON_ABI}: use only the "
+            "limited API, Py_LIMITED_API)",
+            {"symbols": symbols},
+        )
     tag = f"cp{PYTHON_ABI.replace('.', '')}-abi3"
     return CheckResult(v.name, "abi3", "pass", f"{len(exts)} extension(s) use only the stable ABI ({tag})")
 
@@ -91,8 +100,10 @@ def check_platform(v: BuiltVariant) -> CheckResult:
     if darwin:
         return CheckResult(v.name, name, "fail", f"needs a newer macOS than {MACOS}: {'; '.join(uniq)}")
     glibc = f"needs glibc {newest}, newer than {MANYLINUX} (glibc 2.28) allows: " if newest else ""
-    detail = (f"NOT {MANYLINUX}: {glibc}references {', '.join(uniq[:4])}{' …' if len(uniq) > 4 else ''}; "
-              + NOT_MANYLINUX_HINT.format(kernel=v.kernel or "<kernel>"))
+    detail = (
+        f"NOT {MANYLINUX}: {glibc}references {', '.join(uniq[:4])}{' …' if len(uniq) > 4 else ''}; "
+        + NOT_MANYLINUX_HINT.format(kernel=v.kernel or "<kernel>")
+    )
     return CheckResult(v.name, name, "fail", detail, {"symbols": uniq})
 
 
@@ -100,8 +111,9 @@ def _version_key(version: str) -> tuple[int, ...]:
     return tuple(int(x) for x in re.findall(r"\d+", version))
 
 
-def _each_module(v: BuiltVariant, check: str, find: Callable[[Path], list[str]], verb: str, *, fail: str,
-                 ok: str) -> CheckResult:
+def _each_module(
+    v: BuiltVariant, check: str, find: Callable[[Path], list[str]], verb: str, *, fail: str, ok: str
+) -> CheckResult:
     """``check`` runs ``find`` on each of ``v``'s ``.so`` modules: it passes with ``ok`` if it finds
     nothing, else fails with ``fail`` (its ``{}`` standing for "<module><verb><found>; ...")."""
     problems = []
@@ -120,12 +132,24 @@ def _each_module(v: BuiltVariant, check: str, find: Callable[[Path], list[str]],
 
 
 def check_rpath(v: BuiltVariant) -> CheckResult:
-    return _each_module(v, "rpath", bad_rpaths, ": ", ok="no RPATH into build directories",
-                        fail="RPATH/RUNPATH into the build machine: {}; keep CMAKE_INSTALL_RPATH empty")
+    return _each_module(
+        v,
+        "rpath",
+        bad_rpaths,
+        ": ",
+        ok="no RPATH into build directories",
+        fail="RPATH/RUNPATH into the build machine: {}; keep CMAKE_INSTALL_RPATH empty",
+    )
 
 
 def check_runtime(v: BuiltVariant) -> CheckResult:
     """The C++ runtime must be the process's shared one (torch's), not a static copy in the module."""
-    return _each_module(v, "runtime", embedded_cxx_runtime, " defines ", ok="uses the shared C++ runtime",
-                        fail="embedded C++ runtime: {}; link the shared libstdc++ "
-                             "(no -static-libstdc++; the generated CMake project links -l:libstdc++.so.6)")
+    return _each_module(
+        v,
+        "runtime",
+        embedded_cxx_runtime,
+        " defines ",
+        ok="uses the shared C++ runtime",
+        fail="embedded C++ runtime: {}; link the shared libstdc++ "
+        "(no -static-libstdc++; the generated CMake project links -l:libstdc++.so.6)",
+    )

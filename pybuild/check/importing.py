@@ -71,10 +71,17 @@ def check_import(v: BuiltVariant) -> CheckResult:
     with tempfile.TemporaryDirectory(prefix="pybuild-import-") as cwd:
         try:
             backend = backends.get(v.variant.backend)
-            cmd = [sys.executable, "-c", _IMPORT_SCRIPT, str(v.path.resolve()), backend.device_module or "",
-                   backend.facts.label]
-            proc = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=IMPORT_TIMEOUT_S,
-                                  check=False)
+            cmd = [
+                sys.executable,
+                "-c",
+                _IMPORT_SCRIPT,
+                str(v.path.resolve()),
+                backend.device_module or "",
+                backend.facts.label,
+            ]
+            proc = subprocess.run(
+                cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=IMPORT_TIMEOUT_S, check=False
+            )
         except subprocess.TimeoutExpired:
             return CheckResult(v.name, "import", "fail", f"import did not finish in {IMPORT_TIMEOUT_S} s")
     lines = proc.stdout.strip().splitlines()

@@ -48,8 +48,9 @@ def check_metadata(v: BuiltVariant) -> CheckResult:
     _, problems = _metadata_problems(v, data, path)
     if problems:
         return CheckResult(v.name, "metadata", "fail", "; ".join(problems))
-    return CheckResult(v.name, "metadata", "pass",
-                       f"{data['name']} id {data['id']} v{data['version']} (kernels loader's parser)")
+    return CheckResult(
+        v.name, "metadata", "pass", f"{data['name']} id {data['id']} v{data['version']} (kernels loader's parser)"
+    )
 
 
 def _metadata_problems(v: BuiltVariant, data: dict[str, Any], path: Path) -> tuple[Any | None, list[str]]:
@@ -60,8 +61,9 @@ def _metadata_problems(v: BuiltVariant, data: dict[str, Any], path: Path) -> tup
         problems.append(f"the kernels loader rejects it: {loader_error}")
     for key, kind in (("name", str), ("id", str), ("version", int), ("backend", dict)):
         if not isinstance(data.get(key), kind):
-            problems.append(f"`{key}` must be {'an integer' if kind is int else 'a ' + kind.__name__}, "
-                            f"found {data.get(key)!r}")
+            problems.append(
+                f"`{key}` must be {'an integer' if kind is int else 'a ' + kind.__name__}, found {data.get(key)!r}"
+            )
     name = data.get("name")
     if isinstance(name, str) and not NAME_RE.fullmatch(name):
         problems.append(f"`name` {name!r} does not match {NAME_RE.pattern}")
@@ -93,8 +95,10 @@ def _metadata_problems(v: BuiltVariant, data: dict[str, Any], path: Path) -> tup
         depends = []
     unknown = _unknown_python_depends(depends, v.variant.backend if v.variant else "")
     if unknown:
-        problems.append(f"python-depends {unknown} are not in the kernels loader's allow-list "
-                        "(kernels/python_depends.json); the loader refuses the kernel")
+        problems.append(
+            f"python-depends {unknown} are not in the kernels loader's allow-list "
+            "(kernels/python_depends.json); the loader refuses the kernel"
+        )
     return parsed, problems
 
 
@@ -111,8 +115,9 @@ def check_digest(v: BuiltVariant) -> CheckResult:
     meta = v.metadata or {}
     digest = meta.get("digest")
     if not isinstance(digest, dict) or not isinstance(digest.get("files"), dict):
-        return CheckResult(v.name, "digest", "fail",
-                           "metadata.json has no digest; rebuild with `python -m pybuild build`")
+        return CheckResult(
+            v.name, "digest", "fail", "metadata.json has no digest; rebuild with `python -m pybuild build`"
+        )
     if str(digest.get("algorithm", "")).lower() != "sha256":
         return CheckResult(v.name, "digest", "fail", f"unsupported digest algorithm {digest.get('algorithm')!r}")
     # pybuild's reading (names each file) and the loader's own verdict (kernels-data).
@@ -122,9 +127,13 @@ def check_digest(v: BuiltVariant) -> CheckResult:
         return CheckResult(v.name, "digest", "fail", str(e))
     if problems:
         shown = "; ".join(problems[:5]) + (f"; … {len(problems) - 5} more" if len(problems) > 5 else "")
-        return CheckResult(v.name, "digest", "fail",
-                           f"{shown}: the files differ from what was built; rebuild (or re-collect) this variant",
-                           {"problems": problems})
+        return CheckResult(
+            v.name,
+            "digest",
+            "fail",
+            f"{shown}: the files differ from what was built; rebuild (or re-collect) this variant",
+            {"problems": problems},
+        )
     signature = signature_problem(v.path)
     if signature:
         return CheckResult(v.name, "digest", "fail", signature)
@@ -155,11 +164,15 @@ def signature_problem(variant_dir: Path) -> str | None:
         return f"{path}: not a readable sigstore bundle ({e}); sign metadata.json again"
     signed = (bundle.get("messageSignature") or {}).get("messageDigest") or {} if isinstance(bundle, dict) else {}
     if signed.get("algorithm") != "SHA2_256" or not isinstance(signed.get("digest"), str):
-        return (f"{path}: not a sigstore bundle of a signed file (no messageSignature.messageDigest); sign "
-                "metadata.json again")
+        return (
+            f"{path}: not a sigstore bundle of a signed file (no messageSignature.messageDigest); sign "
+            "metadata.json again"
+        )
     if signed["digest"] != base64.b64encode(hashlib.sha256(raw).digest()).decode():
-        return (f"{path}: signs other content than this metadata.json (rebuilt after signing?); the loader would "
-                "reject it: sign metadata.json again, or remove the stale bundle")
+        return (
+            f"{path}: signs other content than this metadata.json (rebuilt after signing?); the loader would "
+            "reject it: sign metadata.json again, or remove the stale bundle"
+        )
     return None
 
 

@@ -107,8 +107,10 @@ def find_target(path: Path) -> Target:
         return Target(path, manifest, _variant_dirs(path))
     if path.is_dir() and path.name == "build" and (path.parent / "build.toml").is_file():
         return Target(path, load_manifest(path.parent), ())
-    msg = (f"{path}: neither a kernel folder (build.toml), a build folder (build/<variant>/metadata.json) "
-           "nor a variant folder (metadata.json); pass e.g. kernels/img2gray")
+    msg = (
+        f"{path}: neither a kernel folder (build.toml), a build folder (build/<variant>/metadata.json) "
+        "nor a variant folder (metadata.json); pass e.g. kernels/img2gray"
+    )
     raise UsageError(msg)
 
 
@@ -130,5 +132,8 @@ class BuiltVariant:
         return self.path.name
 
     def extensions(self) -> list[Path]:
-        return [p for p in safeload.files(self.path) if p.suffix in (".so", ".dylib", ".pyd")
-                and "__pycache__" not in p.parts]
+        return [
+            p
+            for p in safeload.files(self.path)
+            if p.suffix in (".so", ".dylib", ".pyd") and "__pycache__" not in p.parts
+        ]

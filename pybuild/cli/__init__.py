@@ -32,8 +32,23 @@ from . import (
 from .common import Command, Parser
 from .exits import EPILOG, guarded
 
-COMMANDS: tuple[Command, ...] = (new, variants, generate, lock, check_config, migrate, clean, build, test, envs, check,
-                                 publish, wheel, collect, bench)
+COMMANDS: tuple[Command, ...] = (
+    new,
+    variants,
+    generate,
+    lock,
+    check_config,
+    migrate,
+    clean,
+    build,
+    test,
+    envs,
+    check,
+    publish,
+    wheel,
+    collect,
+    bench,
+)
 
 
 def make_parser() -> argparse.ArgumentParser:
@@ -43,8 +58,12 @@ def make_parser() -> argparse.ArgumentParser:
         description="Kernel build farm: build PyTorch custom-op kernels for every variant, check and publish them.",
         epilog=EPILOG,
     )
-    parser.add_argument("--version", action="version", version=f"pybuild {__version__}",
-                        help="print pybuild's version (after `publish` or `wheel`, --version is the release's)")
+    parser.add_argument(
+        "--version",
+        action="version",
+        version=f"pybuild {__version__}",
+        help="print pybuild's version (after `publish` or `wheel`, --version is the release's)",
+    )
     parser.add_argument("--debug", action="store_true", help="show tracebacks on errors")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
     for command in COMMANDS:
@@ -59,24 +78,27 @@ def _dispatch(argv: list[str], passed_on: list[str]) -> int:
     args, extra = make_parser().parse_known_args(argv)
     if not getattr(args, "command", None):
         if extra:  # e.g. `python -m pybuild --bogus`: name it, not the missing command
-            raise UsageError(f"python -m pybuild: unrecognized arguments: {' '.join(extra)} "
-                             "(see python -m pybuild --help)")
+            raise UsageError(
+                f"python -m pybuild: unrecognized arguments: {' '.join(extra)} (see python -m pybuild --help)"
+            )
         make_parser().print_help()
         raise UsageError("python -m pybuild: no command given; choose one of those listed above")
     if passed_on and args.command != "test":
         raise UsageError(f"python -m pybuild {args.command}: arguments after `--` are only for `test` (pytest's)")
     args.pytest_args = passed_on
     if extra:
-        raise UsageError(f"python -m pybuild {args.command}: unrecognized arguments: {' '.join(extra)} "
-                         f"(see python -m pybuild {args.command} --help)")
+        raise UsageError(
+            f"python -m pybuild {args.command}: unrecognized arguments: {' '.join(extra)} "
+            f"(see python -m pybuild {args.command} --help)"
+        )
     return int(args.func(args))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command ``argv`` names (default: ``sys.argv[1:]``) and return its exit code."""
     argv = list(sys.argv[1:] if argv is None else argv)
-    passed_on = argv[argv.index("--") + 1:] if "--" in argv else []  # `test ... -- PYTEST_ARGS`
-    argv = argv[:argv.index("--")] if "--" in argv else argv
+    passed_on = argv[argv.index("--") + 1 :] if "--" in argv else []  # `test ... -- PYTEST_ARGS`
+    argv = argv[: argv.index("--")] if "--" in argv else argv
     return guarded(lambda: _dispatch(argv, passed_on), debug="--debug" in argv)
 
 

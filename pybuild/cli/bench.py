@@ -16,33 +16,61 @@ from .common import add_output_flags, check_writable_dir, farm_root, int_at_leas
 
 NAME = "bench"
 HELP = "time kernels against torch eager, torch.compile and a device copy"
-DESCRIPTION = ("Run each kernel's benchmarks/cases.py cases (building the host variant if needed) on CUDA, or on "
-               "the CPU where no GPU is present, next to torch eager, torch.compile and a copy moving the same "
-               "bytes; print a table, and with --out write <name>.json and <name>.png.")
+DESCRIPTION = (
+    "Run each kernel's benchmarks/cases.py cases (building the host variant if needed) on CUDA, or on "
+    "the CPU where no GPU is present, next to torch eager, torch.compile and a copy moving the same "
+    "bytes; print a table, and with --out write <name>.json and <name>.png."
+)
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("kernels", nargs="*", metavar="KERNEL",
-                   help="kernel name or folder (default: every kernel with benchmarks/cases.py)")
+    p.add_argument(
+        "kernels",
+        nargs="*",
+        metavar="KERNEL",
+        help="kernel name or folder (default: every kernel with benchmarks/cases.py)",
+    )
     p.add_argument("--device", choices=("auto", "cuda", "cpu"), default="auto", help="default: cuda when available")
     p.add_argument("--quick", action="store_true", help="fewer sizes and repetitions")
-    p.add_argument("--compile", action=argparse.BooleanOptionalAction, default=None,
-                   help="time torch.compile too (default: on CUDA only)")
+    p.add_argument(
+        "--compile",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="time torch.compile too (default: on CUDA only)",
+    )
     p.add_argument("--out", metavar="DIR", help="write the JSON results and the PNG plot there")
-    p.add_argument("--name", metavar="NAME",
-                   help="file name stem under --out (default: from the device, e.g. gpu-nvidia-h200)")
+    p.add_argument(
+        "--name", metavar="NAME", help="file name stem under --out (default: from the device, e.g. gpu-nvidia-h200)"
+    )
     p.add_argument("--record-command", metavar="TEXT", help="command to record in the JSON (default: this one)")
-    p.add_argument("--strict", action="store_true", help="exit 1 when a performance target is missed (with "
-                   "--sweep: when a shape is under 0.95x the best peer in graphs or 1.0x eager in plain calls)")
-    p.add_argument("--sweep", type=int_at_least(1), metavar="N",
-                   help="instead of the fixed cases, N seeded random shapes per op (the kernel's "
-                        "benchmarks/cases.py sweep_ops): checked, then timed against eager and torch.compile; "
-                        "writes sweep-<kernels>-<device>.json and .svg with --out")
+    p.add_argument(
+        "--strict",
+        action="store_true",
+        help="exit 1 when a performance target is missed (with "
+        "--sweep: when a shape is under 0.95x the best peer in graphs or 1.0x eager in plain calls)",
+    )
+    p.add_argument(
+        "--sweep",
+        type=int_at_least(1),
+        metavar="N",
+        help="instead of the fixed cases, N seeded random shapes per op (the kernel's "
+        "benchmarks/cases.py sweep_ops): checked, then timed against eager and torch.compile; "
+        "writes sweep-<kernels>-<device>.json and .svg with --out",
+    )
     p.add_argument("--seed", type=int_at_least(0), default=0, help="the sweep's seed (default 0)")
-    p.add_argument("--max-mib", type=int_at_least(1), default=128, metavar="MIB",
-                   help="the sweep's cap on bytes one call moves, in MiB (default 128)")
-    p.add_argument("--workers", type=int_at_least(0), metavar="K",
-                   help="processes compiling the sweep's shapes before timing (default: CPUs - 2, at most 12)")
+    p.add_argument(
+        "--max-mib",
+        type=int_at_least(1),
+        default=128,
+        metavar="MIB",
+        help="the sweep's cap on bytes one call moves, in MiB (default 128)",
+    )
+    p.add_argument(
+        "--workers",
+        type=int_at_least(0),
+        metavar="K",
+        help="processes compiling the sweep's shapes before timing (default: CPUs - 2, at most 12)",
+    )
     add_output_flags(p)
 
 
@@ -61,14 +89,17 @@ def run(args: argparse.Namespace) -> int:
     loaded = _load_kernels(dirs, rep)
     compile_ = args.compile if args.compile is not None else device == "cuda"
     command = args.record_command or " ".join(["python", "-m", "pybuild", *sys.argv[1:]])
-    output = bench.Output(out=Path(args.out) if args.out else None, name=args.name, json=args.json,
-                          quiet=args.quiet, strict=args.strict)
+    output = bench.Output(
+        out=Path(args.out) if args.out else None, name=args.name, json=args.json, quiet=args.quiet, strict=args.strict
+    )
     if args.sweep is not None:
         dist = bench.Distribution(seed=args.seed, n=args.sweep, max_bytes=args.max_mib << 20)
-        return bench.bench_sweep(loaded, device, dist, compile_=compile_, workers=args.workers, command=command,
-                                 output=output, rep=rep)
-    return bench.bench_cases(loaded, device, quick=args.quick, compile_=compile_, command=command, output=output,
-                             rep=rep)
+        return bench.bench_sweep(
+            loaded, device, dist, compile_=compile_, workers=args.workers, command=command, output=output, rep=rep
+        )
+    return bench.bench_cases(
+        loaded, device, quick=args.quick, compile_=compile_, command=command, output=output, rep=rep
+    )
 
 
 def _kernel_folders(kernels: list[str]) -> list[Path]:
@@ -84,8 +115,9 @@ def _kernel_folders(kernels: list[str]) -> list[Path]:
         if not (p / "build.toml").is_file():  # the kernel's name (rms-norm) for its folder (rms_norm)
             p = root / "kernels" / k.replace("-", "_")
         if not (p / "build.toml").is_file():
-            raise UsageError(f"{k}: not a kernel name or folder (no build.toml); pass e.g. img2gray or "
-                             "kernels/img2gray")
+            raise UsageError(
+                f"{k}: not a kernel name or folder (no build.toml); pass e.g. img2gray or kernels/img2gray"
+            )
         dirs.append(p)
     return dirs
 
@@ -107,7 +139,9 @@ def _load_kernels(dirs: list[Path], rep: Reporter) -> list[tuple[str, Any, Any]]
         except RuntimeError as e:  # ensure_built's message carries build's own output: keep its error line
             lines = [ln.strip() for ln in str(e).splitlines() if ln.strip()]
             cause = next((ln for ln in lines if ln.startswith("error:")), lines[0] if lines else "")
-            raise BuildError(f"{d}: building the host variant failed: {cause.removeprefix('error: ')} "
-                             f"(python -m pybuild build {d} shows the full log)") from None
+            raise BuildError(
+                f"{d}: building the host variant failed: {cause.removeprefix('error: ')} "
+                f"(python -m pybuild build {d} shows the full log)"
+            ) from None
         loaded.append((manifest.name, kernel, module))
     return loaded

@@ -22,25 +22,49 @@ if TYPE_CHECKING:
 
 NAME = "build"
 HELP = "build variants into <kernel>/build/<variant>/ (host, or --all in environments)"
-DESCRIPTION = ("Build every kernel (or the ones named) for this machine's variants: CPU always, CUDA too when torch "
-               "has CUDA and nvcc is present. With --all (or --variant NAME), build the matrix's variants, each in "
-               "its own cached environment made with uv (see `python -m pybuild envs`).")
+DESCRIPTION = (
+    "Build every kernel (or the ones named) for this machine's variants: CPU always, CUDA too when torch "
+    "has CUDA and nvcc is present. With --all (or --variant NAME), build the matrix's variants, each in "
+    "its own cached environment made with uv (see `python -m pybuild envs`)."
+)
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     add_kernel_dirs(p)
-    p.add_argument("--variant", action="append", metavar="NAME",
-                   help="only this variant (repeatable); one this Python's torch does not build is built in its "
-                        "own environment (torch, nvcc, CMake, ninja from the package index, cached)")
-    p.add_argument("--all", action="store_true", help="every variant of the kernel's matrix, each in its own "
-                   "environment; those no reachable index serves are listed with the reason")
-    p.add_argument("--parallel", type=int_at_least(1), metavar="N", help="variants built at once with --all/--variant "
-                   "(default: as many as compile jobs, one per core and per 3 GiB of free memory)")
-    p.add_argument("--cuda-archs", metavar="LIST", help="override CUDA capabilities for CUDA variants, e.g. 9.0 "
-                   "or 8.0,9.0 (env PYBUILD_CUDA_ARCHS does the same)")
+    p.add_argument(
+        "--variant",
+        action="append",
+        metavar="NAME",
+        help="only this variant (repeatable); one this Python's torch does not build is built in its "
+        "own environment (torch, nvcc, CMake, ninja from the package index, cached)",
+    )
+    p.add_argument(
+        "--all",
+        action="store_true",
+        help="every variant of the kernel's matrix, each in its own "
+        "environment; those no reachable index serves are listed with the reason",
+    )
+    p.add_argument(
+        "--parallel",
+        type=int_at_least(1),
+        metavar="N",
+        help="variants built at once with --all/--variant "
+        "(default: as many as compile jobs, one per core and per 3 GiB of free memory)",
+    )
+    p.add_argument(
+        "--cuda-archs",
+        metavar="LIST",
+        help="override CUDA capabilities for CUDA variants, e.g. 9.0 or 8.0,9.0 (env PYBUILD_CUDA_ARCHS does the same)",
+    )
     p.add_argument("--force", action="store_true", help="rebuild even when up to date")
-    p.add_argument("-j", "--jobs", type=int_at_least(1), metavar="N", help="parallel compile jobs (default: ninja's; "
-                   "with --all/--variant, all builds together: one per core and per 3 GiB of free memory)")
+    p.add_argument(
+        "-j",
+        "--jobs",
+        type=int_at_least(1),
+        metavar="N",
+        help="parallel compile jobs (default: ninja's; "
+        "with --all/--variant, all builds together: one per core and per 3 GiB of free memory)",
+    )
     p.add_argument("-k", "--keep-going", action="store_true", help="build the other kernels after a failure")
     add_variants_flag(p)
     add_output_flags(p)
@@ -74,8 +98,9 @@ def run(args: argparse.Namespace) -> int:
         from ..matrix import build_in_envs
 
         with rep.tasks() as new_task:
-            env_results = build_in_envs(jobs, options, new_task, rep.info, parallel=args.parallel,
-                                        keep_going=args.keep_going)
+            env_results = build_in_envs(
+                jobs, options, new_task, rep.info, parallel=args.parallel, keep_going=args.keep_going
+            )
         results += env_results
         failed = failed or next((r.exit_code for r in env_results if r.status == "failed"), 0)
     _summary(rep, results, refusals, env_wanted, args.json)
@@ -88,19 +113,29 @@ def _check_selection(args: argparse.Namespace) -> None:
     from ..variants import parse_variant_name
 
     if args.all and args.variant:
-        raise UsageError(f"build: --all and --variant {args.variant[0]} exclude each other: --all builds every "
-                         "variant of the matrix, --variant only those named; give one")
+        raise UsageError(
+            f"build: --all and --variant {args.variant[0]} exclude each other: --all builds every "
+            "variant of the matrix, --variant only those named; give one"
+        )
     for name in args.variant or []:
         try:
             parse_variant_name(name)
         except VariantsError:
-            raise UsageError(f"--variant {name}: not a variant name; `python -m pybuild variants` lists them "
-                             "(--kernel DIR: one kernel's)") from None
+            raise UsageError(
+                f"--variant {name}: not a variant name; `python -m pybuild variants` lists them "
+                "(--kernel DIR: one kernel's)"
+            ) from None
 
 
-def _build_here(args: argparse.Namespace, rep: Reporter, matrix: Matrix, manifests: list[Manifest],
-                planned: dict[Path, list[Variant]], host_names: set[str] | None,
-                options: BuildOptions) -> tuple[list[BuildResult], int]:
+def _build_here(
+    args: argparse.Namespace,
+    rep: Reporter,
+    matrix: Matrix,
+    manifests: list[Manifest],
+    planned: dict[Path, list[Variant]],
+    host_names: set[str] | None,
+    options: BuildOptions,
+) -> tuple[list[BuildResult], int]:
     """Build each kernel's host variants (those in ``host_names``, unless None) with this Python;
     the results, and the exit code of the first failed build (0: none failed)."""
     from ..build import remove_other_kind_variants
@@ -111,8 +146,10 @@ def _build_here(args: argparse.Namespace, rep: Reporter, matrix: Matrix, manifes
     for manifest in manifests:
         for name in remove_other_kind_variants(manifest):
             kind = "pure Python" if manifest.noarch else "compiled"
-            rep.info(f"{manifest.name}: removed build/{name}/: the kernel is {kind} now, and the loader would "
-                     "have picked that old build")
+            rep.info(
+                f"{manifest.name}: removed build/{name}/: the kernel is {kind} now, and the loader would "
+                "have picked that old build"
+            )
         for variant in _host_selection(manifest, planned[manifest.root], host_names, rep):
             if variant.name not in matrix_names and not variant.noarch:
                 rep.info(f"note: {variant.name} is not in {matrix.path.name}; building it for local use")
@@ -138,8 +175,16 @@ def _build_one(manifest: Manifest, variant: Variant, options: BuildOptions, rep:
             result = build_variant(manifest, variant, options, progress=update)
     except PybuildError as e:
         error(f"{label}: {e}")
-        return BuildResult(manifest.name, variant.name, "failed", time.monotonic() - start, 0,
-                           manifest.root / "build" / variant.name, str(e), e.exit_code)
+        return BuildResult(
+            manifest.name,
+            variant.name,
+            "failed",
+            time.monotonic() - start,
+            0,
+            manifest.root / "build" / variant.name,
+            str(e),
+            e.exit_code,
+        )
     if result.status == "up to date":
         rep.info(f"{label}: up to date ({result.seconds:.2f} s)")
     else:
@@ -147,8 +192,9 @@ def _build_one(manifest: Manifest, variant: Variant, options: BuildOptions, rep:
     return result
 
 
-def _host_selection(manifest: Manifest, variants: list[Variant], host_names: set[str] | None,
-                    rep: Reporter) -> list[Variant]:
+def _host_selection(
+    manifest: Manifest, variants: list[Variant], host_names: set[str] | None, rep: Reporter
+) -> list[Variant]:
     """The host variants of ``manifest`` to build here; where there are none, says why (unless
     --variant/--all sent them all to environments)."""
     from ..host import host_variants, tvm_ffi_version
@@ -158,14 +204,19 @@ def _host_selection(manifest: Manifest, variants: list[Variant], host_names: set
     if variants:
         return variants
     if manifest.framework == "tvm-ffi" and tvm_ffi_version() is None:
-        rep.info(f"{manifest.name}: no host variant to build (a [tvm-ffi] kernel, and this Python has no "
-                 "tvm-ffi: pip install 'apache-tvm-ffi>=0.1.9,<0.2')")
+        rep.info(
+            f"{manifest.name}: no host variant to build (a [tvm-ffi] kernel, and this Python has no "
+            "tvm-ffi: pip install 'apache-tvm-ffi>=0.1.9,<0.2')"
+        )
         return []
     host = host_variants()
     same_backend = [v for v in host if v.backend in manifest.backends]
     if same_backend:  # the backend is here, the torch version is not: say which bound
-        bounds = " and ".join(f"{k} = \"{b[0]}.{b[1]}\"" for k, b in
-                              (("minver", manifest.torch_minver), ("maxver", manifest.torch_maxver)) if b)
+        bounds = " and ".join(
+            f'{k} = "{b[0]}.{b[1]}"'
+            for k, b in (("minver", manifest.torch_minver), ("maxver", manifest.torch_maxver))
+            if b
+        )
         why = f"this machine's torch {same_backend[0].torch} is outside [torch] {bounds} of {manifest.path}"
     else:
         why = f"kernel backends {list(manifest.backends)}, host {[v.name for v in host]}"
@@ -173,8 +224,13 @@ def _host_selection(manifest: Manifest, variants: list[Variant], host_names: set
     return []
 
 
-def _summary(rep: Reporter, results: list[BuildResult], refusals: list[Refusal],
-             env_wanted: list[tuple[Manifest, Variant]], json_mode: bool) -> None:
+def _summary(
+    rep: Reporter,
+    results: list[BuildResult],
+    refusals: list[Refusal],
+    env_wanted: list[tuple[Manifest, Variant]],
+    json_mode: bool,
+) -> None:
     """The variants refused (one line per reason) and the summary table of every build."""
     by_reason: dict[str, list[str]] = {}
     for refusal in refusals:  # one line per reason (e.g. every aarch64 variant on an x86_64 machine)
@@ -182,8 +238,9 @@ def _summary(rep: Reporter, results: list[BuildResult], refusals: list[Refusal],
     for reason, names in by_reason.items():
         rep.info(f"not built: {', '.join(names)}: {reason}")
     refused = {r.variant for r in refusals}
-    rows = [(r.kernel, r.variant, r.status, f"{r.seconds:.1f} s", human_size(r.size) if r.size else "-")
-            for r in results]
+    rows = [
+        (r.kernel, r.variant, r.status, f"{r.seconds:.1f} s", human_size(r.size) if r.size else "-") for r in results
+    ]
     rows += [(m.name, v.name, "not built (see above)", "-", "-") for m, v in env_wanted if v.name in refused]
     if rows or json_mode:
         rep.table("Build summary", ["kernel", "variant", "status", "time", "size"], rows)
@@ -191,8 +248,9 @@ def _summary(rep: Reporter, results: list[BuildResult], refusals: list[Refusal],
         rep.info("nothing built: no kernel named has a variant for this machine (see the lines above)")
 
 
-def _env_selection(args: argparse.Namespace, matrix: Matrix, manifests: list[Manifest],
-                   planned: dict[Path, list[Variant]]) -> tuple[list[tuple[Manifest, Variant]], set[str] | None]:
+def _env_selection(
+    args: argparse.Namespace, matrix: Matrix, manifests: list[Manifest], planned: dict[Path, list[Variant]]
+) -> tuple[list[tuple[Manifest, Variant]], set[str] | None]:
     """The (kernel, variant) pairs to build in per-variant environments, and the host variants to
     build here (None: all of them). A --variant this Python's torch builds stays a host build."""
     from ..variants import parse_variant_name
@@ -217,8 +275,10 @@ def _env_selection(args: argparse.Namespace, matrix: Matrix, manifests: list[Man
         kernels = [m for m in manifests if not m.noarch and variant in m.variants(matrix.variants)]
         if not kernels:
             choices = sorted({v.name for m in manifests for v in m.variants(matrix.variants)} | offered_host)
-            msg = (f"--variant {name}: not a variant of {matrix.path.name} for "
-                   f"{', '.join(m.name for m in manifests)}; choose from {choices}")
+            msg = (
+                f"--variant {name}: not a variant of {matrix.path.name} for "
+                f"{', '.join(m.name for m in manifests)}; choose from {choices}"
+            )
             raise UsageError(msg)
         # the kernel's own variant: a stable-ABI one carries the matrix torch it is built with
         wanted += [(m, next(v for v in m.variants(matrix.variants) if v == variant)) for m in kernels]

@@ -15,17 +15,27 @@ if TYPE_CHECKING:
 
 NAME = "check"
 HELP = "check built variants: metadata, digests, abi3, manylinux, RPATH, import"
-DESCRIPTION = ("Check every built variant of a kernel before it is published: metadata.json as the kernels loader "
-               "reads it, digests, abi3 and manylinux_2_28 symbols (kernel-abi-check), RPATH, import in a fresh "
-               "interpreter, and that every variant the matrix requires is present. Exit 8 when a check fails "
-               "(other codes, e.g. 5 for a missing tool: python -m pybuild --help).")
+DESCRIPTION = (
+    "Check every built variant of a kernel before it is published: metadata.json as the kernels loader "
+    "reads it, digests, abi3 and manylinux_2_28 symbols (kernel-abi-check), RPATH, import in a fresh "
+    "interpreter, and that every variant the matrix requires is present. Exit 8 when a check fails "
+    "(other codes, e.g. 5 for a missing tool: python -m pybuild --help)."
+)
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("paths", nargs="*", metavar="PATH", help="a kernel folder, its build/, or one variant folder "
-                   "(default: every kernel under kernels/)")
-    p.add_argument("--variant", action="append", metavar="NAME", help="only this built variant (repeatable; "
-                   "skips the required-variants check)")
+    p.add_argument(
+        "paths",
+        nargs="*",
+        metavar="PATH",
+        help="a kernel folder, its build/, or one variant folder (default: every kernel under kernels/)",
+    )
+    p.add_argument(
+        "--variant",
+        action="append",
+        metavar="NAME",
+        help="only this built variant (repeatable; skips the required-variants check)",
+    )
     p.add_argument("--no-import", action="store_true", help="skip the import check")
     add_variants_flag(p)
     add_output_flags(p)
@@ -65,5 +75,7 @@ def print_check(rep: Reporter, report: CheckReport) -> None:
     rep.table(f"check {report.kernel} ({report.build_dir})", ["variant", "check", "result", "detail"], rows)
     for r in report.results:
         if r.check == "variants" and r.data.get("missing") and not rep.quiet:
-            out_console.print(f"missing variants of {report.kernel} ({len(r.data['missing'])}): "
-                              f"{', '.join(r.data['missing'])}", markup=False)
+            out_console.print(
+                f"missing variants of {report.kernel} ({len(r.data['missing'])}): {', '.join(r.data['missing'])}",
+                markup=False,
+            )

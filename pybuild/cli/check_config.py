@@ -10,10 +10,12 @@ from .common import add_kernel_dirs, add_output_flags, add_variants_flag, load_m
 
 NAME = "check-config"
 HELP = "validate build.toml files without building"
-DESCRIPTION = ("Parse each kernel's build.toml (every edition this farm reads: upstream's edition 5, its "
-               "pre-edition v4 and v3, and the farm's own format), check the files it names, and list the "
-               "variants it gives. Exits non-zero with one line naming the file, key and fix on the first "
-               "broken one.")
+DESCRIPTION = (
+    "Parse each kernel's build.toml (every edition this farm reads: upstream's edition 5, its "
+    "pre-edition v4 and v3, and the farm's own format), check the files it names, and list the "
+    "variants it gives. Exits non-zero with one line naming the file, key and fix on the first "
+    "broken one."
+)
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -32,14 +34,26 @@ def run(args: argparse.Namespace) -> int:
     rows = []
     for m in manifests:
         variants = m.variants(matrix.variants)
-        note = "" if m.edition == CURRENT_EDITION else \
-            f"; `python -m pybuild migrate {m.root}` writes edition {CURRENT_EDITION}"
-        rows.append({"kernel": m.name, "path": str(m.path), "edition": m.edition, "framework": m.framework,
-                     "backends": list(m.backends), "variants": [v.name for v in variants],
-                     "repo-id": m.repo_id})
+        note = (
+            ""
+            if m.edition == CURRENT_EDITION
+            else f"; `python -m pybuild migrate {m.root}` writes edition {CURRENT_EDITION}"
+        )
+        rows.append(
+            {
+                "kernel": m.name,
+                "path": str(m.path),
+                "edition": m.edition,
+                "framework": m.framework,
+                "backends": list(m.backends),
+                "variants": [v.name for v in variants],
+                "repo-id": m.repo_id,
+            }
+        )
         built = f"{len(variants)} variant{'' if len(variants) == 1 else 's'}"
-        rep.info(f"{m.path}: ok ({edition_label(m.edition)}, {m.framework}, backends {', '.join(m.backends)}; "
-                 f"{built}){note}")
+        rep.info(
+            f"{m.path}: ok ({edition_label(m.edition)}, {m.framework}, backends {', '.join(m.backends)}; {built}){note}"
+        )
     if args.json:
         print(json.dumps(rows, indent=2))
     return 0

@@ -10,15 +10,18 @@ from .common import add_output_flags, farm_root
 
 NAME = "collect"
 HELP = "copy a `nix build` result/ into kernels/<name>/build/ (verified, atomic)"
-DESCRIPTION = ("Copy every result/<variant>/ (or result/<kernel>/<variant>/) into the kernel's build/<variant>/, the "
-               "kernel named by each variant's metadata.json. Every digest is verified first and each variant is "
-               "replaced in one step; a corrupt or partial result changes nothing.")
+DESCRIPTION = (
+    "Copy every result/<variant>/ (or result/<kernel>/<variant>/) into the kernel's build/<variant>/, the "
+    "kernel named by each variant's metadata.json. Every digest is verified first and each variant is "
+    "replaced in one step; a corrupt or partial result changes nothing."
+)
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("result_dir", metavar="RESULT_DIR", help="what `nix build` left, e.g. result")
-    p.add_argument("--farm", metavar="DIR",
-                   help="the farm root holding kernels/ (default: the nearest variants.json's folder)")
+    p.add_argument(
+        "--farm", metavar="DIR", help="the farm root holding kernels/ (default: the nearest variants.json's folder)"
+    )
     add_output_flags(p)
 
 

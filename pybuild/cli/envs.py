@@ -9,8 +9,10 @@ from .common import add_output_flags
 
 NAME = "envs"
 HELP = "list the per-variant build environments (or --clear them)"
-DESCRIPTION = ("List the environments `build --all`/`--variant` and `test` made under the user cache dir "
-               "(PYBUILD_CACHE_DIR, else $XDG_CACHE_HOME/pybuild, else ~/.cache/pybuild).")
+DESCRIPTION = (
+    "List the environments `build --all`/`--variant` and `test` made under the user cache dir "
+    "(PYBUILD_CACHE_DIR, else $XDG_CACHE_HOME/pybuild, else ~/.cache/pybuild)."
+)
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -31,8 +33,14 @@ def run(args: argparse.Namespace) -> int:
             shutil.rmtree(path)
             rep.info(f"removed {path}")
         return 0
-    rows = [(m["plan"]["variant"], m.get("torch", "?"), m.get("nvcc") or "-", m["plan"]["source"], str(p))
-            for p, m, _ in found]
-    rep.table(f"{len(rows)} environments in {envs_dir()} (uv's cache links each wheel into them; `du -sh` both "
-              "for the disk they take)", ["variant", "torch", "nvcc", "from", "path"], rows)
+    rows = [
+        (m["plan"]["variant"], m.get("torch", "?"), m.get("nvcc") or "-", m["plan"]["source"], str(p))
+        for p, m, _ in found
+    ]
+    rep.table(
+        f"{len(rows)} environments in {envs_dir()} (uv's cache links each wheel into them; `du -sh` both "
+        "for the disk they take)",
+        ["variant", "torch", "nvcc", "from", "path"],
+        rows,
+    )
     return 0

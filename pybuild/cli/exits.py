@@ -10,11 +10,13 @@ from collections.abc import Callable
 from ..errors import PybuildError, UsageError
 from ..ui import error
 
-EPILOG = ("Run `python -m pybuild <command> --help` for a command's options. Exit codes: 0 done, 1 other failure "
-          "(e.g. a file system error), 2 command-line argument, 3 build.toml, 4 variants.json, 5 toolchain, "
-          "6 compile/link, 7 collect, 8 check, 9 publish, 10 an input beyond pybuild's limits (too deep, too "
-          "large, a special file, a file name that is not UTF-8) in a tree a build reads; met in build.toml, "
-          "variants.json or by collect, check or publish, such an input exits with their code.")
+EPILOG = (
+    "Run `python -m pybuild <command> --help` for a command's options. Exit codes: 0 done, 1 other failure "
+    "(e.g. a file system error), 2 command-line argument, 3 build.toml, 4 variants.json, 5 toolchain, "
+    "6 compile/link, 7 collect, 8 check, 9 publish, 10 an input beyond pybuild's limits (too deep, too "
+    "large, a special file, a file name that is not UTF-8) in a tree a build reads; met in build.toml, "
+    "variants.json or by collect, check or publish, such an input exits with their code."
+)
 
 #: Exit code of a file-system failure (and of any other failure without its own code).
 OTHER = 1

@@ -14,14 +14,19 @@ if TYPE_CHECKING:
 
 NAME = "generate"
 HELP = "write a kernel's CMake project (dev loop)"
-DESCRIPTION = ("Write CMakeLists.txt, setup.py, pyproject.toml, cmake/, torch-ext/registration.h and _ops.py from "
-               "build.toml, so that `pip install --no-build-isolation -e KERNEL_DIR` builds it.")
+DESCRIPTION = (
+    "Write CMakeLists.txt, setup.py, pyproject.toml, cmake/, torch-ext/registration.h and _ops.py from "
+    "build.toml, so that `pip install --no-build-isolation -e KERNEL_DIR` builds it."
+)
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     add_kernel_dirs(p)
-    p.add_argument("--backend", choices=backend_choices(),
-                   help="backend to generate for (default: the host's CUDA where possible, else CPU)")
+    p.add_argument(
+        "--backend",
+        choices=backend_choices(),
+        help="backend to generate for (default: the host's CUDA where possible, else CPU)",
+    )
     add_output_flags(p, json_flag=False)
 
 
@@ -34,18 +39,23 @@ def run(args: argparse.Namespace) -> int:
     planned = []
     for manifest in manifests:
         if manifest.noarch:
-            rep.info(f"{manifest.name}: a pure-Python kernel has no CMake project to generate; edit "
-                     f"{manifest.root / 'torch-ext' / manifest.python_name} and `python -m pybuild build` it")
+            rep.info(
+                f"{manifest.name}: a pure-Python kernel has no CMake project to generate; edit "
+                f"{manifest.root / 'torch-ext' / manifest.python_name} and `python -m pybuild build` it"
+            )
             continue
         backend, archs = _backend(manifest, args.backend, rep)
-        spec = ProjectSpec(backend=backend, ops_name=ops_name(manifest, backend, source_hash(manifest)),
-                           cuda_archs=archs)
+        spec = ProjectSpec(
+            backend=backend, ops_name=ops_name(manifest, backend, source_hash(manifest)), cuda_archs=archs
+        )
         planned.append((manifest, spec, checked_project(manifest, spec)))  # every kernel checked before any write
     for manifest, spec, files in planned:
         for rel, changed in write_project(manifest, spec, files=files):
             rep.info(f"  {'wrote    ' if changed else 'unchanged'} {manifest.root / rel}")
-        rep.info(f"generated the CMake project of {manifest.name} ({spec.backend}, op namespace {spec.ops_name}); "
-                 f"next: pip install --no-build-isolation -e {manifest.root}")
+        rep.info(
+            f"generated the CMake project of {manifest.name} ({spec.backend}, op namespace {spec.ops_name}); "
+            f"next: pip install --no-build-isolation -e {manifest.root}"
+        )
     return 0
 
 
@@ -66,6 +76,8 @@ def _backend(manifest: Manifest, wanted: str | None, rep: Reporter) -> tuple[str
     # the project holds every backend's sections; `build` says what this machine can build
     backend = manifest.backends[0]
     archs = backends.get(backend).default_archs(manifest, None)
-    rep.info(f"{manifest.name}: this machine builds none of its backends {list(manifest.backends)}; "
-             f"the project defaults to {backend} (configure with -DPYBUILD_BACKEND=<backend>)")
+    rep.info(
+        f"{manifest.name}: this machine builds none of its backends {list(manifest.backends)}; "
+        f"the project defaults to {backend} (configure with -DPYBUILD_BACKEND=<backend>)"
+    )
     return backend, archs

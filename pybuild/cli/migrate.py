@@ -11,9 +11,11 @@ from .common import add_kernel_dirs, add_output_flags, kernel_dirs
 
 NAME = "migrate"
 HELP = "rewrite build.toml files of older editions as edition 5"
-DESCRIPTION = ("Rewrite each kernel's build.toml in the newest edition (5), keeping comments and layout, and print "
-               "the diff. The result is checked to mean exactly what the old file meant. With --check nothing is "
-               "written and the exit code says whether any file needs migrating (for CI).")
+DESCRIPTION = (
+    "Rewrite each kernel's build.toml in the newest edition (5), keeping comments and layout, and print "
+    "the diff. The result is checked to mean exactly what the old file meant. With --check nothing is "
+    "written and the exit code says whether any file needs migrating (for CI)."
+)
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -44,8 +46,10 @@ def run(args: argparse.Namespace) -> int:
             rep.info(f"{m.path}: already edition 5")
     if args.check:
         if pending:
-            raise ManifestError(f"{len(pending)} build.toml file(s) not in edition 5: "
-                                f"{', '.join(str(m.path) for m in pending)}; run `python -m pybuild migrate` on them")
+            raise ManifestError(
+                f"{len(pending)} build.toml file(s) not in edition 5: "
+                f"{', '.join(str(m.path) for m in pending)}; run `python -m pybuild migrate` on them"
+            )
         return 0
     for m in pending:
         write_atomic(m.path, m.new)

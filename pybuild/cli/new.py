@@ -12,22 +12,36 @@ from .common import add_output_flags, farm_root
 
 NAME = "new"
 HELP = "start a kernel folder with a working example op and its tests"
-DESCRIPTION = ("Write kernels/NAME/ (or --dir): build.toml; csrc/ with a CUDA kernel that includes no torch header, "
-               "its torch-facing launcher and a CPU implementation; torch-ext/ with the op's registration and a "
-               "Python wrapper (input checks, a fake implementation for torch.compile); and tests/ against plain "
-               "torch, opcheck and torch.compile. The example op is x * scale; `python -m pybuild build` builds it "
-               "as it is. Nothing is written if any check fails.")
+DESCRIPTION = (
+    "Write kernels/NAME/ (or --dir): build.toml; csrc/ with a CUDA kernel that includes no torch header, "
+    "its torch-facing launcher and a CPU implementation; torch-ext/ with the op's registration and a "
+    "Python wrapper (input checks, a fake implementation for torch.compile); and tests/ against plain "
+    "torch, opcheck and torch.compile. The example op is x * scale; `python -m pybuild build` builds it "
+    "as it is. Nothing is written if any check fails."
+)
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("name", metavar="NAME", help="the kernel's name: lowercase letters, digits and '-', e.g. my-op "
-                   "(its Python package and op are my_op)")
+    p.add_argument(
+        "name",
+        metavar="NAME",
+        help="the kernel's name: lowercase letters, digits and '-', e.g. my-op (its Python package and op are my_op)",
+    )
     p.add_argument("--dir", metavar="DIR", help="the folder to create (default: kernels/NAME in the farm)")
     p.add_argument("--license", default="Apache-2.0", metavar="SPDX", help="build.toml's license (default: Apache-2.0)")
-    p.add_argument("--noarch", action="store_true", help="a pure-Python kernel instead (a torch.library.custom_op, "
-                   "e.g. for Triton): no compiled code, torch-cuda and torch-cpu variants that load with any torch")
-    p.add_argument("--variants", metavar="FILE", type=Path, help="the matrix to write its variants.lock.json for "
-                   "(default: the nearest variants.json; with none, no lock is written)")
+    p.add_argument(
+        "--noarch",
+        action="store_true",
+        help="a pure-Python kernel instead (a torch.library.custom_op, "
+        "e.g. for Triton): no compiled code, torch-cuda and torch-cpu variants that load with any torch",
+    )
+    p.add_argument(
+        "--variants",
+        metavar="FILE",
+        type=Path,
+        help="the matrix to write its variants.lock.json for "
+        "(default: the nearest variants.json; with none, no lock is written)",
+    )
     add_output_flags(p, json_flag=False)
 
 
@@ -45,15 +59,19 @@ def run(args: argparse.Namespace) -> int:
         try:
             dest = farm_root() / "kernels" / args.name
         except VariantsError:
-            raise UsageError(f"new: no farm here (no variants.json at or above {Path.cwd()}); run it from the farm's "
-                             "root, or pass --dir to create the kernel elsewhere") from None
+            raise UsageError(
+                f"new: no farm here (no variants.json at or above {Path.cwd()}); run it from the farm's "
+                "root, or pass --dir to create the kernel elsewhere"
+            ) from None
     files = create_kernel(dest, args.name, args.license, noarch=args.noarch, variants=args.variants)
     kind = "a pure-Python (noarch) example op" if args.noarch else "an example op on CPU and CUDA"
     rep.info(f"created {dest}/ with {kind}, {args.name.replace('-', '_')}(x, scale) = x * scale:")
     for rel in files:
         rep.info(f"  {dest / rel}")
     if LOCK_FILE not in files:
-        rep.info(f"no variants.json found, so no {LOCK_FILE} yet: run `{COMMAND} {dest} --variants FILE` and "
-                 "commit it (without it, Nix computes it when it evaluates the kernel)")
+        rep.info(
+            f"no variants.json found, so no {LOCK_FILE} yet: run `{COMMAND} {dest} --variants FILE` and "
+            "commit it (without it, Nix computes it when it evaluates the kernel)"
+        )
     rep.info(f"next: python -m pybuild build {dest} && python -m pytest {dest / 'tests'}")
     return 0

@@ -17,22 +17,39 @@ if TYPE_CHECKING:
 
 NAME = "publish"
 HELP = "publish a kernel release to the Hugging Face Hub (branch v<N> + tag)"
-DESCRIPTION = ("Upload the kernel's sources, a generated kernel card and build/ as one commit on branch v<major>, "
-               "then tag v<X.Y.Z> on that commit. Safe to re-run; never moves a tag. Token: HF_TOKEN or the saved "
-               "login.")
+DESCRIPTION = (
+    "Upload the kernel's sources, a generated kernel card and build/ as one commit on branch v<major>, "
+    "then tag v<X.Y.Z> on that commit. Safe to re-run; never moves a tag. Token: HF_TOKEN or the saved "
+    "login."
+)
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("kernel_dir", metavar="KERNEL_DIR", help="the kernel folder to release, e.g. kernels/img2gray")
-    p.add_argument("--repo-id", metavar="ORG/NAME", help="the Hub repo, e.g. my-org/img2gray (default: build.toml's "
-                   "[general.hub] repo-id)")
-    p.add_argument("--version", required=True, metavar="X.Y.Z", help="the release's version (not pybuild's); X must "
-                   "equal build.toml's `version`")
+    p.add_argument(
+        "--repo-id",
+        metavar="ORG/NAME",
+        help="the Hub repo, e.g. my-org/img2gray (default: build.toml's [general.hub] repo-id)",
+    )
+    p.add_argument(
+        "--version",
+        required=True,
+        metavar="X.Y.Z",
+        help="the release's version (not pybuild's); X must equal build.toml's `version`",
+    )
     p.add_argument("--dry-run", action="store_true", help="list files, sizes and refs; no network at all")
-    p.add_argument("--allow-noncompliant", action="store_true",
-                   help="publish even if `check` fails (said loudly, recorded in the kernel card)")
-    p.add_argument("--retries", type=int_at_least(0), default=4, metavar="N",
-                   help="retries per request on transient errors (HTTP 5xx/429, dropped connections); default 4")
+    p.add_argument(
+        "--allow-noncompliant",
+        action="store_true",
+        help="publish even if `check` fails (said loudly, recorded in the kernel card)",
+    )
+    p.add_argument(
+        "--retries",
+        type=int_at_least(0),
+        default=4,
+        metavar="N",
+        help="retries per request on transient errors (HTTP 5xx/429, dropped connections); default 4",
+    )
     add_variants_flag(p)
     add_output_flags(p)
 
@@ -45,8 +62,10 @@ def run(args: argparse.Namespace) -> int:
     manifest = load_manifests([args.kernel_dir])[0]
     if args.repo_id is None:  # build.toml's [general.hub] repo-id is the default
         if manifest.repo_id is None:
-            raise UsageError(f"publish: no --repo-id given and {manifest.path} has no [general.hub] repo-id; pass "
-                             f"--repo-id ORG/{manifest.name} or add it to build.toml")
+            raise UsageError(
+                f"publish: no --repo-id given and {manifest.path} has no [general.hub] repo-id; pass "
+                f"--repo-id ORG/{manifest.name} or add it to build.toml"
+            )
         args.repo_id = manifest.repo_id
     check_repo_id(args.repo_id)  # argument and client errors before the (slower) check
     parse_version(args.version, manifest)
@@ -56,8 +75,14 @@ def run(args: argparse.Namespace) -> int:
         report = check_kernel(manifest.root, load_matrix(args))
     if not report.ok and not getattr(args, "json", False):
         print_check(rep, report)
-    plan = make_plan(manifest, repo_id=args.repo_id, version=args.version, report=report,
-                     allow_noncompliant=args.allow_noncompliant, repo_type=repo_type)
+    plan = make_plan(
+        manifest,
+        repo_id=args.repo_id,
+        version=args.version,
+        report=report,
+        allow_noncompliant=args.allow_noncompliant,
+        repo_type=repo_type,
+    )
     _warnings(manifest, plan, args.quiet)
     if args.dry_run:
         return _dry_run(plan, args.json)
@@ -70,12 +95,20 @@ def _warnings(manifest: Manifest, plan: ReleasePlan, quiet: bool) -> None:
     from ..ui import err_console
 
     if not manifest.license_set and not quiet:
-        err_console.print(f"warning: {manifest.path} names no license; publishing under the default "
-                          f"{manifest.license}. Set `license = \"...\"` in [general] to choose it.",
-                          style="yellow", highlight=False, markup=False, soft_wrap=True)
+        err_console.print(
+            f"warning: {manifest.path} names no license; publishing under the default "
+            f'{manifest.license}. Set `license = "..."` in [general] to choose it.',
+            style="yellow",
+            highlight=False,
+            markup=False,
+            soft_wrap=True,
+        )
     if plan.noncompliant:  # loud on purpose, even with -q
-        err_console.print(f"[bold yellow]WARNING: publishing a NON-COMPLIANT build of {plan.kernel} "
-                          f"(--allow-noncompliant); the kernel card says so:[/]", highlight=False)
+        err_console.print(
+            f"[bold yellow]WARNING: publishing a NON-COMPLIANT build of {plan.kernel} "
+            f"(--allow-noncompliant); the kernel card says so:[/]",
+            highlight=False,
+        )
         for line in plan.noncompliant:
             err_console.print(f"  - {line}", style="yellow", highlight=False, markup=False)
 
@@ -85,19 +118,34 @@ def _dry_run(plan: ReleasePlan, json_mode: bool) -> int:
     from huggingface_hub import constants
 
     if json_mode:
-        print(json.dumps({"repo-id": plan.repo_id, "repo-type": plan.repo_type, "endpoint": constants.ENDPOINT,
-                          "branch": plan.branch, "tag": plan.tag, "total-size": plan.total_size,
-                          "noncompliant": list(plan.noncompliant),
-                          "files": [{"path": f.path, "size": f.size, "sha256": f.sha256} for f in plan.files]},
-                         indent=2))
+        print(
+            json.dumps(
+                {
+                    "repo-id": plan.repo_id,
+                    "repo-type": plan.repo_type,
+                    "endpoint": constants.ENDPOINT,
+                    "branch": plan.branch,
+                    "tag": plan.tag,
+                    "total-size": plan.total_size,
+                    "noncompliant": list(plan.noncompliant),
+                    "files": [{"path": f.path, "size": f.size, "sha256": f.sha256} for f in plan.files],
+                },
+                indent=2,
+            )
+        )
         return 0
     rows = [(f.path, human_size(f.size), "generated" if f.source is None else "") for f in plan.files]
-    Reporter().table(f"dry run: {len(plan.files)} files, {human_size(plan.total_size)} for {plan.repo_id} "
-                     f"{plan.version}", ["path", "size", ""], rows)
+    Reporter().table(
+        f"dry run: {len(plan.files)} files, {human_size(plan.total_size)} for {plan.repo_id} {plan.version}",
+        ["path", "size", ""],
+        rows,
+    )
     url = f"{constants.ENDPOINT}/{'kernels/' if plan.repo_type == 'kernel' else ''}{plan.repo_id}"
     print(f"would write to {url} (repo type {plan.repo_type}; created if missing):")
-    print(f"  branch {plan.branch}: one commit 'Release {plan.kernel} {plan.version}' with exactly these files "
-          f"(created from the default branch if missing)")
+    print(
+        f"  branch {plan.branch}: one commit 'Release {plan.kernel} {plan.version}' with exactly these files "
+        f"(created from the default branch if missing)"
+    )
     print(f"  tag {plan.tag}: on that commit (refused if it exists with other content)")
     print("nothing was sent (dry run)")
     return 0
@@ -120,8 +168,13 @@ def _publish(plan: ReleasePlan, retries: int, rep: Reporter, quiet: bool) -> int
         raise
     except Exception as e:  # noqa: BLE001 (whatever huggingface_hub raised, as one line)
         raise hub_error(e, plan) from e
-    rep.table(f"{plan.repo_id} {plan.version}: {result.status}", ["ref", "commit", ""],
-              [(f"branch {result.branch}", result.commit, f"get_kernel(..., version={plan.branch[1:]})"),
-               (f"tag {result.tag}", result.commit, f'get_kernel(..., revision="{result.tag}")')])
+    rep.table(
+        f"{plan.repo_id} {plan.version}: {result.status}",
+        ["ref", "commit", ""],
+        [
+            (f"branch {result.branch}", result.commit, f"get_kernel(..., version={plan.branch[1:]})"),
+            (f"tag {result.tag}", result.commit, f'get_kernel(..., revision="{result.tag}")'),
+        ],
+    )
     rep.info(f"{result.status}: {result.url} ({len(plan.files)} files, {human_size(plan.total_size)})")
     return 0

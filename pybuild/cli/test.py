@@ -21,9 +21,11 @@ if TYPE_CHECKING:
 
 NAME = "test"
 HELP = "run a kernel's tests against a variant, in that variant's environment"
-DESCRIPTION = ("Build the variant if needed (in its own environment: its torch, made with uv and cached), then run "
-               "the kernel's tests/ with that environment's Python and torch, loading the built variant through the "
-               "`kernels` loader. Arguments after `--` go to pytest.")
+DESCRIPTION = (
+    "Build the variant if needed (in its own environment: its torch, made with uv and cached), then run "
+    "the kernel's tests/ with that environment's Python and torch, loading the built variant through the "
+    "`kernels` loader. Arguments after `--` go to pytest."
+)
 
 #: The folder holding the ``pybuild`` package, put on the tests' PYTHONPATH.
 _PYBUILD_PARENT = Path(__file__).resolve().parents[2]
@@ -31,11 +33,21 @@ _PYBUILD_PARENT = Path(__file__).resolve().parents[2]
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     add_kernel_dirs(p)
-    p.add_argument("--variant", action="append", required=True, metavar="NAME",
-                   help="the variant to test, e.g. torch214-cxx11-cpu-x86_64-linux (repeatable)")
+    p.add_argument(
+        "--variant",
+        action="append",
+        required=True,
+        metavar="NAME",
+        help="the variant to test, e.g. torch214-cxx11-cpu-x86_64-linux (repeatable)",
+    )
     p.add_argument("--no-build", action="store_true", help="test what build/<variant>/ holds; build nothing")
-    p.add_argument("--torch", action="append", metavar="X.Y", help="for a torch-stable-abi variant: run its tests "
-                   "under this torch release instead, in that release's environment (repeatable)")
+    p.add_argument(
+        "--torch",
+        action="append",
+        metavar="X.Y",
+        help="for a torch-stable-abi variant: run its tests "
+        "under this torch release instead, in that release's environment (repeatable)",
+    )
     add_variants_flag(p)
     add_output_flags(p, json_flag=False)
 
@@ -74,8 +86,11 @@ def run(args: argparse.Namespace) -> int:
                 results = build_in_envs([job], BuildOptions(), new_task, rep.info)
             bad = [r for r in results if r.status == "failed"]
             if bad:
-                raise ToolchainError(f"{bad[0].kernel} {bad[0].variant}: not built: {bad[0].message}") \
-                    if bad[0].exit_code == 5 else _build_failed(bad[0])
+                raise (
+                    ToolchainError(f"{bad[0].kernel} {bad[0].variant}: not built: {bad[0].message}")
+                    if bad[0].exit_code == 5
+                    else _build_failed(bad[0])
+                )
         failed = _run_tests(job, runners, args.pytest_args, rep) or failed
     return failed
 
@@ -93,11 +108,15 @@ def _run_tests(job: VariantJob, runners: list[Env], pytest_args: list[str], rep:
         for runner in runners:
             info = runner.toolchain.torch
             build = "CUDA " + info.cuda if info.cuda else "CPU"
-            rep.info(f"testing {manifest.name} {job.variant.name} under torch {info.version} ({build} build) "
-                     f"in {runner.path}")
-            environ = {**os.environ, "PYBUILD_TEST_VARIANT": job.variant.name,
-                       "PYTHONPATH": os.pathsep.join(filter(None, [str(_PYBUILD_PARENT),
-                                                                   os.environ.get("PYTHONPATH")]))}
+            rep.info(
+                f"testing {manifest.name} {job.variant.name} under torch {info.version} ({build} build) "
+                f"in {runner.path}"
+            )
+            environ = {
+                **os.environ,
+                "PYBUILD_TEST_VARIANT": job.variant.name,
+                "PYTHONPATH": os.pathsep.join(filter(None, [str(_PYBUILD_PARENT), os.environ.get("PYTHONPATH")])),
+            }
             if manifest.repo_id:  # tests written as upstream's, get_kernel(repo-id): LOCAL_KERNELS names
                 # the variant folder itself, so the loader loads exactly this variant
                 variant_dir = (manifest.root / "build" / job.variant.name).resolve()
@@ -105,8 +124,7 @@ def _run_tests(job: VariantJob, runners: list[Env], pytest_args: list[str], rep:
             cmd = [runner.python, "-m", "pytest", str(tests), "-p", "no:cacheprovider", *pytest_args]
             rc = subprocess.run(cmd, env=environ, cwd=manifest.root, check=False).returncode
             if rc != 0:
-                error(f"{manifest.name} {job.variant.name}: tests failed under torch {info.version} "
-                      f"(pytest exit {rc})")
+                error(f"{manifest.name} {job.variant.name}: tests failed under torch {info.version} (pytest exit {rc})")
                 failed = 1
     return failed
 
@@ -118,8 +136,9 @@ def _runner_env(variant: Variant, torch: str, rep: Reporter) -> Env:
     from ..variants import Variant
 
     if not variant.stable_abi:
-        raise UsageError(f"--torch: {variant.name} is built for one torch only; --torch is for torch-stable-abi "
-                         "variants")
+        raise UsageError(
+            f"--torch: {variant.name} is built for one torch only; --torch is for torch-stable-abi variants"
+        )
     if tuple(int(x) for x in torch.split(".")) < variant.torch_tuple:
         raise UsageError(f"--torch {torch}: {variant.name} needs torch {variant.torch} or later")
     runner = Variant(torch, variant.backend, variant.backend_version, "cxx11", variant.system)

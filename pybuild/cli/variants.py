@@ -54,8 +54,17 @@ def run(args: argparse.Namespace) -> int:
         return 0
     noun = "variant" if len(variants) == 1 else "variants"
     title = f"{len(variants)} {noun} from {matrix.path}" + (f" for {manifest.name}" if manifest else "")
-    rows = [(v.name, v.torch or "any", v.backend_tag, v.cxx_abi or "-", v.system or "any",
-             "◀ host" if v.noarch or v.name in host else "") for v in variants]
+    rows = [
+        (
+            v.name,
+            v.torch or "any",
+            v.backend_tag,
+            v.cxx_abi or "-",
+            v.system or "any",
+            "◀ host" if v.noarch or v.name in host else "",
+        )
+        for v in variants
+    ]
     Reporter().table(title, ["variant", "torch", "backend", "abi", "system", ""], rows)
     if manifest is not None and manifest.noarch:
         print("(a pure-Python kernel: every machine builds all of these; each loads with any torch of its backend)")

@@ -11,17 +11,23 @@ from .common import add_output_flags, check_writable_dir
 
 NAME = "wheel"
 HELP = "one pip wheel per built variant"
-DESCRIPTION = ("Pack each built variant as a wheel, e.g. img2gray-1.1.2+torch213cpucxx11-cp39-abi3-linux_x86_64.whl, "
-               "requiring the torch minor it was built for. The platform tag is manylinux_2_28 only if the build "
-               "fits it. A pure-Python variant (torch-cuda, ...) makes a py3-none-any wheel that accepts any torch.")
+DESCRIPTION = (
+    "Pack each built variant as a wheel, e.g. img2gray-1.1.2+torch213cpucxx11-cp39-abi3-linux_x86_64.whl, "
+    "requiring the torch minor it was built for. The platform tag is manylinux_2_28 only if the build "
+    "fits it. A pure-Python variant (torch-cuda, ...) makes a py3-none-any wheel that accepts any torch."
+)
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("kernel_dir", metavar="KERNEL_DIR", help="the kernel folder whose build/ to pack "
-                   "(e.g. kernels/img2gray), its build/, or one variant folder")
+    p.add_argument(
+        "kernel_dir",
+        metavar="KERNEL_DIR",
+        help="the kernel folder whose build/ to pack (e.g. kernels/img2gray), its build/, or one variant folder",
+    )
     p.add_argument("--variant", action="append", metavar="NAME", help="only this built variant (repeatable)")
-    p.add_argument("--version", metavar="X.Y.Z", help="the wheels' version, not pybuild's (default: <build.toml "
-                   "version>.0.0)")
+    p.add_argument(
+        "--version", metavar="X.Y.Z", help="the wheels' version, not pybuild's (default: <build.toml version>.0.0)"
+    )
     p.add_argument("-o", "--out-dir", default="dist", metavar="DIR", help="where to write the wheels (default: dist)")
     add_output_flags(p, json_flag=False)
 
@@ -52,7 +58,9 @@ def run(args: argparse.Namespace) -> int:
         path = build_wheel(d, version, out_dir)
         rows.append((d.name, str(path), human_size(path.stat().st_size)))
         if f"-{MANYLINUX}_" not in path.name and path.name.endswith(("linux_x86_64.whl", "linux_aarch64.whl")):
-            rep.info(f"note: {path.name} is tagged linux_*, not {MANYLINUX}: a host build; PyPI refuses such wheels "
-                     "(build the variant with Nix or in a manylinux_2_28 container for a portable one)")
+            rep.info(
+                f"note: {path.name} is tagged linux_*, not {MANYLINUX}: a host build; PyPI refuses such wheels "
+                "(build the variant with Nix or in a manylinux_2_28 container for a portable one)"
+            )
     rep.table(f"{len(rows)} wheel(s) of {target.kernel} {version}", ["variant", "wheel", "size"], rows)
     return 0

@@ -27,8 +27,10 @@ def farm_depends_fix(dep: str) -> str:
     """How to say a farm-only `depends` name (``cutlass``, ``cub``) in upstream's editions."""
     if dep == "cub":
         return "drop it (CUB comes with the CUDA toolkit and needs no `depends`)"
-    return ("vendor its headers into the kernel folder and list them in `include`, or name upstream's pinned "
-            "version, e.g. \"cutlass_3_6\" (which this farm does not provide to a build)")
+    return (
+        "vendor its headers into the kernel folder and list them in `include`, or name upstream's pinned "
+        'version, e.g. "cutlass_3_6" (which this farm does not provide to a build)'
+    )
 
 
 def _backends(general: Reader, schema: Schema) -> tuple[str, ...] | None:
@@ -42,22 +44,28 @@ def _backends(general: Reader, schema: Schema) -> tuple[str, ...] | None:
             hint = f"did you mean {close[0]!r}?" if close else f"known: {', '.join(allowed)}"
             general.fail(f"`backends` in [general] names unknown backend {b!r}; {hint}")
     if not backends:  # only the farm's format may leave the key out (then: its sections' backends)
-        general.fail("`backends` in [general] is empty, which leaves nothing to build; list at least one, "
-                     "e.g. backends = [\"cuda\", \"cpu\"]" + (", or drop the key" if schema.backends_optional else ""))
+        general.fail(
+            "`backends` in [general] is empty, which leaves nothing to build; list at least one, "
+            'e.g. backends = ["cuda", "cpu"]' + (", or drop the key" if schema.backends_optional else "")
+        )
     return tuple(backends)
 
 
 def _general_header(general: Reader, schema: Schema) -> tuple[str, int]:
     name = general.get("name", str, required=True)
     if not NAME_RE.fullmatch(name):
-        general.fail(f"`name` in [general] is {name!r}; use {NAME_RULE} (e.g. \"img2gray\", \"rms-norm\")")
+        general.fail(f'`name` in [general] is {name!r}; use {NAME_RULE} (e.g. "img2gray", "rms-norm")')
     if general.get("universal", bool, False):
-        general.fail("`universal = true` in [general] asks for the legacy torch-universal variant, which this farm "
-                     "does not build; for a pure-Python kernel drop it, leave out [kernel.*] sections and list "
-                     "`backends` in [general] (e.g. backends = [\"cuda\", \"cpu\"]): it builds torch-cuda, torch-cpu")
+        general.fail(
+            "`universal = true` in [general] asks for the legacy torch-universal variant, which this farm "
+            "does not build; for a pure-Python kernel drop it, leave out [kernel.*] sections and list "
+            '`backends` in [general] (e.g. backends = ["cuda", "cpu"]): it builds torch-cuda, torch-cpu'
+        )
     if schema.license_required and "license" not in general.table:  # upstream's v3 conversion refuses it too
-        general.fail("missing `license` in [general], which kernel-builder's v3 format requires to build; add the "
-                     "kernel's license, e.g. license = \"Apache-2.0\"")
+        general.fail(
+            "missing `license` in [general], which kernel-builder's v3 format requires to build; add the "
+            'kernel\'s license, e.g. license = "Apache-2.0"'
+        )
     version = general.get("version", int, 1)
     if version < 1:
         general.fail(f"`version` in [general] must be a positive integer (the v<N> branch); found {version}")
@@ -71,30 +79,45 @@ def general_fields(path: Path, data: dict[str, Any], schema: Schema) -> dict[str
     backends = _backends(general, schema)
     hub = Reader.checked(path, "general.hub", general.table.get("hub"))
     cuda = Reader.checked(path, "general.cuda", general.table.get("cuda"))
-    per_backend = tuple((b, tuple(general.table[b]["python-depends"])) for b in ("cuda", "neuron", "tpu", "xpu")
-                        if isinstance(general.table.get(b), dict) and "python-depends" in general.table[b])
+    per_backend = tuple(
+        (b, tuple(general.table[b]["python-depends"]))
+        for b in ("cuda", "neuron", "tpu", "xpu")
+        if isinstance(general.table.get(b), dict) and "python-depends" in general.table[b]
+    )
     cuda_min, cuda_max = cuda.version("minver", "12.8"), cuda.version("maxver", "12.8")
     if cuda_min and cuda_max and cuda_min > cuda_max:
         cuda.fail(f"`minver` {cuda_min} is above `maxver` {cuda_max} in [general.cuda]; no CUDA toolkit is left")
     repo_id = hub.get("repo-id", str)
     if repo_id is not None and not _REPO_ID_RE.fullmatch(repo_id):
-        hub.fail(f"`repo-id` in [general.hub] is {repo_id!r}; use \"org/name\", e.g. \"kernels-community/{name}\"")
+        hub.fail(f'`repo-id` in [general.hub] is {repo_id!r}; use "org/name", e.g. "kernels-community/{name}"')
     return dict(
-        name=name, universal=False, version=version, license=general.get("license", str, "Apache-2.0"),
-        license_set="license" in general.table, python_depends=general.str_list("python-depends"),
-        backends_filter=backends, repo_id=repo_id, hub_branch=hub.get("branch", str),
-        upstream=general.get("upstream", str), source=general.get("source", str), cuda_minver=cuda_min,
-        cuda_maxver=cuda_max, backend_python_depends=per_backend,
-        kernel_depends=tuple((d["repo-id"], d.get("version", d.get("revision")))
-                             for d in general.table.get("kernel-depends", ())),
+        name=name,
+        universal=False,
+        version=version,
+        license=general.get("license", str, "Apache-2.0"),
+        license_set="license" in general.table,
+        python_depends=general.str_list("python-depends"),
+        backends_filter=backends,
+        repo_id=repo_id,
+        hub_branch=hub.get("branch", str),
+        upstream=general.get("upstream", str),
+        source=general.get("source", str),
+        cuda_minver=cuda_min,
+        cuda_maxver=cuda_max,
+        backend_python_depends=per_backend,
+        kernel_depends=tuple(
+            (d["repo-id"], d.get("version", d.get("revision"))) for d in general.table.get("kernel-depends", ())
+        ),
     )
 
 
 def _depends(r: Reader, depends: tuple[str, ...], schema: Schema) -> None:
     for d in depends:
         if d in FARM_DEPENDS and d not in schema.depends:
-            r.fail(f"`depends` in [{r.section}] names {d!r}, a name of the farm's own format that upstream's "
-                   f"editions refuse; {farm_depends_fix(d)}")
+            r.fail(
+                f"`depends` in [{r.section}] names {d!r}, a name of the farm's own format that upstream's "
+                f"editions refuse; {farm_depends_fix(d)}"
+            )
         if d not in schema.depends:
             close = difflib.get_close_matches(d, schema.depends, n=1)
             hint = f"did you mean {close[0]!r}?" if close else f"known: {', '.join(schema.depends)}"
@@ -114,7 +137,7 @@ def kernel_section(path: Path, kname: str, table: dict[str, Any], schema: Schema
             r.fail(foreign)
     _depends(r, r.str_list("depends"), schema)
     if not r.str_list("src", required=True):
-        r.fail(f"`src` in [{section}] is empty; list at least one source file, e.g. src = [\"csrc/{kname}.cu\"]")
+        r.fail(f'`src` in [{section}] is empty; list at least one source file, e.g. src = ["csrc/{kname}.cu"]')
     spec = KERNEL_TYPES[backend].read(r, path.parent, kname)
     if not spec.compiled_src:
         r.fail(f"`src` in [{section}] lists only headers; add the .cu/.cpp file that defines the kernel")
@@ -124,8 +147,12 @@ def kernel_section(path: Path, kname: str, table: dict[str, Any], schema: Schema
 def framework_of(data: dict[str, Any], schema: Schema) -> str:
     for f in ("torch", "torch-noarch", "tvm-ffi"):
         if f in data:
-            if f == "torch" and schema.pyext_only_torch_is_noarch and not data.get("kernel") \
-                    and not data["torch"].get("src"):
+            if (
+                f == "torch"
+                and schema.pyext_only_torch_is_noarch
+                and not data.get("kernel")
+                and not data["torch"].get("src")
+            ):
                 return "torch-noarch"  # the pre-edition way: a [torch] with only pyext and no kernel sections
             return f
     return "torch-noarch"  # v3 and the farm's format: no framework table is a pure-Python kernel
@@ -141,8 +168,9 @@ def stable_abi(torch: Reader, backends: tuple[str, ...] | None) -> tuple[tuple[s
     for b, text in table.items():
         ver = torch.version_text(f"{where} ({b})", text)
         if ver < (2, 10):
-            torch.fail(f"{where} asks for torch {text} for {b}; torch's stable ABI starts at 2.10: "
-                       "use \"2.10\" or later")
+            torch.fail(
+                f'{where} asks for torch {text} for {b}; torch\'s stable ABI starts at 2.10: use "2.10" or later'
+            )
         if backends is None or b in backends:  # entries for unlisted backends are ignored, as upstream does
             out.append((b, ver))
     return tuple(out)
@@ -153,14 +181,18 @@ def pyext(reader: Reader) -> tuple[str, ...]:
     exts = reader.str_list("pyext") if "pyext" in reader.table else DEFAULT_PYEXT
     for ext in exts:
         if not PYEXT_RE.fullmatch(ext):
-            reader.fail(f"`pyext` in [{section}] has {ext!r}; list file extensions without the dot, "
-                        "e.g. [\"py\", \"json\"]")
+            reader.fail(
+                f'`pyext` in [{section}] has {ext!r}; list file extensions without the dot, e.g. ["py", "json"]'
+            )
         if "." + ext in BUILT_SUFFIXES:
-            reader.fail(f"`pyext` in [{section}] has {ext!r}: built files come from the build, not the package; "
-                        "drop it")
+            reader.fail(
+                f"`pyext` in [{section}] has {ext!r}: built files come from the build, not the package; drop it"
+            )
     if "py" not in exts:
-        reader.fail(f"`pyext` in [{section}] is {list(exts)!r} and leaves out \"py\": the package's Python files "
-                    "would not ship; add \"py\"")
+        reader.fail(
+            f'`pyext` in [{section}] is {list(exts)!r} and leaves out "py": the package\'s Python files '
+            'would not ship; add "py"'
+        )
     return tuple(exts)
 
 
@@ -177,8 +209,9 @@ def unknown_capabilities(reader: Reader, caps: tuple[str, ...]) -> None:
     for c in caps:
         hint = unknown_cuda_capability(c)
         if hint:
-            reader.fail(f"`cuda-capabilities` in [{reader.section}] has {c!r}, which no supported CUDA toolkit "
-                        f"knows; {hint}")
+            reader.fail(
+                f"`cuda-capabilities` in [{reader.section}] has {c!r}, which no supported CUDA toolkit knows; {hint}"
+            )
 
 
 __all__ = ["COMPILED_SUFFIXES", "Manifest", "farm_depends_fix", "general_fields", "kernel_section"]

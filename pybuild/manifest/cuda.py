@@ -14,15 +14,59 @@ if TYPE_CHECKING:
 
 #: CUDA compute capabilities each toolkit release can target (nvcc --list-gpu-arch).
 CUDA_CAPABILITIES: dict[str, tuple[str, ...]] = {
-    "12.6": ("5.0", "5.2", "5.3", "6.0", "6.1", "6.2", "7.0", "7.2", "7.5", "8.0", "8.6", "8.7", "8.9",
-             "9.0", "9.0a"),
-    "12.8": ("5.0", "5.2", "5.3", "6.0", "6.1", "6.2", "7.0", "7.2", "7.5", "8.0", "8.6", "8.7", "8.9",
-             "9.0", "9.0a", "10.0", "10.0a", "10.1", "10.1a", "12.0", "12.0a"),
-    "13.0": ("7.5", "8.0", "8.6", "8.7", "8.8", "8.9", "9.0", "9.0a", "10.0", "10.0a", "10.0f", "10.3",
-             "10.3a", "10.3f", "11.0", "11.0a", "11.0f", "12.0", "12.0a", "12.0f", "12.1", "12.1a", "12.1f"),
+    "12.6": ("5.0", "5.2", "5.3", "6.0", "6.1", "6.2", "7.0", "7.2", "7.5", "8.0", "8.6", "8.7", "8.9", "9.0", "9.0a"),
+    "12.8": (
+        "5.0",
+        "5.2",
+        "5.3",
+        "6.0",
+        "6.1",
+        "6.2",
+        "7.0",
+        "7.2",
+        "7.5",
+        "8.0",
+        "8.6",
+        "8.7",
+        "8.9",
+        "9.0",
+        "9.0a",
+        "10.0",
+        "10.0a",
+        "10.1",
+        "10.1a",
+        "12.0",
+        "12.0a",
+    ),
+    "13.0": (
+        "7.5",
+        "8.0",
+        "8.6",
+        "8.7",
+        "8.8",
+        "8.9",
+        "9.0",
+        "9.0a",
+        "10.0",
+        "10.0a",
+        "10.0f",
+        "10.3",
+        "10.3a",
+        "10.3f",
+        "11.0",
+        "11.0a",
+        "11.0f",
+        "12.0",
+        "12.0a",
+        "12.0f",
+        "12.1",
+        "12.1a",
+        "12.1f",
+    ),
 }
-ALL_CUDA_CAPABILITIES = tuple(sorted({c for caps in CUDA_CAPABILITIES.values() for c in caps},
-                                     key=lambda c: (float(c.rstrip("af")), c)))
+ALL_CUDA_CAPABILITIES = tuple(
+    sorted({c for caps in CUDA_CAPABILITIES.values() for c in caps}, key=lambda c: (float(c.rstrip("af")), c))
+)
 #: Built when a kernel names no capabilities: the datacenter and consumer GPUs in use today.
 DEFAULT_CUDA_CAPABILITIES = ("8.0", "8.6", "8.9", "9.0", "10.0", "12.0")
 
@@ -57,8 +101,10 @@ def cuda_capabilities_for(manifest: Manifest, cuda_version: str, section_path: P
         return caps
     kept = tuple(c for c in caps if c in known)
     if not kept:
-        msg = (f"{section_path or manifest.path}: `cuda-capabilities` {list(caps)} leave an empty set of capabilities "
-               f"for CUDA {cuda_version} (it knows {', '.join(known)}); add one it knows or narrow the variants "
-               "([general.cuda] minver/maxver)")
+        msg = (
+            f"{section_path or manifest.path}: `cuda-capabilities` {list(caps)} leave an empty set of capabilities "
+            f"for CUDA {cuda_version} (it knows {', '.join(known)}); add one it knows or narrow the variants "
+            "([general.cuda] minver/maxver)"
+        )
         raise ManifestError(msg)
     return kept

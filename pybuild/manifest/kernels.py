@@ -37,10 +37,14 @@ class KernelSpec:
 
     backend: ClassVar[str] = ""
     name: str
-    depends: tuple[str, ...] = key("depends", "str_list", doc="libraries the section links: `torch`, and "
-                                   "upstream's pinned CUTLASS, SYCL-TLA, metal-cpp names")
-    src: tuple[str, ...] = key("src", "str_list", path="file",
-                               doc="its sources and headers, relative to the kernel folder")
+    depends: tuple[str, ...] = key(
+        "depends",
+        "str_list",
+        doc="libraries the section links: `torch`, and upstream's pinned CUTLASS, SYCL-TLA, metal-cpp names",
+    )
+    src: tuple[str, ...] = key(
+        "src", "str_list", path="file", doc="its sources and headers, relative to the kernel folder"
+    )
     include: tuple[str, ...] = key("include", "str_list", path="dir", doc="include folders for its sources")
     cxx_flags: tuple[str, ...] = key("cxx-flags", "str_list", language="CXX,OBJCXX", doc="flags for its C++ sources")
 
@@ -48,8 +52,12 @@ class KernelSpec:
     def compile_options(self) -> tuple[tuple[str, str], ...]:
         """(CMake languages, flag) for every flag key of this type (fields declared with ``language``),
         in declaration order: what the generated project passes per source language."""
-        return tuple((f.metadata["language"], flag) for f in dataclasses.fields(self) if "language" in f.metadata
-                     for flag in getattr(self, f.name))
+        return tuple(
+            (f.metadata["language"], flag)
+            for f in dataclasses.fields(self)
+            if "language" in f.metadata
+            for flag in getattr(self, f.name)
+        )
 
     @property
     def compiled_src(self) -> tuple[str, ...]:
@@ -94,14 +102,17 @@ class MetalKernel(KernelSpec):
 class CudaKernel(KernelSpec):
     backend: ClassVar[str] = "cuda"
     cuda_capabilities: tuple[str, ...] = key(
-        "cuda-capabilities", "str_list", farm=True,
-        doc="compute capabilities to build, e.g. [\"8.0\", \"9.0a\"] (default: 8.0 8.6 8.9 9.0 10.0 12.0, "
-            "each toolkit keeping those it knows)")
-    cuda_flags: tuple[str, ...] = key("cuda-flags", "str_list", farm=True, language="CUDA",
-                                            doc="flags for nvcc")
+        "cuda-capabilities",
+        "str_list",
+        farm=True,
+        doc='compute capabilities to build, e.g. ["8.0", "9.0a"] (default: 8.0 8.6 8.9 9.0 10.0 12.0, '
+        "each toolkit keeping those it knows)",
+    )
+    cuda_flags: tuple[str, ...] = key("cuda-flags", "str_list", farm=True, language="CUDA", doc="flags for nvcc")
     #: compiled only into CUDA variants of at least this toolkit
-    cuda_minver: tuple[int, int] | None = key("cuda-minver", "version", default=None, example="12.8",
-                                                   doc="compiled only with CUDA toolkits from this one on")
+    cuda_minver: tuple[int, int] | None = key(
+        "cuda-minver", "version", default=None, example="12.8", doc="compiled only with CUDA toolkits from this one on"
+    )
 
     def applies_to(self, variant: Variant) -> bool:
         """Its backend only, and only CUDA toolkits from `cuda-minver` on."""
@@ -115,21 +126,25 @@ class CudaKernel(KernelSpec):
         for c in self.cuda_capabilities:
             hint = unknown_cuda_capability(c)
             if hint:
-                reader.fail(f"`cuda-capabilities` in [{reader.section}] has {c!r}, which no supported CUDA toolkit "
-                            f"knows; {hint}")
+                reader.fail(
+                    f"`cuda-capabilities` in [{reader.section}] has {c!r}, which no supported CUDA toolkit "
+                    f"knows; {hint}"
+                )
 
 
 @dataclass(frozen=True)
 class RocmKernel(KernelSpec):
     backend: ClassVar[str] = "rocm"
-    rocm_archs: tuple[str, ...] = key("rocm-archs", "str_list", farm=True, doc="AMD GPU targets, e.g. [\"gfx942\"]")
+    rocm_archs: tuple[str, ...] = key("rocm-archs", "str_list", farm=True, doc='AMD GPU targets, e.g. ["gfx942"]')
     hip_flags: tuple[str, ...] = key("hip-flags", "str_list", language="HIP", doc="flags for hipcc")
 
     def check(self, reader: Reader) -> None:
         for a in self.rocm_archs:
             if not ROCM_ARCH_RE.fullmatch(a):
-                reader.fail(f"`rocm-archs` in [{reader.section}] has {a!r}, not an AMD GPU target; use names like "
-                            "\"gfx90a\", \"gfx942\" or \"gfx1100\"")
+                reader.fail(
+                    f"`rocm-archs` in [{reader.section}] has {a!r}, not an AMD GPU target; use names like "
+                    '"gfx90a", "gfx942" or "gfx1100"'
+                )
 
 
 @dataclass(frozen=True)
@@ -139,8 +154,9 @@ class XpuKernel(KernelSpec):
 
 
 #: backend name -> its kernel section type, in the order the editions list them.
-KERNEL_TYPES: dict[str, type[KernelSpec]] = {t.backend: t for t in (CpuKernel, CudaKernel, MetalKernel, RocmKernel,
-                                                                   XpuKernel)}
+KERNEL_TYPES: dict[str, type[KernelSpec]] = {
+    t.backend: t for t in (CpuKernel, CudaKernel, MetalKernel, RocmKernel, XpuKernel)
+}
 
 K = TypeVar("K", bound=type[KernelSpec])
 
@@ -173,7 +189,7 @@ def foreign_key_message(toml: str, section: str, backend: str) -> str | None:
     owner = owner_of(toml)
     if owner is None or owner == backend:
         return None
-    return f"`{toml}` in [{section}] only applies to backend \"{owner}\" (this one is {backend!r})"
+    return f'`{toml}` in [{section}] only applies to backend "{owner}" (this one is {backend!r})'
 
 
 def kernel_tables(depends_required: bool, farm: bool = False) -> dict[str, Table]:
@@ -189,7 +205,7 @@ def kernel_tables(depends_required: bool, farm: bool = False) -> dict[str, Table
         return {b: common for b in KERNEL_TYPES}
     out = {}
     for b, t in KERNEL_TYPES.items():
-        others = {k: f"it only applies to backend \"{o}\"" for k in _all_keys() if (o := owner_of(k)) not in (None, b)}
+        others = {k: f'it only applies to backend "{o}"' for k in _all_keys() if (o := owner_of(k)) not in (None, b)}
         out[b] = fields_table(t, backend, required, elsewhere=others)
     return out
 

@@ -43,22 +43,31 @@ def _torch_fields(path: Path, data: dict[str, Any], framework: str, general: dic
     noarch, backends = framework == "torch-noarch", general["backends_filter"]
     if not data.get("kernel") and backends and (torch.table.get("src") or torch.table.get("include")):
         key = "src" if torch.table.get("src") else "include"  # before the path checks
-        torch.fail(f"`{key}` in [{section}] names C++ files, but no [kernel.*] section compiles anything; add the "
-                   "kernel sections, or drop the key for a pure-Python kernel")
+        torch.fail(
+            f"`{key}` in [{section}] names C++ files, but no [kernel.*] section compiles anything; add the "
+            "kernel sections, or drop the key for a pure-Python kernel"
+        )
     minver, maxver = torch.version("minver"), torch.version("maxver")
     if minver and maxver and minver > maxver:
         torch.fail(f"`minver` {minver} is above `maxver` {maxver} in [{section}]; no torch version is left")
     if noarch:
         for key in ("minver", "maxver"):
             if key in torch.table and backends:
-                torch.fail(f"`{key}` in [torch] does not apply to a pure-Python kernel: its torch-<backend> "
-                           "variants load with any torch version; drop it")
+                torch.fail(
+                    f"`{key}` in [torch] does not apply to a pure-Python kernel: its torch-<backend> "
+                    "variants load with any torch version; drop it"
+                )
     caps = noarch_list(torch, "cuda_capabilities") if noarch else ()
     unknown_capabilities(torch, caps)
     return dict(
-        torch_src=torch.paths(path.parent, "src"), torch_include=torch.paths(path.parent, "include", must_be_dir=True),
-        torch_minver=minver, torch_maxver=maxver, torch_pyext=pyext(torch), torch_cxx_flags=torch.str_list("cxx-flags"),
-        stable_abi=stable_abi(torch, backends) if framework == "torch" else (), noarch_cuda_capabilities=caps,
+        torch_src=torch.paths(path.parent, "src"),
+        torch_include=torch.paths(path.parent, "include", must_be_dir=True),
+        torch_minver=minver,
+        torch_maxver=maxver,
+        torch_pyext=pyext(torch),
+        torch_cxx_flags=torch.str_list("cxx-flags"),
+        stable_abi=stable_abi(torch, backends) if framework == "torch" else (),
+        noarch_cuda_capabilities=caps,
         noarch_rocm_archs=noarch_list(torch, "rocm_archs") if noarch else (),
     )
 
@@ -69,15 +78,18 @@ def _check_shape(m: Manifest, has_framework_table: bool) -> None:
     if not m.noarch and not m.kernels or m.noarch and not m.backends_filter and not has_framework_table:
         raise ManifestError(
             f"{m.path}: no [kernel.<name>] section; add one with backend and src, e.g. [kernel.{m.name}] "
-            f"backend = \"cpu\", src = [\"csrc/{m.name}.cpp\"] (or, for a pure-Python kernel, list its "
-            "backends in [general], e.g. backends = [\"cuda\", \"cpu\"], and leave out the [kernel.*] sections)"
+            f'backend = "cpu", src = ["csrc/{m.name}.cpp"] (or, for a pure-Python kernel, list its '
+            'backends in [general], e.g. backends = ["cuda", "cpu"], and leave out the [kernel.*] sections)'
         )
     if m.kernels and not m.torch_src:
-        raise ManifestError(f"{m.path}: `src` in [{section}] is empty; list the binding, "
-                            "e.g. [\"torch-ext/torch_binding.cpp\"]")
+        raise ManifestError(
+            f'{m.path}: `src` in [{section}] is empty; list the binding, e.g. ["torch-ext/torch_binding.cpp"]'
+        )
     if m.noarch and not m.backends_filter:
-        raise ManifestError(f"{m.path}: a pure-Python kernel lists its backends; add backends = [\"cuda\", \"cpu\"] "
-                            "(or the ones it runs on) to [general]")
+        raise ManifestError(
+            f'{m.path}: a pure-Python kernel lists its backends; add backends = ["cuda", "cpu"] '
+            "(or the ones it runs on) to [general]"
+        )
     pkg = f"{m.package_dir}/{m.python_name}/__init__.py"
     if not (m.root / pkg).is_file():
         raise ManifestError(f"{m.path}: missing Python package {pkg}; the kernel's wrapper lives there")
@@ -93,9 +105,11 @@ def to_model(data: dict[str, Any], edition: Edition, path: Path) -> Manifest:
     sections = data.get("kernel", {})
     if framework == "torch-noarch" and sections:
         first = next(iter(sections))
-        raise ManifestError(f"{path}: [kernel.{first}] in a pure-Python kernel ([torch-noarch]); compiled kernels "
-                            "take a [torch] table with the binding in `src`: replace [torch-noarch] with it, or drop "
-                            "the [kernel.*] sections")
+        raise ManifestError(
+            f"{path}: [kernel.{first}] in a pure-Python kernel ([torch-noarch]); compiled kernels "
+            "take a [torch] table with the binding in `src`: replace [torch-noarch] with it, or drop "
+            "the [kernel.*] sections"
+        )
     torch = _torch_fields(path, data, framework, general)
     kernels = tuple(kernel_section(path, k, t, schema) for k, t in sections.items())
     manifest = Manifest(path=path, **general, **torch, kernels=kernels, edition=edition, framework=framework)
@@ -125,9 +139,11 @@ def _check_python_depends(manifest: Manifest) -> None:
         refused = [d for d in wanted if d not in ok]
         if refused:
             where = "[general]" if any(d in manifest.python_depends for d in refused) else f"[general.{backend}]"
-            raise ManifestError(f"{manifest.path}: `python-depends` in {where} names {', '.join(map(repr, refused))}, "
-                                f"which the kernels loader refuses for backend {backend}; allowed: "
-                                f"{', '.join(sorted(ok)) or 'none'} (kernels/python_depends.json)")
+            raise ManifestError(
+                f"{manifest.path}: `python-depends` in {where} names {', '.join(map(repr, refused))}, "
+                f"which the kernels loader refuses for backend {backend}; allowed: "
+                f"{', '.join(sorted(ok)) or 'none'} (kernels/python_depends.json)"
+            )
 
 
 def parse_manifest(text: str, path: Path) -> Manifest:
@@ -161,5 +177,7 @@ def duplicate_name_message(name: str, dirs: list[Path]) -> str:
     """One line for kernel folders whose build.toml files share a ``name`` (their builds, metadata and
     Hub repos would collide)."""
     files = " and ".join(str(d / "build.toml") for d in dirs)
-    return (f"{files} both name the kernel {name!r}; a kernel's name must be unique in the farm: "
-            "rename one ([general] name)")
+    return (
+        f"{files} both name the kernel {name!r}; a kernel's name must be unique in the farm: "
+        "rename one ([general] name)"
+    )

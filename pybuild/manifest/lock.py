@@ -40,8 +40,7 @@ from .model import Manifest
 
 LOCK_FILE = "variants.lock.json"
 COMMAND = "python -m pybuild lock"
-DESCRIPTION = ("Write variants.lock.json (the variants each kernel builds, for Nix) beside each kernel's "
-               "build.toml.")
+DESCRIPTION = "Write variants.lock.json (the variants each kernel builds, for Nix) beside each kernel's build.toml."
 
 
 # Bump when the rule of which variants a kernel builds changes (Manifest.variant_sources), and
@@ -56,8 +55,11 @@ def canonical_json(value: Any) -> str:
     if isinstance(value, float):
         return format(value, "g")
     if isinstance(value, dict):
-        return "{" + ",".join(f"{json.dumps(k, ensure_ascii=False)}:{canonical_json(v)}"
-                              for k, v in sorted(value.items())) + "}"
+        return (
+            "{"
+            + ",".join(f"{json.dumps(k, ensure_ascii=False)}:{canonical_json(v)}" for k, v in sorted(value.items()))
+            + "}"
+        )
     if isinstance(value, list):
         return "[" + ",".join(canonical_json(v) for v in value) + "]"
     return json.dumps(value, ensure_ascii=False)
@@ -139,8 +141,12 @@ def fix_command(kernel_dir: Path, variants: Path | None = None) -> str:
     return f"{COMMAND} {kernel_dir}" + (f" --variants {variants}" if variants is not None else "")
 
 
-def run_locks(kernel_dirs: list[Path], variants: Path | None = None, check: bool = False,
-              report: Callable[[str], None] | None = print) -> int:
+def run_locks(
+    kernel_dirs: list[Path],
+    variants: Path | None = None,
+    check: bool = False,
+    report: Callable[[str], None] | None = print,
+) -> int:
     """Write (or with ``check`` compare) each kernel's lock, each for ``variants`` or else its own
     nearest ``variants.json``; ``report`` (None: quiet) gets one line a kernel changed and a summary.
     The exit code: 1 if ``check`` found a missing or stale lock, else 0. Bad input raises PybuildError."""
@@ -166,8 +172,13 @@ def run_locks(kernel_dirs: list[Path], variants: Path | None = None, check: bool
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("kernel_dirs", nargs="*", type=Path, metavar="KERNEL_DIR",
-                        help="kernel folders (default: every kernels/<name>/ here)")
+    parser.add_argument(
+        "kernel_dirs",
+        nargs="*",
+        type=Path,
+        metavar="KERNEL_DIR",
+        help="kernel folders (default: every kernels/<name>/ here)",
+    )
     parser.add_argument("--variants", type=Path, help="the matrix (default: the nearest variants.json)")
     parser.add_argument("--check", action="store_true", help="change nothing; exit 1 if a lock is missing or stale")
 

@@ -41,16 +41,21 @@ class Migration:
         return self.old != self.new
 
     def diff(self) -> str:
-        return "".join(difflib.unified_diff(self.old.splitlines(keepends=True), self.new.splitlines(keepends=True),
-                                            fromfile=f"{self.path} (before)", tofile=f"{self.path} (edition 5)"))
+        return "".join(
+            difflib.unified_diff(
+                self.old.splitlines(keepends=True),
+                self.new.splitlines(keepends=True),
+                fromfile=f"{self.path} (before)",
+                tofile=f"{self.path} (edition 5)",
+            )
+        )
 
 
 def _comparable(m: Manifest) -> Manifest:
     """The model without what only records the edition (and pure-Python noise of the old formats)."""
     linked = ("torch",) if m.edition == "farm" else ()  # the farm's format links torch, listed or not
     kernels = tuple(dataclasses.replace(k, depends=tuple(sorted({*linked, *k.depends}))) for k in m.kernels)
-    return dataclasses.replace(m, edition=5, license_set=True, backends_filter=m.backends,
-                               kernels=kernels)
+    return dataclasses.replace(m, edition=5, license_set=True, backends_filter=m.backends, kernels=kernels)
 
 
 def migrate_text(text: str, path: Path) -> Migration:
@@ -64,13 +69,17 @@ def migrate_text(text: str, path: Path) -> Migration:
     for k in old.kernels:
         for d in k.depends:
             if d in FARM_DEPENDS and d not in UPSTREAM_DEPENDS:
-                raise ManifestError(f"{path}: `depends` in [kernel.{k.name}] names {d!r}, which has no equivalent in "
-                                    f"edition {CURRENT_EDITION}; {farm_depends_fix(d)}, then migrate")
+                raise ManifestError(
+                    f"{path}: `depends` in [kernel.{k.name}] names {d!r}, which has no equivalent in "
+                    f"edition {CURRENT_EDITION}; {farm_depends_fix(d)}, then migrate"
+                )
     doc = tomlkit.parse(text)
     general = _as_table(doc, "general")
     if "license" not in general:
-        raise ManifestError(f"{path}: edition {CURRENT_EDITION} requires `license` in [general]; add the kernel's "
-                            "license, e.g. license = \"Apache-2.0\", then migrate")
+        raise ManifestError(
+            f"{path}: edition {CURRENT_EDITION} requires `license` in [general]; add the kernel's "
+            'license, e.g. license = "Apache-2.0", then migrate'
+        )
     if "universal" in general:
         del general["universal"]  # false (true is refused when parsing): the default of every edition
     added: dict[str, Any] = {}
@@ -97,10 +106,15 @@ def migrate_text(text: str, path: Path) -> Migration:
     new_text = tomlkit.dumps(doc)
     new = parse_manifest(new_text, path)
     if _comparable(new) != _comparable(old):
-        diff = [f.name for f in dataclasses.fields(Manifest)
-                if getattr(_comparable(new), f.name) != getattr(_comparable(old), f.name)]
-        raise ManifestError(f"{path}: migrating from {edition_label(edition)} would change {', '.join(diff)}; "  # type: ignore[arg-type]
-                            "please report this and migrate by hand")
+        diff = [
+            f.name
+            for f in dataclasses.fields(Manifest)
+            if getattr(_comparable(new), f.name) != getattr(_comparable(old), f.name)
+        ]
+        raise ManifestError(
+            f"{path}: migrating from {edition_label(edition)} would change {', '.join(diff)}; "  # type: ignore[arg-type]
+            "please report this and migrate by hand"
+        )
     return Migration(path, text, new_text, edition)
 
 
@@ -110,8 +124,9 @@ def _as_table(doc: Any, key: str) -> Table:
     if isinstance(value, Table):
         return value
     if not isinstance(value, InlineTable):  # the manifest parsed, so [general] is a table of some kind
-        raise ManifestError(f"`{key}` is written in a form migrate cannot rewrite; write it as a [{key}] table, "
-                            "then migrate")
+        raise ManifestError(
+            f"`{key}` is written in a form migrate cannot rewrite; write it as a [{key}] table, then migrate"
+        )
     table = tomlkit.table()
     for k, v in value.items():
         table[k] = v
@@ -124,20 +139,24 @@ def _add_keys(parent: Any, name: str, keys: dict[str, Any]) -> None:
     and blank lines above the next table's header at the end of this one: appended keys would land
     below them, under the wrong header. So the table is rebuilt with the keys before that tail."""
     table = parent[name]
-    body = [(k, v) for k, v in table.value.body if k is not None or isinstance(v, (Comment, Whitespace))] \
-        if isinstance(table, Table) else []
+    body = (
+        [(k, v) for k, v in table.value.body if k is not None or isinstance(v, (Comment, Whitespace))]
+        if isinstance(table, Table)
+        else []
+    )
     last = max((i for i, (k, _) in enumerate(body) if k is not None), default=-1)
     if last == len(body) - 1:  # an inline table, or nothing after the last key: append
         for key, value in keys.items():
             table[key] = value
         return
-    out = Table(Container(), table.trivia, table.is_aot_element(), table.is_super_table(),
-                display_name=table.display_name)
+    out = Table(
+        Container(), table.trivia, table.is_aot_element(), table.is_super_table(), display_name=table.display_name
+    )
     for k, v in body[: last + 1]:
         out.add(k, v) if k is not None else out.add(v)  # type: ignore[call-overload]
     for key, value in keys.items():
         out[key] = value
-    for _, v in body[last + 1:]:
+    for _, v in body[last + 1 :]:
         if isinstance(v, Comment) and v is body[-1][1]:  # end on whitespace, or tomlkit adds a blank line
             trail, v.trivia.trail = v.trivia.trail, ""
             out.add(v)

@@ -201,8 +201,12 @@ class Manifest:
         found = []
         for p in safeload.files(pkg):
             rel = p.relative_to(pkg)
-            if not p.is_file() or "__pycache__" in rel.parts or rel.as_posix() == "_ops.py" \
-                    or p.name.endswith(BUILT_SUFFIXES):
+            if (
+                not p.is_file()
+                or "__pycache__" in rel.parts
+                or rel.as_posix() == "_ops.py"
+                or p.name.endswith(BUILT_SUFFIXES)
+            ):
                 continue
             if any(p.name.endswith("." + ext) for ext in self.torch_pyext):
                 found.append(rel.as_posix())

@@ -13,8 +13,14 @@ SOURCE_SUFFIXES = {".c", ".cc", ".cpp", ".cxx", ".cu", ".h", ".hh", ".hpp", ".cu
 COMPILED_SUFFIXES = {".c", ".cc", ".cpp", ".cxx", ".cu", ".mm", ".metal"}
 
 #: How a type reads in an error message ("must be an integer", not "must be a int").
-_KIND_NAMES = {int: "an integer (e.g. 1)", str: "a string", bool: "true or false", list: "a list", dict: "a table",
-               float: "a number"}
+_KIND_NAMES = {
+    int: "an integer (e.g. 1)",
+    str: "a string",
+    bool: "true or false",
+    list: "a list",
+    dict: "a table",
+    float: "a number",
+}
 
 
 class Reader:
@@ -46,8 +52,14 @@ class Reader:
                 self.fail(f"missing {self.where(key)}; add it, e.g. {key} = ...")
             return default
         value = self.table[key]
-        if kind is bool and not isinstance(value, bool) or kind is not bool and not isinstance(value, kind) \
-                or kind is int and isinstance(value, bool):
+        if (
+            kind is bool
+            and not isinstance(value, bool)
+            or kind is not bool
+            and not isinstance(value, kind)
+            or kind is int
+            and isinstance(value, bool)
+        ):
             self.fail(f"{self.where(key)} must be {_KIND_NAMES.get(kind, kind.__name__)}; found {value!r}")
         return value
 

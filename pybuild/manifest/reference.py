@@ -24,18 +24,18 @@ MEANING = {
     "general.backends": "the backends it builds for; a compiled kernel also needs a [kernel.*] section of each",
     "general.python-depends": "Python packages the kernel needs at run time (from the loader's allow-list)",
     "general.kernel-depends": "other Hub kernels it loads, each by `repo-id` and `version` or `revision`",
-    "general.hub.repo-id": "the Hub repository `publish` uploads to by default (\"org/name\")",
+    "general.hub.repo-id": 'the Hub repository `publish` uploads to by default ("org/name")',
     "general.hub.branch": "the Hub branch `publish` uploads to by default",
-    "general.cuda.minver": "the oldest CUDA toolkit it builds with (\"12.8\")",
+    "general.cuda.minver": 'the oldest CUDA toolkit it builds with ("12.8")',
     "general.cuda.maxver": "the newest CUDA toolkit it builds with",
     "torch.src": "the binding: C++ sources registering the ops with torch",
     "torch.include": "include folders for the binding",
-    "torch.minver": "the oldest torch it builds for (\"2.11\")",
+    "torch.minver": 'the oldest torch it builds for ("2.11")',
     "torch.maxver": "the newest torch it builds for",
     "torch.pyext": "extensions of the files of torch-ext/<name>/ that ship (default: py, pyi)",
     "torch.cxx-flags": "flags for every C++ source",
     "torch.stable-abi": "build once per backend version against torch's stable ABI: a version, or a table "
-                        "backend = version",
+    "backend = version",
     "torch-noarch.pyext": "as in [torch]",
     "torch-noarch.cuda-capabilities": "CUDA capabilities written into metadata.json (also `cuda_capabilities`)",
     "torch-noarch.rocm-archs": "ROCm targets written into metadata.json (also `rocm_archs`)",
@@ -102,34 +102,48 @@ def _older_rules(schema: Schema) -> list[str]:
     """How ``schema`` reads differently beyond its keys: an optional `backends`, one kernel key set."""
     lines = []
     if schema.backends_optional:
-        lines.append("- `backends` is optional in [general]: left out, the kernel builds for the backends of its "
-                     "[kernel.*] sections")
+        lines.append(
+            "- `backends` is optional in [general]: left out, the kernel builds for the backends of its "
+            "[kernel.*] sections"
+        )
     kernel_tables = list(schema.kernels().values())
     if len(kernel_tables) > 1 and all(t is kernel_tables[0] for t in kernel_tables):
         keys = ", ".join(f"`{k}`" for k in kernel_tables[0].keys)
-        lines.append(f"- [kernel.<name>] takes one key set that serves every backend ({keys}); a key that applies "
-                     "to another backend than the section's is refused when the file is read")
+        lines.append(
+            f"- [kernel.<name>] takes one key set that serves every backend ({keys}); a key that applies "
+            "to another backend than the section's is refused when the file is read"
+        )
     return lines
 
 
 def render() -> str:
     current = SCHEMAS[CURRENT_EDITION]
-    out = ["# build.toml reference", "",
-           "Generated from pybuild's declared schema by `python -m pybuild.manifest.reference`; do not edit.", "",
-           f"pybuild reads edition {CURRENT_EDITION} (below) and the older formats listed at the end; "
-           "`python -m pybuild migrate` rewrites an older file as the current edition. A kernel has exactly one "
-           "of [torch], [torch-noarch] (pure Python) and [tvm-ffi], and, when compiled, one or more "
-           "[kernel.<name>] sections."]
+    out = [
+        "# build.toml reference",
+        "",
+        "Generated from pybuild's declared schema by `python -m pybuild.manifest.reference`; do not edit.",
+        "",
+        f"pybuild reads edition {CURRENT_EDITION} (below) and the older formats listed at the end; "
+        "`python -m pybuild migrate` rewrites an older file as the current edition. A kernel has exactly one "
+        "of [torch], [torch-noarch] (pure Python) and [tvm-ffi], and, when compiled, one or more "
+        "[kernel.<name>] sections.",
+    ]
     for section, table in _tables(current):
         out += ["", f"## [{section}]", "", *_rows(section, table)]
-    out += ["", "## [kernel.<name>]", "", "Every section takes `backend` (one of "
-            f"{', '.join(f'`{b}`' for b in KERNEL_TYPES)}) and:", "",
-            "| key | value | required | meaning |", "|---|---|---|---|", *_kernel_rows(KernelSpec, True)]
+    out += [
+        "",
+        "## [kernel.<name>]",
+        "",
+        f"Every section takes `backend` (one of {', '.join(f'`{b}`' for b in KERNEL_TYPES)}) and:",
+        "",
+        "| key | value | required | meaning |",
+        "|---|---|---|---|",
+        *_kernel_rows(KernelSpec, True),
+    ]
     for backend, cls in KERNEL_TYPES.items():
         rows = _kernel_rows(cls, False)
-        out += ["", f"### backend = \"{backend}\"", ""]
-        out += ["| key | value | required | meaning |", "|---|---|---|---|", *rows] if rows else \
-            ["No keys of its own."]
+        out += ["", f'### backend = "{backend}"', ""]
+        out += ["| key | value | required | meaning |", "|---|---|---|---|", *rows] if rows else ["No keys of its own."]
     out += ["", "## Older formats", ""]
     for edition, schema in SCHEMAS.items():
         if edition != CURRENT_EDITION:

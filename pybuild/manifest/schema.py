@@ -16,8 +16,10 @@ from typing import Any, Literal
 
 from .. import backends as registry
 
-Kind = Literal["str", "int", "bool", "str_list", "version", "table", "version_or_backend_table", "kernel_deps",
-               "git_url"]
+Kind = Literal[
+    "str", "int", "bool", "str_list", "version", "table", "version_or_backend_table", "kernel_deps", "git_url"
+]
+
 
 def key(toml: str, kind: Kind, default: Any = (), **meta: Any) -> Any:
     """A dataclass field read from the TOML key ``toml`` of kind ``kind``: the declaration that both
@@ -46,8 +48,12 @@ class Table:
         return (*self.keys, *self.tables)
 
 
-def fields_table(cls: Any, extra: dict[str, Kind] | None = None, required: tuple[str, ...] = (),
-                 elsewhere: dict[str, str] | None = None) -> Table:
+def fields_table(
+    cls: Any,
+    extra: dict[str, Kind] | None = None,
+    required: tuple[str, ...] = (),
+    elsewhere: dict[str, str] | None = None,
+) -> Table:
     """The table of the keys ``cls`` declares (plus ``extra``, first), requiring ``required``."""
     declared = declared_keys(cls)
     keys: dict[str, Kind] = {**(extra or {}), **{k: f.metadata["kind"] for k, f in declared.items()}}
@@ -60,12 +66,18 @@ def did_you_mean(key: str, allowed: tuple[str, ...]) -> str:
     return f"did you mean `{close[0]}`?" if close else f"allowed keys: {', '.join(allowed) or 'none'}"
 
 
-KIND_WORDS = {"str": "a string", "int": "an integer (e.g. 1)", "bool": "true or false",
-              "str_list": "a list of strings", "version": 'a "major.minor" version string like "2.11"',
-              "table": "a table", "version_or_backend_table": 'a version like "2.11" or a table of backend = "2.11"',
-              "kernel_deps": 'a list of tables like { repo-id = "org/kernel", version = 1 } (a whole number from 0, '
-                             'or revision = "...")',
-              "git_url": 'a git URL like "https://github.com/org/repo.git" or "git@github.com:org/repo.git"'}
+KIND_WORDS = {
+    "str": "a string",
+    "int": "an integer (e.g. 1)",
+    "bool": "true or false",
+    "str_list": "a list of strings",
+    "version": 'a "major.minor" version string like "2.11"',
+    "table": "a table",
+    "version_or_backend_table": 'a version like "2.11" or a table of backend = "2.11"',
+    "kernel_deps": 'a list of tables like { repo-id = "org/kernel", version = 1 } (a whole number from 0, '
+    'or revision = "...")',
+    "git_url": 'a git URL like "https://github.com/org/repo.git" or "git@github.com:org/repo.git"',
+}
 
 
 def kind_words(kind: Kind, example: str | None = None) -> str:
@@ -78,8 +90,14 @@ def kind_words(kind: Kind, example: str | None = None) -> str:
 
 
 _GIT_SCHEMES = ("https", "http", "git", "ssh", "git+ssh", "git+https", "git+http")
-_EXAMPLES = {"edition": "edition = 5", "backends": 'backends = ["cuda"]', "license": 'license = "Apache-2.0"',
-             "version": "version = 1", "depends": 'depends = ["torch"]', "src": 'src = ["..."]'}
+_EXAMPLES = {
+    "edition": "edition = 5",
+    "backends": 'backends = ["cuda"]',
+    "license": 'license = "Apache-2.0"',
+    "version": "version = 1",
+    "depends": 'depends = ["torch"]',
+    "src": 'src = ["..."]',
+}
 
 
 def _git_url_ok(value: str) -> bool:
@@ -93,14 +111,21 @@ def _git_url_ok(value: str) -> bool:
 
 def _kernel_dep_ok(dep: Any) -> bool:
     """`{ repo-id = "org/name", version = N }` or `{ repo-id = ..., revision = "..." }`, nothing else."""
-    if not isinstance(dep, dict) or not isinstance(dep.get("repo-id"), str) \
-            or set(dep) - {"repo-id", "version", "revision"}:
+    if (
+        not isinstance(dep, dict)
+        or not isinstance(dep.get("repo-id"), str)
+        or set(dep) - {"repo-id", "version", "revision"}
+    ):
         return False
     if ("version" in dep) == ("revision" in dep):
         return False
     version = dep.get("version", 0)  # upstream's usize: a whole number from 0, never a boolean
-    return isinstance(dep.get("revision", ""), str) and isinstance(version, int) and not isinstance(version, bool) \
+    return (
+        isinstance(dep.get("revision", ""), str)
+        and isinstance(version, int)
+        and not isinstance(version, bool)
         and version >= 0
+    )
 
 
 def kind_ok(kind: Kind, value: Any) -> bool:
@@ -132,8 +157,10 @@ def _check_key(schema: Table, section: str, key: str, value: Any) -> str | None:
         for b in value:
             known = tuple(sorted(registry.noarch_names()))  # every registered backend, read now (one may join later)
             if b not in known:
-                return (f"unknown backend `{b}` in [{section}.{key}]; "
-                        f"{did_you_mean(b, known).replace('allowed keys', 'backends')}")
+                return (
+                    f"unknown backend `{b}` in [{section}.{key}]; "
+                    f"{did_you_mean(b, known).replace('allowed keys', 'backends')}"
+                )
     return None
 
 
@@ -142,8 +169,11 @@ def check_table(table: Any, schema: Table, section: str) -> str | None:
     if not isinstance(table, dict):
         return f"[{section}] must be a table; found {table!r}"
     for key, value in table.items():
-        err = check_table(value, schema.tables[key], f"{section}.{key}") if key in schema.tables \
+        err = (
+            check_table(value, schema.tables[key], f"{section}.{key}")
+            if key in schema.tables
             else _check_key(schema, section, key, value)
+        )
         if err:
             return err
     for key in schema.required:

@@ -44,9 +44,11 @@ def kernel_repo_type(installed: str | None = None) -> str:
         ok = True  # a development build: let the Hub answer
     if ok:
         return "kernel"
-    msg = (f"huggingface_hub {installed} cannot upload to kernel repos (repo_type='kernel', which the kernels "
-           f"loader reads, needs huggingface_hub >= {MIN_HUB_CLIENT}); upgrade it: "
-           f"pip install -U 'huggingface_hub>={MIN_HUB_CLIENT}'")
+    msg = (
+        f"huggingface_hub {installed} cannot upload to kernel repos (repo_type='kernel', which the kernels "
+        f"loader reads, needs huggingface_hub >= {MIN_HUB_CLIENT}); upgrade it: "
+        f"pip install -U 'huggingface_hub>={MIN_HUB_CLIENT}'"
+    )
     raise PublishError(msg)
 
 
@@ -118,8 +120,15 @@ def describe(exc: BaseException) -> str:
 class Hub:
     """The calls a release makes, each retried on transient failures."""
 
-    def __init__(self, api: Any, plan: ReleasePlan, *, retries: int, info: Callable[[str], None],
-                 sleep: Callable[[float], None] = time.sleep):
+    def __init__(
+        self,
+        api: Any,
+        plan: ReleasePlan,
+        *,
+        retries: int,
+        info: Callable[[str], None],
+        sleep: Callable[[float], None] = time.sleep,
+    ):
         self.api, self.plan, self.retries, self.info, self.sleep = api, plan, max(0, retries), info, sleep
         self._exponential = wait_exponential(multiplier=BACKOFF_BASE_S, max=BACKOFF_MAX_S)
         self.step = "start"  # what the run is doing, for the message if it fails
@@ -127,9 +136,14 @@ class Hub:
 
     def retrying(self, what: str) -> Retrying:
         """Transient failures of ``what`` retried with exponential backoff (or the server's Retry-After)."""
-        return Retrying(retry=retry_if_exception(is_transient), stop=stop_after_attempt(self.retries + 1),
-                        wait=self._wait, sleep=self.sleep, reraise=True,
-                        before_sleep=lambda state: self._report(what, state))
+        return Retrying(
+            retry=retry_if_exception(is_transient),
+            stop=stop_after_attempt(self.retries + 1),
+            wait=self._wait,
+            sleep=self.sleep,
+            reraise=True,
+            before_sleep=lambda state: self._report(what, state),
+        )
 
     def call(self, what: str, fn: Callable[[], T]) -> T:
         return self.retrying(what)(fn)
@@ -145,8 +159,10 @@ class Hub:
     def _report(self, what: str, state: RetryCallState) -> None:
         exc = state.outcome.exception() if state.outcome else None
         delay = state.next_action.sleep if state.next_action else 0.0
-        self.info(f"  {what}: {describe(exc) if exc else 'failed'}; retry {state.attempt_number}/{self.retries} "
-                  f"in {delay:.0f} s")
+        self.info(
+            f"  {what}: {describe(exc) if exc else 'failed'}; retry {state.attempt_number}/{self.retries} "
+            f"in {delay:.0f} s"
+        )
 
     # -- reads ---------------------------------------------------------------------------------
     def refs(self) -> tuple[dict[str, str], dict[str, str]]:
@@ -158,14 +174,17 @@ class Hub:
         from huggingface_hub.hf_api import RepoFile
 
         p = self.plan
-        entries = self.call(f"list files of {revision[:12]}", lambda: list(
-            self.api.list_repo_tree(p.repo_id, repo_type=p.repo_type, revision=revision, recursive=True)))
+        entries = self.call(
+            f"list files of {revision[:12]}",
+            lambda: list(self.api.list_repo_tree(p.repo_id, repo_type=p.repo_type, revision=revision, recursive=True)),
+        )
         out = {}
         for e in entries:
             if isinstance(e, RepoFile):
                 lfs = getattr(e, "lfs", None)
-                out[e.path] = RemoteFile(getattr(e, "blob_id", None), getattr(lfs, "sha256", None) if lfs else None,
-                                         e.size)
+                out[e.path] = RemoteFile(
+                    getattr(e, "blob_id", None), getattr(lfs, "sha256", None) if lfs else None, e.size
+                )
         return out
 
 
@@ -202,13 +221,18 @@ def hub_error(exc: BaseException, plan: ReleasePlan) -> PublishError:
     state = getattr(exc, "pybuild_state", None) or "nothing was tagged"
     base = f"{plan.repo_id}: publishing {plan.version} failed{at}: {describe(exc)}"
     if code == 401 or (code == 403 and not getattr(exc, "pybuild_token_ok", False)):
-        return PublishError(f"{base}; the Hub refused the token: check HF_TOKEN (or `hf auth login`) and that it may "
-                            f"write to {plan.repo_id.split('/')[0]}; {state}")
+        return PublishError(
+            f"{base}; the Hub refused the token: check HF_TOKEN (or `hf auth login`) and that it may "
+            f"write to {plan.repo_id.split('/')[0]}; {state}"
+        )
     if code == 403:
-        return PublishError(f"{base}; the token was accepted for this run's earlier writes, so the Hub forbids this "
-                            f"step itself (e.g. a protected branch or tag, a repo setting): check {plan.repo_id}'s "
-                            f"settings; {state}")
+        return PublishError(
+            f"{base}; the token was accepted for this run's earlier writes, so the Hub forbids this "
+            f"step itself (e.g. a protected branch or tag, a repo setting): check {plan.repo_id}'s "
+            f"settings; {state}"
+        )
     if is_transient(exc):
-        return PublishError(f"{base} (gave up after retries); {state}; run the same command again to complete the "
-                            "release")
+        return PublishError(
+            f"{base} (gave up after retries); {state}; run the same command again to complete the release"
+        )
     return PublishError(f"{base}; {state}")

@@ -56,8 +56,14 @@ class ReleaseFile:
 
     @classmethod
     def from_bytes(cls, path: str, data: bytes, source: Path | None = None) -> ReleaseFile:
-        return cls(path, len(data), hashlib.sha256(data).hexdigest(), git_blob_oid(data), source,
-                   None if source is not None else data)
+        return cls(
+            path,
+            len(data),
+            hashlib.sha256(data).hexdigest(),
+            git_blob_oid(data),
+            source,
+            None if source is not None else data,
+        )
 
 
 @dataclass(frozen=True)
@@ -77,8 +83,9 @@ class ReleasePlan:
 
     @property
     def variants(self) -> list[str]:
-        return sorted({f.path.split("/")[1] for f in self.files
-                       if f.path.startswith("build/") and f.path.count("/") >= 2})
+        return sorted(
+            {f.path.split("/")[1] for f in self.files if f.path.startswith("build/") and f.path.count("/") >= 2}
+        )
 
 
 def parse_version(version: str, manifest: Manifest) -> tuple[int, int, int]:
@@ -87,9 +94,11 @@ def parse_version(version: str, manifest: Manifest) -> tuple[int, int, int]:
         raise UsageError(f"--version {version!r}: expected MAJOR.MINOR.PATCH, e.g. 1.0.0")
     major, minor, patch = (int(x) for x in m.groups())
     if major != manifest.version:
-        msg = (f"--version {version}: major {major} differs from `version = {manifest.version}` in [general] of "
-               f"{manifest.path} (the v<N> branch that get_kernel(version=N) loads); use "
-               f"{manifest.version}.x.y, or bump `version` in build.toml and rebuild")
+        msg = (
+            f"--version {version}: major {major} differs from `version = {manifest.version}` in [general] of "
+            f"{manifest.path} (the v<N> branch that get_kernel(version=N) loads); use "
+            f"{manifest.version}.x.y, or bump `version` in build.toml and rebuild"
+        )
         raise UsageError(msg)
     return major, minor, patch
 
@@ -101,8 +110,9 @@ def check_repo_id(repo_id: str) -> str:
 
 
 def _excluded(rel: Path) -> bool:
-    return (any(part in EXCLUDED_PARTS or part in EXCLUDED_NAMES for part in rel.parts)
-            or rel.suffix in EXCLUDED_SUFFIXES)
+    return (
+        any(part in EXCLUDED_PARTS or part in EXCLUDED_NAMES for part in rel.parts) or rel.suffix in EXCLUDED_SUFFIXES
+    )
 
 
 def _refuse_link(path: Path) -> PublishError:
@@ -110,8 +120,10 @@ def _refuse_link(path: Path) -> PublishError:
         target = f" (to {os.readlink(path)})"
     except OSError:
         target = ""
-    return PublishError(f"{shown(path)}: is a symlink{target}; publish uploads only the kernel's own files and a link "
-                        "may lead out of the kernel folder: replace it with a copy of what it points to, or remove it")
+    return PublishError(
+        f"{shown(path)}: is a symlink{target}; publish uploads only the kernel's own files and a link "
+        "may lead out of the kernel folder: replace it with a copy of what it points to, or remove it"
+    )
 
 
 def _own_file(root: Path, rel: str) -> Path | None:
@@ -173,8 +185,9 @@ def select_files(manifest: Manifest) -> list[tuple[str, Path]]:
     return sorted(chosen.items())
 
 
-def _folder_files(root: Path, folder: str, generated: set[str],
-                  skipped: Callable[[Path], bool]) -> Iterator[tuple[str, Path]]:
+def _folder_files(
+    root: Path, folder: str, generated: set[str], skipped: Callable[[Path], bool]
+) -> Iterator[tuple[str, Path]]:
     """The files of ``root/folder`` to upload; never descends into a symlinked folder, a staging folder
     or an excluded part. Compiled files only from ``build/``."""
     base = root / folder
@@ -203,8 +216,15 @@ def noncompliance_lines(report: CheckReport) -> list[str]:
     return lines
 
 
-def make_plan(manifest: Manifest, *, repo_id: str, version: str, report: CheckReport,
-              allow_noncompliant: bool, repo_type: str = "kernel") -> ReleasePlan:
+def make_plan(
+    manifest: Manifest,
+    *,
+    repo_id: str,
+    version: str,
+    report: CheckReport,
+    allow_noncompliant: bool,
+    repo_type: str = "kernel",
+) -> ReleasePlan:
     """What a release of ``manifest``'s kernel would write; refuses a build that fails ``check``."""
     from ..card import render_card
 
@@ -216,16 +236,27 @@ def make_plan(manifest: Manifest, *, repo_id: str, version: str, report: CheckRe
         raise PublishError(f"{manifest.root}/build: nothing built; run `python -m pybuild build {manifest.root}` first")
     if noncompliant and not allow_noncompliant:
         failed = ", ".join(sorted({r.check for r in report.failures}))
-        msg = (f"{manifest.root}: the build fails `python -m pybuild check` ({failed}); fix that (see the table), "
-               "or pass --allow-noncompliant to publish anyway (recorded in the kernel card)")
+        msg = (
+            f"{manifest.root}: the build fails `python -m pybuild check` ({failed}); fix that (see the table), "
+            "or pass --allow-noncompliant to publish anyway (recorded in the kernel card)"
+        )
         raise PublishError(msg)
     files = [ReleaseFile.from_bytes(rel, p.read_bytes(), p) for rel, p in select_files(manifest)]
-    card = render_card(manifest, repo_id=repo_id, version=version, report=report,
-                       noncompliant=noncompliant if allow_noncompliant else [])
+    card = render_card(
+        manifest,
+        repo_id=repo_id,
+        version=version,
+        report=report,
+        noncompliant=noncompliant if allow_noncompliant else [],
+    )
     files = [f for f in files if f.path != CARD] + [ReleaseFile.from_bytes(CARD, card.encode())]
     return ReleasePlan(
-        kernel=manifest.name, repo_id=repo_id, repo_type=repo_type, version=version, branch=f"v{major}",
-        tag=f"v{version}", files=tuple(sorted(files, key=lambda f: f.path)), noncompliant=tuple(noncompliant),
+        kernel=manifest.name,
+        repo_id=repo_id,
+        repo_type=repo_type,
+        version=version,
+        branch=f"v{major}",
+        tag=f"v{version}",
+        files=tuple(sorted(files, key=lambda f: f.path)),
+        noncompliant=tuple(noncompliant),
     )
-
-

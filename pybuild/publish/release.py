@@ -25,8 +25,10 @@ from .plan import VERSION_RE, ReleasePlan
 def _operations(plan: ReleasePlan, remote: dict[str, RemoteFile]) -> list[Any]:
     from huggingface_hub import CommitOperationAdd, CommitOperationDelete
 
-    ops: list[Any] = [CommitOperationAdd(path_in_repo=f.path, path_or_fileobj=str(f.source) if f.source else f.data())
-                      for f in plan.files]
+    ops: list[Any] = [
+        CommitOperationAdd(path_in_repo=f.path, path_or_fileobj=str(f.source) if f.source else f.data())
+        for f in plan.files
+    ]
     keep = {f.path for f in plan.files} | set(HUB_MANAGED)
     ops += [CommitOperationDelete(path_in_repo=p) for p in sorted(remote) if p not in keep]
     return ops
@@ -36,8 +38,12 @@ def _commit_message(plan: ReleasePlan) -> tuple[str, str]:
     from .. import __version__
 
     title = f"Release {plan.kernel} {plan.version}"
-    body = [f"{len(plan.files)} files, variants:", *(f"- {v}" for v in plan.variants), "",
-            f"Published by pybuild {__version__}."]
+    body = [
+        f"{len(plan.files)} files, variants:",
+        *(f"- {v}" for v in plan.variants),
+        "",
+        f"Published by pybuild {__version__}.",
+    ]
     if plan.noncompliant:
         body += ["", "Published with --allow-noncompliant:", *(f"- {line}" for line in plan.noncompliant)]
     return title, "\n".join(body)
@@ -54,9 +60,15 @@ def _newer_release(plan: ReleasePlan, tags: Iterable[str]) -> str | None:
     return "v" + ".".join(map(str, max(newer))) if newer else None
 
 
-def publish_plan(api: Any, plan: ReleasePlan, *, retries: int = DEFAULT_RETRIES, info: Callable[[str], None] = print,
-                 progress: Callable[[str, float | None], None] | None = None,
-                 sleep: Callable[[float], None] = time.sleep) -> PublishResult:
+def publish_plan(
+    api: Any,
+    plan: ReleasePlan,
+    *,
+    retries: int = DEFAULT_RETRIES,
+    info: Callable[[str], None] = print,
+    progress: Callable[[str, float | None], None] | None = None,
+    sleep: Callable[[float], None] = time.sleep,
+) -> PublishResult:
     """Write ``plan`` to the Hub (see :mod:`pybuild.publish` for the guarantees). An exception from the
     Hub leaves the refs as they were (the branch is rolled back if the tag fails) and carries
     ``pybuild_step`` (what failed), ``pybuild_token_ok`` and ``pybuild_state`` (what the remote holds
@@ -86,8 +98,10 @@ def _publish(hub: Hub, plan: ReleasePlan, step: Callable[[str, float | None], No
         return _already_tagged(hub, plan, tags[plan.tag], url)
     newer = _newer_release(plan, tags)
     if newer:
-        msg = (f"{plan.repo_id}: {newer} is already published; releasing {plan.version} would move branch "
-               f"{plan.branch} back to older code; publish a version above {newer[1:]}")
+        msg = (
+            f"{plan.repo_id}: {newer} is already published; releasing {plan.version} would move branch "
+            f"{plan.branch} back to older code; publish a version above {newer[1:]}"
+        )
         raise PublishError(msg)
 
     tip = branches.get(plan.branch)
@@ -116,13 +130,16 @@ def _already_tagged(hub: Hub, plan: ReleasePlan, commit: str, url: str) -> Publi
     if not diff:
         return PublishResult("already published", commit, plan.branch, plan.tag, url)
     shown = "; ".join(diff[:3]) + (f"; … {len(diff) - 3} more" if len(diff) > 3 else "")
-    msg = (f"{plan.repo_id}: tag {plan.tag} already exists on commit {commit[:12]} with other content ({shown}); "
-           f"tags are never moved or recreated: publish a new version (e.g. {_bump(plan.version)})")
+    msg = (
+        f"{plan.repo_id}: tag {plan.tag} already exists on commit {commit[:12]} with other content ({shown}); "
+        f"tags are never moved or recreated: publish a new version (e.g. {_bump(plan.version)})"
+    )
     raise PublishError(msg)
 
 
-def _commit_on_branch(hub: Hub, plan: ReleasePlan, tip: str | None,
-                      step: Callable[[str, float | None], None]) -> tuple[str, str, bool, str | None]:
+def _commit_on_branch(
+    hub: Hub, plan: ReleasePlan, tip: str | None, step: Callable[[str, float | None], None]
+) -> tuple[str, str, bool, str | None]:
     """The release as a commit on ``plan.branch`` (created if missing; reused if its tip already holds it):
     ``(commit, status, created_branch, tip before)``. A failure removes a branch this run created."""
     api, created_branch = hub.api, False
@@ -130,8 +147,10 @@ def _commit_on_branch(hub: Hub, plan: ReleasePlan, tip: str | None,
         if tip is None:
             hub.step = f"create branch {plan.branch}"
             step(f"creating branch {plan.branch}", None)
-            hub.call(f"create branch {plan.branch}", lambda: api.create_branch(
-                plan.repo_id, branch=plan.branch, repo_type=plan.repo_type, exist_ok=True))
+            hub.call(
+                f"create branch {plan.branch}",
+                lambda: api.create_branch(plan.repo_id, branch=plan.branch, repo_type=plan.repo_type, exist_ok=True),
+            )
             created_branch = True
             hub.step = f"read the refs after creating branch {plan.branch}"
             branches, _ = hub.refs()
@@ -169,18 +188,26 @@ def _roll_back(hub: Hub, plan: ReleasePlan, ours: str, previous: str | None) -> 
             return None
         now = branches.get(p.branch)
         if now != ours:
-            return (f"branch {p.branch} was moved by someone else meanwhile (to {str(now)[:12]}) and is left as it "
-                    "is; nothing was tagged")
+            return (
+                f"branch {p.branch} was moved by someone else meanwhile (to {str(now)[:12]}) and is left as it "
+                "is; nothing was tagged"
+            )
         if previous is None:
-            hub.call(f"delete branch {p.branch}", lambda: api.delete_branch(p.repo_id, branch=p.branch,
-                                                                              repo_type=p.repo_type))
+            hub.call(
+                f"delete branch {p.branch}",
+                lambda: api.delete_branch(p.repo_id, branch=p.branch, repo_type=p.repo_type),
+            )
             return f"branch {p.branch}, which this run had created, was removed again: nothing was released"
         undo = _restore_commit(hub, plan, ours, previous)
-        return (f"branch {p.branch} was rolled back by commit {undo[:12]}, which restores the files of "
-                f"{previous[:12]}: nothing was released")
+        return (
+            f"branch {p.branch} was rolled back by commit {undo[:12]}, which restores the files of "
+            f"{previous[:12]}: nothing was released"
+        )
     except Exception as e:  # noqa: BLE001 (the original error matters more)
-        return (f"rolling back branch {p.branch} failed too ({describe(e)}): it points at {ours[:12]}, the complete "
-                f"release without its tag; run the same command again to tag it")
+        return (
+            f"rolling back branch {p.branch} failed too ({describe(e)}): it points at {ours[:12]}, the complete "
+            f"release without its tag; run the same command again to tag it"
+        )
 
 
 def _restore_commit(hub: Hub, plan: ReleasePlan, ours: str, previous: str) -> str:
@@ -195,13 +222,21 @@ def _restore_commit(hub: Hub, plan: ReleasePlan, ours: str, previous: str) -> st
     ops: list[Any] = [CommitOperationDelete(path_in_repo=f) for f in sorted(set(now) - set(before))]
     with tempfile.TemporaryDirectory(prefix="pybuild-rollback-") as tmp:
         for f in sorted(f for f, r in before.items() if now.get(f) != r):
-            local = hub.call(f"download {f} of {previous[:12]}", partial(
-                api.hf_hub_download, p.repo_id, f, repo_type=p.repo_type, revision=previous, local_dir=tmp))
+            local = hub.call(
+                f"download {f} of {previous[:12]}",
+                partial(api.hf_hub_download, p.repo_id, f, repo_type=p.repo_type, revision=previous, local_dir=tmp),
+            )
             ops.append(CommitOperationAdd(path_in_repo=f, path_or_fileobj=local))
         try:
-            info = api.create_commit(p.repo_id, repo_type=p.repo_type, revision=p.branch, parent_commit=ours,
-                                     operations=ops, commit_message=f"Roll back {p.kernel} {p.version}",
-                                     commit_description=f"Tagging {p.tag} failed: restores the files of {previous}.")
+            info = api.create_commit(
+                p.repo_id,
+                repo_type=p.repo_type,
+                revision=p.branch,
+                parent_commit=ours,
+                operations=ops,
+                commit_message=f"Roll back {p.kernel} {p.version}",
+                commit_description=f"Tagging {p.tag} failed: restores the files of {previous}.",
+            )
             return str(info.oid)
         except Exception:
             branches, _ = hub.refs()  # an answer lost: the commit may have gone through
@@ -216,8 +251,9 @@ def _bump(version: str) -> str:
     return f"{major}.{minor}.{int(patch) + 1}"
 
 
-def _commit(hub: Hub, plan: ReleasePlan, tip: str, remote: dict[str, RemoteFile],
-            step: Callable[[str, float | None], None]) -> str:
+def _commit(
+    hub: Hub, plan: ReleasePlan, tip: str, remote: dict[str, RemoteFile], step: Callable[[str, float | None], None]
+) -> str:
     """One commit on top of ``tip``; a retry first checks whether a lost attempt went through."""
     title, body = _commit_message(plan)
     size = plan.total_size
@@ -226,8 +262,13 @@ def _commit(hub: Hub, plan: ReleasePlan, tip: str, remote: dict[str, RemoteFile]
             step(f"uploading {len(plan.files)} files ({size / 2**20:.1f} MiB) as one commit on {plan.branch}", None)
             try:
                 info = hub.api.create_commit(
-                    plan.repo_id, repo_type=plan.repo_type, revision=plan.branch, parent_commit=tip,
-                    operations=_operations(plan, remote), commit_message=title, commit_description=body,
+                    plan.repo_id,
+                    repo_type=plan.repo_type,
+                    revision=plan.branch,
+                    parent_commit=tip,
+                    operations=_operations(plan, remote),
+                    commit_message=title,
+                    commit_description=body,
                 )
                 return str(info.oid)
             except Exception as e:  # noqa: BLE001
@@ -252,12 +293,16 @@ def _landed_commit(hub: Hub, plan: ReleasePlan, tip: str, exc: Exception, *, las
         hub.info(f"  the commit went through although its answer was lost ({describe(exc)}): {now[:12]}")
         return now
     if status_code(exc) == 412:
-        msg = (f"{plan.repo_id}: branch {plan.branch} moved while publishing (someone else pushed to it); "
-               "nothing was tagged; run the same command again")
+        msg = (
+            f"{plan.repo_id}: branch {plan.branch} moved while publishing (someone else pushed to it); "
+            "nothing was tagged; run the same command again"
+        )
         raise PublishError(msg) from None
     if is_transient(exc) and not last and now != tip:
-        msg = (f"{plan.repo_id}: branch {plan.branch} moved to {str(now)[:12]} during the upload; "
-               "nothing was tagged; run the same command again")
+        msg = (
+            f"{plan.repo_id}: branch {plan.branch} moved to {str(now)[:12]} during the upload; "
+            "nothing was tagged; run the same command again"
+        )
         raise PublishError(msg) from None
     return None
 
@@ -266,15 +311,22 @@ def _tag(hub: Hub, plan: ReleasePlan, commit: str) -> None:
     for attempt in hub.retrying("tag"):
         with attempt:
             try:
-                hub.api.create_tag(plan.repo_id, tag=plan.tag, revision=commit, repo_type=plan.repo_type,
-                                   tag_message=f"{plan.kernel} {plan.version}")
+                hub.api.create_tag(
+                    plan.repo_id,
+                    tag=plan.tag,
+                    revision=commit,
+                    repo_type=plan.repo_type,
+                    tag_message=f"{plan.kernel} {plan.version}",
+                )
             except Exception:  # noqa: BLE001
                 _, tags = hub.refs()
                 if tags.get(plan.tag) == commit:
                     return  # created by a try whose answer was lost
                 if plan.tag in tags:
-                    msg = (f"{plan.repo_id}: tag {plan.tag} was created on {tags[plan.tag][:12]} by someone else "
-                           f"while publishing commit {commit[:12]}; tags are never moved: check the repo")
+                    msg = (
+                        f"{plan.repo_id}: tag {plan.tag} was created on {tags[plan.tag][:12]} by someone else "
+                        f"while publishing commit {commit[:12]}; tags are never moved: check the repo"
+                    )
                     raise PublishError(msg) from None
                 raise
 
@@ -289,13 +341,15 @@ def _drop_branch_if_unused(hub: Hub, plan: ReleasePlan, start: str | None) -> st
         if now is None:
             return "nothing was released"
         if start is None or now == start:
-            hub.call(f"delete branch {plan.branch}", lambda: hub.api.delete_branch(
-                plan.repo_id, branch=plan.branch, repo_type=plan.repo_type))
+            hub.call(
+                f"delete branch {plan.branch}",
+                lambda: hub.api.delete_branch(plan.repo_id, branch=plan.branch, repo_type=plan.repo_type),
+            )
             hub.info(f"  removed branch {plan.branch}, which this run had created")
             return f"branch {plan.branch}, which this run had created, was removed again: nothing was released"
         return f"branch {plan.branch} was moved by someone else meanwhile and is left as it is; nothing was tagged"
     except Exception as e:  # noqa: BLE001 (the original error matters more)
-        return (f"could not remove branch {plan.branch} ({describe(e)}); it points at {str(start)[:12]}, the commit "
-                "it was created from, and the next run reuses it; nothing was tagged")
-
-
+        return (
+            f"could not remove branch {plan.branch} ({describe(e)}); it points at {str(start)[:12]}, the commit "
+            "it was created from, and the next run reuses it; nothing was tagged"
+        )

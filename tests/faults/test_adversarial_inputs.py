@@ -48,6 +48,7 @@ def write(rel: str, data: str | bytes) -> Callable[[Path], None]:
         if p.exists() or p.is_symlink():
             p.unlink()
         p.write_bytes(data if isinstance(data, bytes) else data.encode())
+
     return setup
 
 
@@ -55,6 +56,7 @@ def fifo(rel: str) -> Callable[[Path], None]:
     def setup(farm: Path) -> None:
         (farm / rel).unlink(missing_ok=True)
         os.mkfifo(farm / rel)
+
     return setup
 
 
@@ -62,6 +64,7 @@ def link(rel: str, target: str) -> Callable[[Path], None]:
     def setup(farm: Path) -> None:
         (farm / rel).unlink(missing_ok=True)
         (farm / rel).symlink_to(target)
+
     return setup
 
 
@@ -69,6 +72,7 @@ def sparse(rel: str, size: int) -> Callable[[Path], None]:
     def setup(farm: Path) -> None:
         with open(farm / rel, "wb") as f:
             f.truncate(size)
+
     return setup
 
 
@@ -77,6 +81,7 @@ def matrix_with(**changes) -> Callable[[Path], None]:
         data = json.loads((farm / "variants.json").read_text())
         data["torch"][0].update(changes)
         (farm / "variants.json").write_text(json.dumps(data))
+
     return setup
 
 
@@ -87,6 +92,7 @@ def in_variant(rel: str | bytes, data: bytes = b"x") -> Callable[[Path], None]:
         os.makedirs(os.path.dirname(path), exist_ok=True)
         with open(path, "wb") as f:
             f.write(data)
+
     return setup
 
 
@@ -95,6 +101,7 @@ def result_with(setup_result: Callable[[Path], None]) -> Callable[[Path], None]:
         result = farm / "result"
         shutil.copytree(variant_dir(farm), result / host_cpu_variant())
         setup_result(result / host_cpu_variant())
+
     return setup
 
 
@@ -119,6 +126,7 @@ def meta(data: str | bytes) -> Callable[[Path], None]:
         p = variant_dir(farm) / "metadata.json"
         p.unlink()
         p.write_bytes(data if isinstance(data, bytes) else data.encode())
+
     return setup
 
 
@@ -140,6 +148,7 @@ def non_utf8_in(rel: str) -> Callable[[Path], None]:
         os.makedirs(base, exist_ok=True)
         with open(os.path.join(base, NON_UTF8 + b".so"), "wb") as f:
             f.write(b"\x7fELF not really")
+
     return setup
 
 
@@ -152,9 +161,16 @@ CASES: list[tuple[str, Callable[[Path], None], list[str], str]] = [
     ("variants-deep-nesting", write(VJ, nested_json(100_000)), VARIANTS, "nested deeper than"),
     ("variants-nesting-past-the-limit", write(VJ, nested_json(200)), VARIANTS, "nested deeper than"),
     ("variants-duplicate-key", write(VJ, '{"schema": 1, "schema": 1, "torch": []}'), VARIANTS, "duplicate key"),
-    ("variants-duplicate-nested-key", write(VJ, '{"schema": 1, "torch": [{"version": "2.13", "version": "2.12", '
-                                                '"cpu": true}], "cxx-abi": ["cxx11"], "systems": ["x86_64-linux"]}'),
-     VARIANTS, "duplicate key"),
+    (
+        "variants-duplicate-nested-key",
+        write(
+            VJ,
+            '{"schema": 1, "torch": [{"version": "2.13", "version": "2.12", '
+            '"cpu": true}], "cxx-abi": ["cxx11"], "systems": ["x86_64-linux"]}',
+        ),
+        VARIANTS,
+        "duplicate key",
+    ),
     ("variants-unknown-torch", matrix_with(version="9.99"), VARIANTS, "unknown torch"),
     ("variants-unknown-cuda", matrix_with(cuda=["99.9"]), VARIANTS, "unknown CUDA"),
     ("variants-fifo", fifo(VJ), ["variants", "--variants", VJ], "not a regular file"),
@@ -168,8 +184,12 @@ CASES: list[tuple[str, Callable[[Path], None], list[str], str]] = [
     # build.toml
     ("toml-deep-arrays", write(TOML, nested_toml(100_000)), CHECK, "nested deeper than"),
     ("toml-nesting-past-the-limit", write(TOML, nested_toml(200)), CHECK, "nested deeper than"),
-    ("toml-deep-inline-tables", write(TOML, '[general]\nname = "tinyk"\nversion = 1\nx = ' + "{a = " * 5000
-                                      + "1" + "}" * 5000 + "\n"), CHECK, "nested deeper than"),
+    (
+        "toml-deep-inline-tables",
+        write(TOML, '[general]\nname = "tinyk"\nversion = 1\nx = ' + "{a = " * 5000 + "1" + "}" * 5000 + "\n"),
+        CHECK,
+        "nested deeper than",
+    ),
     ("toml-fifo", fifo(TOML), ["build", "kernels/tinyk"], "not a regular file"),
     ("toml-dev-zero", link(TOML, "/dev/zero"), ["build", "kernels/tinyk"], "not a regular file"),
     ("toml-fifo-check", fifo(TOML), CHECK, "not a regular file"),
@@ -183,31 +203,61 @@ CASES: list[tuple[str, Callable[[Path], None], list[str], str]] = [
     ("metadata-deep-nesting", meta('{"name": ' + "[" * 100_000 + "]" * 100_000 + "}"), CHECK, "nested deeper than"),
     ("metadata-duplicate-key", meta_dup_key, CHECK, "duplicate key"),
     ("metadata-fifo", meta_fifo, CHECK, "not a regular file"),
-    ("metadata-huge", lambda farm: (variant_dir(farm) / "metadata.json").unlink()
-     or sparse(str(variant_dir(farm) / "metadata.json"), 64 << 20)(farm), CHECK, "too large"),
+    (
+        "metadata-huge",
+        lambda farm: (
+            (variant_dir(farm) / "metadata.json").unlink()
+            or sparse(str(variant_dir(farm) / "metadata.json"), 64 << 20)(farm)
+        ),
+        CHECK,
+        "too large",
+    ),
     ("metadata-not-utf8", meta(b'{"name": "\xff"}'), CHECK, "UTF-8"),
     # build trees
     ("build-tree-2000-deep-check", deep(lambda f: variant_dir(f) / "tinyk" / "deep"), CHECK, "nested deeper than"),
-    ("build-tree-2000-deep-publish", deep(lambda f: variant_dir(f) / "tinyk" / "deep"), PUBLISH,
-     "nested deeper than"),
+    ("build-tree-2000-deep-publish", deep(lambda f: variant_dir(f) / "tinyk" / "deep"), PUBLISH, "nested deeper than"),
     ("tests-tree-2000-deep-publish", deep(lambda f: f / "kernels" / "tinyk" / "tests"), PUBLISH, "nested deeper than"),
-    ("package-tree-2000-deep-build", deep(lambda f: f / "kernels" / "softcap" / "torch-ext" / "softcap" / "deep"),
-     BUILD_NOARCH, "nested deeper than"),
-    ("non-utf8-extension-check", lambda farm: non_utf8_in(str(variant_dir(farm).relative_to(farm) / "tinyk"))(farm),
-     CHECK, "not UTF-8"),
+    (
+        "package-tree-2000-deep-build",
+        deep(lambda f: f / "kernels" / "softcap" / "torch-ext" / "softcap" / "deep"),
+        BUILD_NOARCH,
+        "nested deeper than",
+    ),
+    (
+        "non-utf8-extension-check",
+        lambda farm: non_utf8_in(str(variant_dir(farm).relative_to(farm) / "tinyk"))(farm),
+        CHECK,
+        "not UTF-8",
+    ),
     ("non-utf8-file-publish", non_utf8_in("kernels/tinyk/tests"), PUBLISH, "not UTF-8"),
     ("non-utf8-file-build", non_utf8_in("kernels/softcap/torch-ext/softcap"), BUILD_NOARCH, "not UTF-8"),
     # collect
-    ("collect-deep-result", result_with(lambda v: deep_tree(v / "tinyk" / "deep", DEEP)), ["collect", "result"],
-     "nested deeper than"),
-    ("collect-non-utf8-result", result_with(lambda v: open(os.path.join(os.fsencode(v), NON_UTF8), "wb").close()),
-     ["collect", "result"], "not UTF-8"),
-    ("collect-fifo-in-result", result_with(lambda v: os.mkfifo(v / "tinyk" / "pipe")), ["collect", "result"],
-     "not a regular file"),
+    (
+        "collect-deep-result",
+        result_with(lambda v: deep_tree(v / "tinyk" / "deep", DEEP)),
+        ["collect", "result"],
+        "nested deeper than",
+    ),
+    (
+        "collect-non-utf8-result",
+        result_with(lambda v: open(os.path.join(os.fsencode(v), NON_UTF8), "wb").close()),
+        ["collect", "result"],
+        "not UTF-8",
+    ),
+    (
+        "collect-fifo-in-result",
+        result_with(lambda v: os.mkfifo(v / "tinyk" / "pipe")),
+        ["collect", "result"],
+        "not a regular file",
+    ),
     ("collect-result-is-a-file", write("result", "x"), ["collect", "result"], "result"),
     # arguments
-    ("build-unknown-variant", lambda farm: None,
-     ["build", "kernels/tinyk", "--variant", "torch999-cxx11-cpu-x86_64-linux"], "torch999"),
+    (
+        "build-unknown-variant",
+        lambda farm: None,
+        ["build", "kernels/tinyk", "--variant", "torch999-cxx11-cpu-x86_64-linux"],
+        "torch999",
+    ),
 ]
 
 
@@ -232,8 +282,9 @@ def _within(seconds: int, fn: Callable[[], int]) -> int:
 
 
 @pytest.mark.parametrize("name, setup, argv, fragment", CASES, ids=[c[0] for c in CASES])
-def test_bad_input_gives_one_clear_line_and_writes_nothing(farm: Path, name: str, setup, argv: list[str],
-                                                           fragment: str, capsys: pytest.CaptureFixture[str]) -> None:
+def test_bad_input_gives_one_clear_line_and_writes_nothing(
+    farm: Path, name: str, setup, argv: list[str], fragment: str, capsys: pytest.CaptureFixture[str]
+) -> None:
     setup(farm)
     before = snapshot(farm)
     code = _within(ALARM_S, lambda: main([a.replace("{v}", host_cpu_variant()) for a in argv]))

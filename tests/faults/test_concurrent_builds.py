@@ -73,8 +73,13 @@ def assert_good_tree(variant_dir: Path) -> None:
 
 def staging_leftovers(kernel: Path) -> list[str]:
     """Staging folders (and swapped-out old trees) anywhere pybuild stages: .pybuild/ and build/."""
-    return sorted(str(p) for d in (kernel / ".pybuild", kernel / "build") if d.is_dir()
-                  for p in d.iterdir() if "staging" in p.name or ".old-" in p.name)
+    return sorted(
+        str(p)
+        for d in (kernel / ".pybuild", kernel / "build")
+        if d.is_dir()
+        for p in d.iterdir()
+        if "staging" in p.name or ".old-" in p.name
+    )
 
 
 def test_two_variants_plus_two_of_the_same_twenty_rounds(softcap: Path) -> None:
@@ -86,18 +91,22 @@ def test_two_variants_plus_two_of_the_same_twenty_rounds(softcap: Path) -> None:
     for i in range(ROUNDS):
         (softcap / "torch-ext" / "softcap" / "__init__.py").open("a").write(f"# round {i}\n")  # a new build is due
         dead_leftovers(softcap, i)
-        results = run_together([(k, "torch-cpu", True), (k, "torch-cuda", False), (k, "torch-cuda", False),
-                                (k, "torch-cpu", True)])
+        results = run_together(
+            [(k, "torch-cpu", True), (k, "torch-cuda", False), (k, "torch-cuda", False), (k, "torch-cpu", True)]
+        )
         failures += [r for r in results if r[1] == "error"]
         cuda = sorted(s for v, s, _ in results if v == "torch-cuda")
         built_twice += cuda == ["built", "built"]
         for v in ("torch-cpu", "torch-cuda"):
             assert_good_tree(softcap / "build" / v)
-            assert f"# round {i}" in (softcap / "build" / v / "softcap" / "__init__.py").read_text(), \
-                [r for r in results if r[1] == "error"]
+            assert f"# round {i}" in (softcap / "build" / v / "softcap" / "__init__.py").read_text(), [
+                r for r in results if r[1] == "error"
+            ]
         assert staging_leftovers(softcap) == []
-    print(f"{ROUNDS} rounds x 4 concurrent builds, each round after a killed run: {len(failures)} failures, "
-          f"{built_twice} rounds where the same variant was built twice")
+    print(
+        f"{ROUNDS} rounds x 4 concurrent builds, each round after a killed run: {len(failures)} failures, "
+        f"{built_twice} rounds where the same variant was built twice"
+    )
     assert failures == [], failures[:3]
     assert built_twice == 0  # the second waits for the lock, then finds the first's fresh result
 
@@ -126,9 +135,11 @@ def test_collect_of_one_variant_during_builds_of_another(tmp_path: Path) -> None
     for _ in range(10):
         shutil.rmtree(k / "build" / "torch-cpu")
         queue = CTX.Queue()
-        procs = [CTX.Process(target=_build, args=(str(k), "torch-cuda", True, queue)),
-                 CTX.Process(target=_collect, args=(str(result), str(farm), queue)),
-                 CTX.Process(target=_build, args=(str(k), "torch-cuda", True, queue))]
+        procs = [
+            CTX.Process(target=_build, args=(str(k), "torch-cuda", True, queue)),
+            CTX.Process(target=_collect, args=(str(result), str(farm), queue)),
+            CTX.Process(target=_build, args=(str(k), "torch-cuda", True, queue)),
+        ]
         for p in procs:
             p.start()
         out = [queue.get(timeout=120) for _ in procs]

@@ -126,9 +126,11 @@ def test_seeded_kills_of_build_collect_and_publish_leave_old_or_new_trees(tmp_pa
     # publish: killed anywhere; build/ untouched, the remote unchanged, complete, or (killed between
     # the commit and the tag) the complete release on the branch, which the next run tags
     publish_states = _publish_kills(tmp_path, monkeypatch)
-    print(f"{BUILD_KILLS + COLLECT_KILLS + PUBLISH_KILLS} seeded kills (build {BUILD_KILLS}, collect {COLLECT_KILLS}, "
-          f"publish {PUBLISH_KILLS}): {corrupt} corrupt trees, {stale} stale staging after the next run; "
-          f"trees after the kill: {outcomes}; remote after a killed publish: {publish_states}")
+    print(
+        f"{BUILD_KILLS + COLLECT_KILLS + PUBLISH_KILLS} seeded kills (build {BUILD_KILLS}, collect {COLLECT_KILLS}, "
+        f"publish {PUBLISH_KILLS}): {corrupt} corrupt trees, {stale} stale staging after the next run; "
+        f"trees after the kill: {outcomes}; remote after a killed publish: {publish_states}"
+    )
     assert corrupt == 0 and stale == 0
     assert publish_states.get("corrupt", 0) == 0
 
@@ -151,8 +153,9 @@ def _publish_kills(tmp_path: Path, monkeypatch) -> dict[str, int]:
 
         def plan(version: str):
             (k / "tests" / "test_v.py").write_text(f"VERSION = {version!r}\n")
-            return make_plan(load_manifest(k), repo_id="org/tinyk", version=version, report=report,
-                             allow_noncompliant=False)
+            return make_plan(
+                load_manifest(k), repo_id="org/tinyk", version=version, report=report, allow_noncompliant=False
+            )
 
         def run(p) -> None:
             publish_plan(HfApi(endpoint=hub.endpoint, token=DUMMY_TOKEN), p, info=lambda m: None)

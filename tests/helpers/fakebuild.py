@@ -56,8 +56,12 @@ depends = ["torch"]
 src = ["csrc/tinyk_cpu.cpp"]
 """
 
-ONE_VARIANT_MATRIX = {"schema": 1, "torch": [{"version": "{torch}", "cpu": True}], "cxx-abi": ["cxx11"],
-                      "systems": ["{system}"]}
+ONE_VARIANT_MATRIX = {
+    "schema": 1,
+    "torch": [{"version": "{torch}", "cpu": True}],
+    "cxx-abi": ["cxx11"],
+    "systems": ["{system}"],
+}
 
 
 def host_cpu_variant() -> str:
@@ -74,8 +78,18 @@ def compile_so(source: str, dest: Path, *, extra: tuple[str, ...] = ()) -> Path:
     src = dest.with_suffix(".c")
     src.write_text(textwrap.dedent(source))
     include = sysconfig.get_paths()["include"]
-    cmd = [gcc, "-shared", "-fPIC", "-O1", "-DPy_LIMITED_API=0x03090000", f"-I{include}", str(src), "-o", str(dest),
-           *extra]
+    cmd = [
+        gcc,
+        "-shared",
+        "-fPIC",
+        "-O1",
+        "-DPy_LIMITED_API=0x03090000",
+        f"-I{include}",
+        str(src),
+        "-o",
+        str(dest),
+        *extra,
+    ]
     subprocess.run(cmd, check=True, capture_output=True, text=True)
     src.unlink()
     return dest
@@ -103,8 +117,14 @@ def make_kernel(root: Path, name: str = "tinyk") -> Path:
     return k
 
 
-def make_variant(kernel: Path, variant: str | None = None, *, so_source: str | None = ABI3_OK,
-                 so_extra: tuple[str, ...] = (), metadata: dict | None = None) -> Path:
+def make_variant(
+    kernel: Path,
+    variant: str | None = None,
+    *,
+    so_source: str | None = ABI3_OK,
+    so_extra: tuple[str, ...] = (),
+    metadata: dict | None = None,
+) -> Path:
     """``kernel/build/<variant>/`` with the wrapper, an extension compiled from ``so_source`` and a
     metadata.json whose digest matches the files."""
     from pybuild.digest import ops_name, source_hash
@@ -120,8 +140,12 @@ def make_variant(kernel: Path, variant: str | None = None, *, so_source: str | N
     manifest = load_manifest(kernel)
     src = source_hash(manifest)
     meta = {
-        "name": "tinyk", "id": ops_name(manifest, "cpu", src), "version": 1, "license": "Apache-2.0",
-        "python-depends": [], "backend": {"type": "cpu"},
+        "name": "tinyk",
+        "id": ops_name(manifest, "cpu", src),
+        "version": 1,
+        "license": "Apache-2.0",
+        "python-depends": [],
+        "backend": {"type": "cpu"},
         "digest": {"algorithm": "sha256", "files": digest_files(vdir)},
         "pybuild": {"variant": variant, "source-hash": src},
     }

@@ -13,8 +13,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 
 
-def run(cmd: list[str], env: dict | None = None, cwd: Path = REPO, ok: bool = True,
-        timeout: int = 300) -> subprocess.CompletedProcess[str]:
+def run(
+    cmd: list[str], env: dict | None = None, cwd: Path = REPO, ok: bool = True, timeout: int = 300
+) -> subprocess.CompletedProcess[str]:
     """``cmd`` in ``cwd`` with ``env`` (default: this process's); with ``ok``, it must exit 0."""
     proc = subprocess.run(cmd, env=env or dict(os.environ), cwd=cwd, capture_output=True, text=True, timeout=timeout)
     if ok:
@@ -22,8 +23,9 @@ def run(cmd: list[str], env: dict | None = None, cwd: Path = REPO, ok: bool = Tr
     return proc
 
 
-def pybuild(*args: str, env: dict | None = None, cwd: Path = REPO, ok: bool = True,
-            timeout: int = 600) -> subprocess.CompletedProcess[str]:
+def pybuild(
+    *args: str, env: dict | None = None, cwd: Path = REPO, ok: bool = True, timeout: int = 600
+) -> subprocess.CompletedProcess[str]:
     """``python -m pybuild ARGS`` with this interpreter."""
     return run([sys.executable, "-m", "pybuild", *args], env=env, cwd=cwd, ok=ok, timeout=timeout)
 

@@ -42,17 +42,35 @@ from urllib.parse import urlsplit
 from .server import ROUTES, Faults, HubError, HubServer, HubStore, git_blob_oid
 
 __all__ = [
-    "DUMMY_TOKEN", "ROUTES", "Faults", "HubError", "HubServer", "HubStore", "git_blob_oid",
-    "hub_env", "hub_subprocess_env", "require_hub_client", "use_hub_in_process",
+    "DUMMY_TOKEN",
+    "ROUTES",
+    "Faults",
+    "HubError",
+    "HubServer",
+    "HubStore",
+    "git_blob_oid",
+    "hub_env",
+    "hub_subprocess_env",
+    "require_hub_client",
+    "use_hub_in_process",
 ]
 
 DUMMY_TOKEN = "hf_fixture_dummy_token"
 
 # Variables from the caller's environment that would redirect or break clients talking to the fixture.
 _CONFLICTING_ENV = (
-    "HF_HUB_DISABLE_TELEMETRY", "DISABLE_TELEMETRY", "DO_NOT_TRACK",  # see module docstring
-    "HUGGING_FACE_HUB_TOKEN", "HF_TOKEN_PATH", "HUGGINGFACE_HUB_CACHE", "HUGGINGFACE_ASSETS_CACHE",
-    "HF_ASSETS_CACHE", "HF_XET_CACHE", "HUGGINGFACE_CO_STAGING", "TRANSFORMERS_OFFLINE", "LOCAL_KERNELS",
+    "HF_HUB_DISABLE_TELEMETRY",
+    "DISABLE_TELEMETRY",
+    "DO_NOT_TRACK",  # see module docstring
+    "HUGGING_FACE_HUB_TOKEN",
+    "HF_TOKEN_PATH",
+    "HUGGINGFACE_HUB_CACHE",
+    "HUGGINGFACE_ASSETS_CACHE",
+    "HF_ASSETS_CACHE",
+    "HF_XET_CACHE",
+    "HUGGINGFACE_CO_STAGING",
+    "TRANSFORMERS_OFFLINE",
+    "LOCAL_KERNELS",
 )
 
 
@@ -118,24 +136,26 @@ def use_hub_in_process(monkeypatch, endpoint: str, tmp_path, **kwargs) -> dict[s
     parts = urlsplit(endpoint)
     patched = {
         # Every path derived from HF_HOME at import (token, xet cache, agent registry, update checks...).
-        name: home + value[len(old_home):]
+        name: home + value[len(old_home) :]
         for name, value in vars(constants).items()
         if name.isupper() and isinstance(value, str) and (value == old_home or value.startswith(old_home + os.sep))
     }
-    patched.update({
-        "ENDPOINT": endpoint,
-        "HUGGINGFACE_CO_URL_TEMPLATE": endpoint + "/{repo_id}/resolve/{revision}/{filename}",
-        "HF_URL_HOSTS": constants.HF_URL_HOSTS | {parts.hostname},
-        "HF_HOME": home,
-        "HF_HUB_CACHE": env["HF_HUB_CACHE"],
-        "HUGGINGFACE_HUB_CACHE": env["HF_HUB_CACHE"],
-        "HF_ASSETS_CACHE": os.path.join(home, "assets"),
-        "HF_XET_CACHE": os.path.join(home, "xet"),
-        "HF_TOKEN_PATH": os.path.join(home, "token"),
-        "HF_STORED_TOKENS_PATH": os.path.join(home, "stored_tokens"),
-        "HF_HUB_OFFLINE": env["HF_HUB_OFFLINE"] == "1",
-        "HF_HUB_DISABLE_TELEMETRY": False,
-    })
+    patched.update(
+        {
+            "ENDPOINT": endpoint,
+            "HUGGINGFACE_CO_URL_TEMPLATE": endpoint + "/{repo_id}/resolve/{revision}/{filename}",
+            "HF_URL_HOSTS": constants.HF_URL_HOSTS | {parts.hostname},
+            "HF_HOME": home,
+            "HF_HUB_CACHE": env["HF_HUB_CACHE"],
+            "HUGGINGFACE_HUB_CACHE": env["HF_HUB_CACHE"],
+            "HF_ASSETS_CACHE": os.path.join(home, "assets"),
+            "HF_XET_CACHE": os.path.join(home, "xet"),
+            "HF_TOKEN_PATH": os.path.join(home, "token"),
+            "HF_STORED_TOKENS_PATH": os.path.join(home, "stored_tokens"),
+            "HF_HUB_OFFLINE": env["HF_HUB_OFFLINE"] == "1",
+            "HF_HUB_DISABLE_TELEMETRY": False,
+        }
+    )
     for name, value in patched.items():
         monkeypatch.setattr(constants, name, value)
     # Modules that did `from .constants import ENDPOINT` hold their own copy.
@@ -153,7 +173,10 @@ def use_hub_in_process(monkeypatch, endpoint: str, tmp_path, **kwargs) -> dict[s
 
     # kernels copies KERNELS_CACHE into `CACHE_DIR` at import, then re-imports it by name.
     try:
-        import kernels.cli.download, kernels.install, kernels.locking, kernels.resolver  # noqa: E401,F401
+        import kernels.cli.download  # noqa: F401
+        import kernels.install  # noqa: F401
+        import kernels.locking  # noqa: F401
+        import kernels.resolver  # noqa: F401
     except ImportError:
         return env
     for mod_name, mod in list(sys.modules.items()):

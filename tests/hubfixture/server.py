@@ -42,15 +42,31 @@ URL_PREFIX = {"model": "", "dataset": "datasets/", "space": "spaces/", "kernel":
 # Route names, as used by the request log and by fault injection.
 ROUTES = frozenset(
     {
-        "whoami", "org_overview", "agent_harnesses", "create_repo", "delete_repo", "repo_info", "refs", "tree",
-        "commits", "preupload", "commit", "create_branch", "delete_branch", "create_tag",
-        "delete_tag", "resolve", "validate_yaml",
+        "whoami",
+        "org_overview",
+        "agent_harnesses",
+        "create_repo",
+        "delete_repo",
+        "repo_info",
+        "refs",
+        "tree",
+        "commits",
+        "preupload",
+        "commit",
+        "create_branch",
+        "delete_branch",
+        "create_tag",
+        "delete_tag",
+        "resolve",
+        "validate_yaml",
     }
 )
 
 DEFAULT_BRANCH = "main"
 # The Hub seeds every new repo with a .gitattributes file in an initial commit.
-INITIAL_GITATTRIBUTES = b"*.bin filter=lfs diff=lfs merge=lfs -text\n*.safetensors filter=lfs diff=lfs merge=lfs -text\n"
+INITIAL_GITATTRIBUTES = (
+    b"*.bin filter=lfs diff=lfs merge=lfs -text\n*.safetensors filter=lfs diff=lfs merge=lfs -text\n"
+)
 BAD_CREDENTIALS = "Invalid credentials in Authorization header"  # huggingface_hub keys on this text
 
 
@@ -209,9 +225,11 @@ class HubStore:
     def commit(self, repo: Repo, branch: str, operations: list[dict], header: dict, author: str) -> Commit:
         """Apply NDJSON commit operations on top of ``branch`` atomically."""
         with self.lock:
-            branch = branch[len("refs/heads/"):] if branch.startswith("refs/heads/") else branch
+            branch = branch[len("refs/heads/") :] if branch.startswith("refs/heads/") else branch
             if branch not in repo.branches:
-                raise HubError(404, f"Invalid rev id: {branch} (commits must target an existing branch)", "RevisionNotFound")
+                raise HubError(
+                    404, f"Invalid rev id: {branch} (commits must target an existing branch)", "RevisionNotFound"
+                )
             head = repo.commits[repo.branches[branch]]
             parent_commit = header.get("parentCommit")
             if parent_commit and parent_commit != head.oid:
@@ -280,7 +298,7 @@ class HubStore:
             raise HubError(404, f"Directory not found: {prefix}", "EntryNotFound")
         entries: dict[str, dict] = {}
         for p, sha in under.items():
-            parts = p[len(base):].split("/")
+            parts = p[len(base) :].split("/")
             dirs = range(1, len(parts)) if recursive else range(1, min(len(parts), 2))
             for i in dirs:  # folders on the way to the file
                 d = base + "/".join(parts[:i])
@@ -334,17 +352,37 @@ class Faults:
         self._rules: list[_Rule] = []
         self.triggered: list[tuple[str, str, str]] = []
 
-    def fail_next(self, route: str, status: int = 503, *, times: int = 1, message: str | None = None,
-                  retry_after: float | None = None, method: str | None = None, skip: int = 0) -> None:
+    def fail_next(
+        self,
+        route: str,
+        status: int = 503,
+        *,
+        times: int = 1,
+        message: str | None = None,
+        retry_after: float | None = None,
+        method: str | None = None,
+        skip: int = 0,
+    ) -> None:
         """Answer the next ``times`` matching requests with ``status`` and ``{"error": message}``,
         without running them.  ``retry_after`` adds a ``Retry-After`` header (huggingface_hub's
         backoff then sleeps ``retry_after + 1`` seconds instead of its exponential delay).
         ``skip`` lets that many matching requests through first (fail the 3rd: ``skip=2``)."""
-        self._add(_Rule(route, "fail", times, method, status, message or f"injected fault: HTTP {status}", retry_after,
-                        skip=skip))
+        self._add(
+            _Rule(
+                route,
+                "fail",
+                times,
+                method,
+                status,
+                message or f"injected fault: HTTP {status}",
+                retry_after,
+                skip=skip,
+            )
+        )
 
-    def drop_next(self, route: str, *, times: int = 1, after_apply: bool = False, method: str | None = None,
-                  skip: int = 0) -> None:
+    def drop_next(
+        self, route: str, *, times: int = 1, after_apply: bool = False, method: str | None = None, skip: int = 0
+    ) -> None:
         """Close the connection of the next ``times`` matching requests without any response.
         By default the request is *not* applied; ``after_apply=True`` applies it first and then
         drops the response (a "lost response": the client cannot know the write happened).
@@ -389,7 +427,7 @@ class Faults:
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"  # keep-alive, as huggingface_hub's pooled client expects
-    server: "_HTTPServer"
+    server: _HTTPServer
 
     def log_message(self, format, *args):  # keep test output quiet
         pass
@@ -470,7 +508,7 @@ class _Handler(BaseHTTPRequestHandler):
 class _HTTPServer(ThreadingHTTPServer):
     daemon_threads = True
     block_on_close = False  # don't wait on idle keep-alive connections at shutdown
-    hub: "HubServer"
+    hub: HubServer
 
 
 class HubServer:
@@ -496,9 +534,10 @@ class HubServer:
         self.endpoint = f"http://{host}:{self._httpd.server_address[1]}"
         self._thread: threading.Thread | None = None
 
-    def start(self) -> "HubServer":
-        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05},
-                                        name="hub-fixture", daemon=True)
+    def start(self) -> HubServer:
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, name="hub-fixture", daemon=True
+        )
         self._thread.start()
         return self
 
@@ -509,7 +548,7 @@ class HubServer:
             self._thread = None
         self._httpd.server_close()
 
-    def __enter__(self) -> "HubServer":
+    def __enter__(self) -> HubServer:
         return self.start()
 
     def __exit__(self, *exc) -> None:
@@ -590,17 +629,32 @@ class HubServer:
         try:
             return json.loads(body or b"{}")
         except ValueError:
-            raise HubError(400, "Request body is not valid JSON")
+            raise HubError(400, "Request body is not valid JSON") from None
 
     # -- handlers (each returns (status, headers, body) or raises HubError) ----
     def _whoami(self, **_):
-        return _json({"type": "user", "name": self.user, "fullname": "Hub Fixture User", "orgs": [],
-                      "auth": {"type": "access_token", "accessToken": {"displayName": "fixture", "role": "write"}}})
+        return _json(
+            {
+                "type": "user",
+                "name": self.user,
+                "fullname": "Hub Fixture User",
+                "orgs": [],
+                "auth": {"type": "access_token", "accessToken": {"displayName": "fixture", "role": "write"}},
+            }
+        )
 
     def _org_overview(self, org, **_):
         trusted = self.trusted_orgs is None or org in self.trusted_orgs
-        return _json({"name": org, "fullname": org, "avatarUrl": "", "isVerified": trusted,
-                      "trustedKernelPublisher": trusted, "numUsers": 1})
+        return _json(
+            {
+                "name": org,
+                "fullname": org,
+                "avatarUrl": "",
+                "isVerified": trusted,
+                "trustedKernelPublisher": trusted,
+                "numUsers": 1,
+            }
+        )
 
     def _create_repo(self, body, **_):
         payload = self._json_body(body)
@@ -627,19 +681,37 @@ class HubServer:
         repo = self._repo(repo_key)
         commit = self.store.resolve(repo, revision)
         first = self.store.history(repo, commit.oid)[-1]
-        return _json({
-            "id": repo.repo_id, "author": repo.repo_id.split("/")[0], "sha": commit.oid,
-            "private": repo.private, "gated": False, "disabled": False, "downloads": 0, "likes": 0, "tags": [],
-            "lastModified": _iso(commit.timestamp), "createdAt": _iso(first.timestamp),
-            "siblings": [{"rfilename": p} for p in sorted(commit.files)],
-        })
+        return _json(
+            {
+                "id": repo.repo_id,
+                "author": repo.repo_id.split("/")[0],
+                "sha": commit.oid,
+                "private": repo.private,
+                "gated": False,
+                "disabled": False,
+                "downloads": 0,
+                "likes": 0,
+                "tags": [],
+                "lastModified": _iso(commit.timestamp),
+                "createdAt": _iso(first.timestamp),
+                "siblings": [{"rfilename": p} for p in sorted(commit.files)],
+            }
+        )
 
     def _refs(self, repo_key, **_):
         refs = self.store.refs(*repo_key)
+
         def fmt(kind, items):
             return [{"name": n, "ref": f"refs/{kind}/{n}", "targetCommit": c} for n, c in sorted(items.items())]
-        return _json({"branches": fmt("heads", refs["branches"]), "tags": fmt("tags", refs["tags"]),
-                      "converts": [], "pullRequests": []})
+
+        return _json(
+            {
+                "branches": fmt("heads", refs["branches"]),
+                "tags": fmt("tags", refs["tags"]),
+                "converts": [],
+                "pullRequests": [],
+            }
+        )
 
     def _tree(self, repo_key, revision, path, query, **_):
         commit = self.store.resolve(self._repo(repo_key), revision)
@@ -648,16 +720,32 @@ class HubServer:
 
     def _commits(self, repo_key, revision, **_):
         history = self.store.history(self._repo(repo_key), revision)
-        return _json([{"id": c.oid, "title": c.title, "message": c.message, "date": _iso(c.timestamp),
-                       "authors": [{"user": c.author}]} for c in history])
+        return _json(
+            [
+                {
+                    "id": c.oid,
+                    "title": c.title,
+                    "message": c.message,
+                    "date": _iso(c.timestamp),
+                    "authors": [{"user": c.author}],
+                }
+                for c in history
+            ]
+        )
 
     def _preupload(self, repo_key, revision, body, **_):
         commit = self.store.resolve(self._repo(repo_key), revision)
         out = []
         for f in self._json_body(body).get("files", []):
             sha = commit.files.get(f["path"])  # the remote oid lets clients skip unchanged files
-            out.append({"path": f["path"], "uploadMode": "regular", "shouldIgnore": False,
-                        "oid": self.store.git_oid(sha) if sha else None})
+            out.append(
+                {
+                    "path": f["path"],
+                    "uploadMode": "regular",
+                    "shouldIgnore": False,
+                    "oid": self.store.git_oid(sha) if sha else None,
+                }
+            )
         return _json({"files": out, "commitOid": commit.oid})
 
     def _commit(self, repo_key, revision, body, query, **_):
@@ -668,8 +756,14 @@ class HubServer:
         if not lines or lines[0].get("key") != "header":
             raise HubError(400, "Commit payload must start with a header line")
         commit = self.store.commit(repo, revision, lines[1:], lines[0].get("value") or {}, self.user)
-        return _json({"success": True, "commitOid": commit.oid, "pullRequestUrl": None,
-                      "commitUrl": f"{self._repo_url(repo)}/commit/{commit.oid}"})
+        return _json(
+            {
+                "success": True,
+                "commitOid": commit.oid,
+                "pullRequestUrl": None,
+                "commitUrl": f"{self._repo_url(repo)}/commit/{commit.oid}",
+            }
+        )
 
     def _create_branch(self, repo_key, branch, body, **_):
         self.store.create_branch(self._repo(repo_key), branch, self._json_body(body).get("startingPoint"))
@@ -696,15 +790,21 @@ class HubServer:
         if sha is None:  # X-Repo-Commit lets huggingface_hub cache the file's absence
             raise HubError(404, f"Entry not found: {path}", "EntryNotFound", {"X-Repo-Commit": commit.oid})
         data = self.store.blobs[sha]
-        out = {"Content-Type": "application/octet-stream", "ETag": f'"{self.store.git_oid(sha)}"',
-               "X-Repo-Commit": commit.oid, "Accept-Ranges": "bytes"}
+        out = {
+            "Content-Type": "application/octet-stream",
+            "ETag": f'"{self.store.git_oid(sha)}"',
+            "X-Repo-Commit": commit.oid,
+            "Accept-Ranges": "bytes",
+        }
         rng = headers.get("Range", "")
         if rng.startswith("bytes=") and "," not in rng:  # single range, used to resume downloads
             start_s, _, end_s = rng[6:].partition("-")
             start = int(start_s or 0)
             end = min(int(end_s), len(data) - 1) if end_s else len(data) - 1
             if start >= len(data):
-                raise HubError(416, "Requested range not satisfiable", headers={"Content-Range": f"bytes */{len(data)}"})
+                raise HubError(
+                    416, "Requested range not satisfiable", headers={"Content-Range": f"bytes */{len(data)}"}
+                )
             out["Content-Range"] = f"bytes {start}-{end}/{len(data)}"
-            return 206, out, data[start:end + 1]
+            return 206, out, data[start : end + 1]
         return 200, out, data

@@ -29,8 +29,14 @@ if not torch.__version__.startswith("2.13") or os.uname().machine != "x86_64":
 
 
 def python(code: str, env: dict[str, str] | None = None) -> str:
-    proc = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True,
-                          env={**os.environ, **(env or {})}, timeout=300, cwd=REPO)
+    proc = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **(env or {})},
+        timeout=300,
+        cwd=REPO,
+    )
     assert proc.returncode == 0, proc.stderr
     return proc.stdout
 
@@ -43,8 +49,9 @@ def tree_state(path: Path) -> dict[str, bytes]:
 def kernel_copy(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A private copy of kernels/img2gray, built once for this module."""
     dest = tmp_path_factory.mktemp("farm") / "img2gray"
-    shutil.copytree(KERNEL, dest, ignore=shutil.ignore_patterns("build", ".pybuild", "__pycache__",
-                                                                  "compile_commands.json"))
+    shutil.copytree(
+        KERNEL, dest, ignore=shutil.ignore_patterns("build", ".pybuild", "__pycache__", "compile_commands.json")
+    )
     proc = pybuild("build", str(dest))
     assert proc.returncode == 0, proc.stderr
     assert "Build summary" in proc.stdout and "built" in proc.stdout
@@ -90,14 +97,17 @@ def test_get_local_kernel_matches_reference(kernel_copy: Path) -> None:
 
 
 def test_local_kernels_env_and_get_kernel_version(kernel_copy: Path) -> None:
-    out = python("""
+    out = python(
+        """
         import torch, kernels
         k = kernels.get_kernel("farm/img2gray", version=1)
         x = torch.randint(0, 256, (5, 7, 3), dtype=torch.uint8)
         ref = ((21 * x[..., 0].int() + 72 * x[..., 1].int() + 7 * x[..., 2].int() + 50) // 100).to(torch.uint8)
         assert torch.equal(k.img2gray(x), ref)
         print("ok")
-    """, env={"LOCAL_KERNELS": f"farm/img2gray={kernel_copy}"})
+    """,
+        env={"LOCAL_KERNELS": f"farm/img2gray={kernel_copy}"},
+    )
     assert out.strip() == "ok"
 
 
@@ -160,8 +170,14 @@ def test_killed_build_leaves_build_dir_as_it_was(kernel_copy: Path) -> None:
     original = cpu.read_text()
     cpu.write_text(original + "\n// changed: a real rebuild, not a no-op\n")
     try:
-        proc = subprocess.Popen([sys.executable, "-m", "pybuild", "build", str(kernel_copy)], cwd=REPO,
-                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "pybuild", "build", str(kernel_copy)],
+            cwd=REPO,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            start_new_session=True,
+        )
         log = kernel_copy / ".pybuild" / VARIANT / "build.log"
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline and proc.poll() is None:
@@ -189,12 +205,18 @@ def test_dev_loop_editable_install(kernel_copy: Path, tmp_path: Path) -> None:
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)], check=True)
     py = str(venv / "bin" / "python")
-    pip = subprocess.run([py, "-m", "pip", "install", "-q", "--no-build-isolation", "--no-deps", "-e",
-                          str(kernel_copy)], capture_output=True, text=True, timeout=600)
+    pip = subprocess.run(
+        [py, "-m", "pip", "install", "-q", "--no-build-isolation", "--no-deps", "-e", str(kernel_copy)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert pip.returncode == 0, pip.stdout + pip.stderr
-    code = ("import torch, img2gray; x = torch.randint(0, 256, (9, 11, 3), dtype=torch.uint8); "
-            "ref = ((21*x[...,0].int() + 72*x[...,1].int() + 7*x[...,2].int() + 50)//100).to(torch.uint8); "
-            "assert torch.equal(img2gray.img2gray(x), ref); print(img2gray.ops)")
+    code = (
+        "import torch, img2gray; x = torch.randint(0, 256, (9, 11, 3), dtype=torch.uint8); "
+        "ref = ((21*x[...,0].int() + 72*x[...,1].int() + 7*x[...,2].int() + 50)//100).to(torch.uint8); "
+        "assert torch.equal(img2gray.img2gray(x), ref); print(img2gray.ops)"
+    )
     run = subprocess.run([py, "-c", code], capture_output=True, text=True, cwd=tmp_path, timeout=120)
     assert run.returncode == 0, run.stderr
     clean = pybuild("clean", str(kernel_copy))

@@ -74,7 +74,13 @@ def test_torch_noarch_builds_every_listed_backend(tmp_path: Path) -> None:
     shutil.copytree(REPO / "tests" / "fixtures" / "noarch-softcap", kernel)
     (kernel / "build.toml").write_text(
         '[general]\nname = "softcap"\nversion = 1\nedition = 5\nlicense = "Apache-2.0"\n'
-        'backends = ["cuda", "cpu", "neuron", "tpu", "cann"]\n\n[torch-noarch]\n')
+        'backends = ["cuda", "cpu", "neuron", "tpu", "cann"]\n\n[torch-noarch]\n'
+    )
     assert main(["build", str(kernel), "-q"]) == 0
     assert sorted(p.name for p in (kernel / "build").iterdir()) == [
-        "torch-cpu", "torch-cuda", "torch-neuron", "torch-npu", "torch-tpu"]
+        "torch-cpu",
+        "torch-cuda",
+        "torch-neuron",
+        "torch-npu",
+        "torch-tpu",
+    ]

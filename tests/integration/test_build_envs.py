@@ -51,11 +51,21 @@ if (_why := _refused()) is not None:
 def farm(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     root = tmp_path_factory.mktemp("farm")
     kernel = root / "img2gray"
-    shutil.copytree(REPO / "kernels" / "img2gray", kernel,
-                    ignore=shutil.ignore_patterns("build", ".pybuild", "__pycache__", "compile_commands.json"))
+    shutil.copytree(
+        REPO / "kernels" / "img2gray",
+        kernel,
+        ignore=shutil.ignore_patterns("build", ".pybuild", "__pycache__", "compile_commands.json"),
+    )
     variants = root / "variants.json"
-    variants.write_text(json.dumps({"torch": [{"version": "2.13", "cpu": True}, {"version": "2.14", "cpu": True}],
-                                    "cxx-abi": ["cxx11"], "systems": ["x86_64-linux"]}))
+    variants.write_text(
+        json.dumps(
+            {
+                "torch": [{"version": "2.13", "cpu": True}, {"version": "2.14", "cpu": True}],
+                "cxx-abi": ["cxx11"],
+                "systems": ["x86_64-linux"],
+            }
+        )
+    )
     return kernel, variants
 
 
@@ -99,19 +109,34 @@ def test_second_run_is_up_to_date_quickly(built: tuple[Path, Path, str]) -> None
 def test_each_variant_passes_the_kernel_tests_under_its_own_torch(built: tuple[Path, Path, str]) -> None:
     kernel, variants, _ = built
     for name, torch in zip(VARIANTS, ("2.13", "2.14"), strict=True):
-        proc = pybuild("test", str(kernel), "--variant", name, "--no-build", "--variants", str(variants),
-                       "--", "-q", "-k", "reference or rounding or empty")
+        proc = pybuild(
+            "test",
+            str(kernel),
+            "--variant",
+            name,
+            "--no-build",
+            "--variants",
+            str(variants),
+            "--",
+            "-q",
+            "-k",
+            "reference or rounding or empty",
+        )
         assert proc.returncode == 0, proc.stdout + proc.stderr
         assert f"under torch {torch}." in proc.stderr
         assert re.search(r"\d+ passed", proc.stdout), proc.stdout
 
 
-UPSTREAM = Path(os.environ.get("PYBUILD_UPSTREAM_EXAMPLES")
-                or REPO.parent / "shared" / "upstream-kernel-builder" / "examples" / "kernels")
+UPSTREAM = Path(
+    os.environ.get("PYBUILD_UPSTREAM_EXAMPLES")
+    or REPO.parent / "shared" / "upstream-kernel-builder" / "examples" / "kernels"
+)
 
 
-@pytest.mark.skipif(not (UPSTREAM / "relu-torch-stable-abi").is_dir(),
-                    reason=f"upstream kernel-builder examples not found at {UPSTREAM} (set PYBUILD_UPSTREAM_EXAMPLES)")
+@pytest.mark.skipif(
+    not (UPSTREAM / "relu-torch-stable-abi").is_dir(),
+    reason=f"upstream kernel-builder examples not found at {UPSTREAM} (set PYBUILD_UPSTREAM_EXAMPLES)",
+)
 def test_one_stable_abi_build_passes_its_tests_under_two_torch_releases(tmp_path: Path) -> None:
     """upstream's relu-torch-stable-abi, built once against torch 2.11's stable ABI in the environment of
     the matrix's newest torch (2.14, as Nix builds it), passes its own tests (get_kernel through
@@ -119,15 +144,35 @@ def test_one_stable_abi_build_passes_its_tests_under_two_torch_releases(tmp_path
     kernel = tmp_path / "relu-torch-stable-abi"
     shutil.copytree(UPSTREAM / "relu-torch-stable-abi", kernel)
     variants = tmp_path / "variants.json"
-    variants.write_text(json.dumps({"torch": [{"version": v, "cpu": True} for v in ("2.11", "2.13", "2.14")],
-                                    "cxx-abi": ["cxx11"], "systems": ["x86_64-linux"]}))
+    variants.write_text(
+        json.dumps(
+            {
+                "torch": [{"version": v, "cpu": True} for v in ("2.11", "2.13", "2.14")],
+                "cxx-abi": ["cxx11"],
+                "systems": ["x86_64-linux"],
+            }
+        )
+    )
     name = "torch-stable-abi211-cpu-x86_64-linux"
     proc = pybuild("build", str(kernel), "--all", "--variants", str(variants), timeout=1200)
     assert proc.returncode == 0, proc.stderr + proc.stdout
     assert re.search(rf"relu-torch-stable-abi {name}: built in [\d.]+ s under torch 2\.14\.", proc.stderr), proc.stderr
     assert sorted(p.name for p in (kernel / "build").iterdir()) == [name]
-    proc = pybuild("test", str(kernel), "--variant", name, "--torch", "2.13", "--torch", "2.14", "--no-build",
-                   "--variants", str(variants), "--", "-q")
+    proc = pybuild(
+        "test",
+        str(kernel),
+        "--variant",
+        name,
+        "--torch",
+        "2.13",
+        "--torch",
+        "2.14",
+        "--no-build",
+        "--variants",
+        str(variants),
+        "--",
+        "-q",
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "under torch 2.13." in proc.stderr and "under torch 2.14." in proc.stderr
     assert len(re.findall(r"3 passed", proc.stdout)) == 2, proc.stdout

@@ -168,8 +168,17 @@ def test_publish_and_get_kernel_from_the_hub(farm: Path, tmp_path: Path) -> None
     with HubServer() as hub:
         env = hub_subprocess_env(hub.endpoint, tmp_path / "hub")
         # compliant as built: nothing compiled, so no --allow-noncompliant
-        pybuild("publish", str(kernel), "--repo-id", "org/softcap", "--version", "1.0.0",
-                "--variants", str(farm / "variants.json"), env=env)
+        pybuild(
+            "publish",
+            str(kernel),
+            "--repo-id",
+            "org/softcap",
+            "--version",
+            "1.0.0",
+            "--variants",
+            str(farm / "variants.json"),
+            env=env,
+        )
         refs = hub.store.refs("kernel", "org/softcap")
         commit = refs["tags"]["v1.0.0"]
         assert refs["branches"]["v1"] == commit

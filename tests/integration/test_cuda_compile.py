@@ -45,9 +45,19 @@ def test_cu_compiles_for_sm90(kernel: str, src: str, tmp_path: Path) -> None:
     includes = [kernel_dir / "csrc", kernel_dir / "torch-ext", INCLUDE]  # INCLUDE: <kernel_farm/...>
     includes += [kernel_dir / i for k in manifest.kernels for i in k.include]
     includes += [Path(p) for p in torch.include_paths()]
-    cmd = [str(nvcc), "-c", "-std=c++17", "-O3", "-gencode=arch=compute_90,code=sm_90", "--expt-relaxed-constexpr",
-           "-DCUDA_KERNEL", *(f"-I{i}" for i in includes), str(kernel_dir / src),
-           "-o", str(tmp_path / "out.o")]
+    cmd = [
+        str(nvcc),
+        "-c",
+        "-std=c++17",
+        "-O3",
+        "-gencode=arch=compute_90,code=sm_90",
+        "--expt-relaxed-constexpr",
+        "-DCUDA_KERNEL",
+        *(f"-I{i}" for i in includes),
+        str(kernel_dir / src),
+        "-o",
+        str(tmp_path / "out.o"),
+    ]
     if shutil.which("ccache"):
         cmd.insert(0, "ccache")
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
@@ -55,7 +65,7 @@ def test_cu_compiles_for_sm90(kernel: str, src: str, tmp_path: Path) -> None:
     assert (tmp_path / "out.o").stat().st_size > 0
     cuobjdump = shutil.which("cuobjdump") or (nvcc.parent / "cuobjdump")
     if Path(cuobjdump).is_file():
-        listing = subprocess.run([str(cuobjdump), "--list-elf", str(tmp_path / "out.o")], capture_output=True,
-                                 text=True, check=False)
+        listing = subprocess.run(
+            [str(cuobjdump), "--list-elf", str(tmp_path / "out.o")], capture_output=True, text=True, check=False
+        )
         assert "sm_90" in listing.stdout, listing.stdout + listing.stderr
-

@@ -25,12 +25,21 @@ from tests.helpers.fakebuild import make_kernel
 
 REPO = Path(__file__).resolve().parents[2]
 
-FACTS = Facts(name="dummy", label="Dummy", compiled=True, versioned=True, tag="dmy", tag_digits=2, os="linux",
-              noarch_name="dummy", wheel_tag="dmy{nodots}")
+FACTS = Facts(
+    name="dummy",
+    label="Dummy",
+    compiled=True,
+    versioned=True,
+    tag="dmy",
+    tag_digits=2,
+    os="linux",
+    noarch_name="dummy",
+    wheel_tag="dmy{nodots}",
+)
 FRAGMENT = jinja2.Template(
     "{% macro configure(archs) %}\n"
     'if(PYBUILD_BACKEND STREQUAL "dummy")\n'
-    '  message(STATUS "dummy toolkit for {{ archs | join(\';\') }}")\n'
+    "  message(STATUS \"dummy toolkit for {{ archs | join(';') }}\")\n"
     "endif()\n"
     "{% endmacro %}\n"
     "{% macro helpers(archs) %}\n"
@@ -38,8 +47,11 @@ FRAGMENT = jinja2.Template(
     "endfunction()\n"
     "{% endmacro %}\n"
 )
-MATRIX = {"torch": [{"version": "2.13", "cpu": True, "dummy": ["1.2", "2.0"]}], "cxx-abi": ["cxx11"],
-          "systems": ["x86_64-linux", "aarch64-darwin"]}
+MATRIX = {
+    "torch": [{"version": "2.13", "cpu": True, "dummy": ["1.2", "2.0"]}],
+    "cxx-abi": ["cxx11"],
+    "systems": ["x86_64-linux", "aarch64-darwin"],
+}
 NAMES = ["torch213-cxx11-dmy12-x86_64-linux", "torch213-cxx11-dmy20-x86_64-linux"]
 
 
@@ -107,8 +119,10 @@ def test_cli_offers_it(dummy: BaseBackend, capsys: pytest.CaptureFixture[str]) -
 def test_generate_places_its_fragment(dummy: BaseBackend) -> None:
     manifest = load_manifest(REPO / "kernels" / "img2gray")
     files = render_project(manifest, ProjectSpec(backend="dummy", ops_name="_img2gray_test", cuda_archs=("a1",)))
-    assert 'if(PYBUILD_BACKEND STREQUAL "dummy")\n  message(STATUS "dummy toolkit for a1")\nendif()\n' \
+    assert (
+        'if(PYBUILD_BACKEND STREQUAL "dummy")\n  message(STATUS "dummy toolkit for a1")\nendif()\n'
         in files["CMakeLists.txt"]
+    )
     assert "function(pybuild_dummy_toolkit)\nendfunction()\n" in files["cmake/pybuild.cmake"]
     other = render_project(manifest, ProjectSpec(backend="cpu", ops_name="_img2gray_test"))
     assert 'message(STATUS "dummy toolkit for ")' in other["CMakeLists.txt"]  # another backend's build: no archs
@@ -132,8 +146,11 @@ def test_a_build_toml_names_it(dummy: BaseBackend, dummy_kernel: Path, capsys: p
 def test_edition_5_names_it(dummy: BaseBackend, dummy_kernel: Path) -> None:
     """Upstream's edition 5 takes it where it takes a backend: `backends`, `[kernel.*]`, `[torch.stable-abi]`."""
     toml = dummy_kernel / "build.toml"
-    toml.write_text(toml.read_text().replace("version = 1\n", "version = 1\nedition = 5\n")
-                    .replace("[kernel.", '[torch.stable-abi]\ndummy = "2.11"\n\n[kernel.', 1))
+    toml.write_text(
+        toml.read_text()
+        .replace("version = 1\n", "version = 1\nedition = 5\n")
+        .replace("[kernel.", '[torch.stable-abi]\ndummy = "2.11"\n\n[kernel.', 1)
+    )
     manifest = load_manifest(dummy_kernel)
     assert (manifest.backends, manifest.stable_abi_for("dummy")) == (("dummy",), (2, 11))
 
@@ -144,13 +161,20 @@ def test_nix_reads_its_facts(dummy: BaseBackend, tmp_path: Path) -> None:
     facts = tmp_path / "backends.json"
     facts.write_text(json.dumps(backends.facts_json()))
     matrix = json.dumps(json.dumps(MATRIX))  # a Nix string literal of the JSON text
-    expr = (f"let lib = (import {REPO}/nix/lib).withBackendFacts (builtins.fromJSON (builtins.readFile {facts})); "
-            "in { names = lib.backendNames; "
-            'tag = lib.backendTag { backend = "dummy"; backendVersion = "1.2"; }; '
-            'wheel = lib.backends.dummy.wheelTag "1.2"; '
-            f"variants = map lib.variantName (lib.expandMatrix (builtins.fromJSON {matrix})); }}")
-    proc = subprocess.run(["nix-instantiate", "--eval", "--strict", "--json", "-E", expr], capture_output=True,
-                          text=True, timeout=300, check=False)
+    expr = (
+        f"let lib = (import {REPO}/nix/lib).withBackendFacts (builtins.fromJSON (builtins.readFile {facts})); "
+        "in { names = lib.backendNames; "
+        'tag = lib.backendTag { backend = "dummy"; backendVersion = "1.2"; }; '
+        'wheel = lib.backends.dummy.wheelTag "1.2"; '
+        f"variants = map lib.variantName (lib.expandMatrix (builtins.fromJSON {matrix})); }}"
+    )
+    proc = subprocess.run(
+        ["nix-instantiate", "--eval", "--strict", "--json", "-E", expr],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout)
     assert out["names"] == [*backends.names()]

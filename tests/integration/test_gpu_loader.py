@@ -63,7 +63,12 @@ def test_the_loader_picks_the_cuda_variant_and_it_runs(name: str, how: str, tmp_
     env = {**os.environ, "LOCAL_KERNELS": f"{repo_id}={kernel_dir}"}
     proc = subprocess.run(
         [sys.executable, "-c", PROBE, how, str(kernel_dir), repo_id],
-        env=env, cwd=tmp_path, capture_output=True, text=True, timeout=300, check=False,
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
     )
     assert proc.returncode == 0, f"{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
     out = json.loads(proc.stdout.strip().splitlines()[-1])

@@ -25,9 +25,18 @@ from pybuild.manifest import load_manifest
 
 REPO = Path(__file__).resolve().parents[2]
 EXPECTED = {
-    "build.toml", "csrc/my_op.cu", "csrc/my_op.h", "csrc/my_op_args.h", "csrc/my_op_cpu.cpp", "csrc/my_op_cuda.cpp",
-    "torch-ext/torch_binding.cpp", "torch-ext/torch_binding.h", "torch-ext/my_op/__init__.py", "tests/test_my_op.py",
-    "tests/conftest.py", "variants.lock.json",
+    "build.toml",
+    "csrc/my_op.cu",
+    "csrc/my_op.h",
+    "csrc/my_op_args.h",
+    "csrc/my_op_cpu.cpp",
+    "csrc/my_op_cuda.cpp",
+    "torch-ext/torch_binding.cpp",
+    "torch-ext/torch_binding.h",
+    "torch-ext/my_op/__init__.py",
+    "tests/test_my_op.py",
+    "tests/conftest.py",
+    "variants.lock.json",
 }
 
 
@@ -62,16 +71,42 @@ def test_new_outside_a_farm_with_pybuild_installed(tmp_path: Path) -> None:
     shutil.copytree(REPO / "pybuild", site / "pybuild", ignore=shutil.ignore_patterns("__pycache__"))
     env = {**os.environ, "PYTHONPATH": str(site)}
     dest = tmp_path / "out" / "my-op"
-    proc = subprocess.run([sys.executable, "-m", "pybuild", "new", "my-op", "--dir", str(dest)], cwd=tmp_path,
-                          env=env, capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, "-m", "pybuild", "new", "my-op", "--dir", str(dest)],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
     assert proc.returncode == 0, proc.stderr
     assert files_under(dest) == EXPECTED - {"variants.lock.json"}
     said = "".join(proc.stderr.split())  # as the terminal wraps it
-    assert "".join(f"no variants.json found, so no variants.lock.json yet: run `python -m pybuild lock {dest} "
-                   "--variants FILE`".split()) in said
+    assert (
+        "".join(
+            f"no variants.json found, so no variants.lock.json yet: run `python -m pybuild lock {dest} "
+            "--variants FILE`".split()
+        )
+        in said
+    )
     dest2 = tmp_path / "out" / "my-op2"
-    proc = subprocess.run([sys.executable, "-m", "pybuild", "new", "my-op2", "--dir", str(dest2), "--variants",
-                           str(REPO / "variants.json"), "-q"], cwd=tmp_path, env=env, capture_output=True, text=True)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pybuild",
+            "new",
+            "my-op2",
+            "--dir",
+            str(dest2),
+            "--variants",
+            str(REPO / "variants.json"),
+            "-q",
+        ],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
     assert (proc.returncode, proc.stderr) == (0, "")
     assert (dest2 / "variants.lock.json").is_file()
 
@@ -79,8 +114,13 @@ def test_new_outside_a_farm_with_pybuild_installed(tmp_path: Path) -> None:
 def test_new_noarch_writes_a_pure_python_kernel(tmp_path: Path) -> None:
     dest = tmp_path / "my-op"
     assert main(["new", "my-op", "--noarch", "--dir", str(dest), "-q"]) == 0
-    assert files_under(dest) == {"build.toml", "torch-ext/my_op/__init__.py", "tests/test_my_op.py",
-                                 "tests/conftest.py", "variants.lock.json"}
+    assert files_under(dest) == {
+        "build.toml",
+        "torch-ext/my_op/__init__.py",
+        "tests/test_my_op.py",
+        "tests/conftest.py",
+        "variants.lock.json",
+    }
     manifest = load_manifest(dest)
     assert manifest.noarch and manifest.backends == ("cuda", "cpu")
 
@@ -93,8 +133,9 @@ def test_new_defaults_to_the_farms_kernels_folder(tmp_path: Path, monkeypatch: p
     assert files_under(tmp_path / "kernels" / "my-op") == EXPECTED
 
 
-def test_new_outside_a_farm_asks_for_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                         capsys: pytest.CaptureFixture[str]) -> None:
+def test_new_outside_a_farm_asks_for_dir(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     from pybuild import variants
 
     def nowhere(start=None):  # noqa: ANN001, ANN202 - as when pybuild is installed without a farm
@@ -129,8 +170,9 @@ def test_new_outside_a_farm_asks_for_dir(tmp_path: Path, monkeypatch: pytest.Mon
         (["new", "my-op", "--bogus"], "unrecognized arguments: --bogus"),
     ],
 )
-def test_new_refuses_bad_arguments(argv: list[str], message: str, tmp_path: Path,
-                                   capsys: pytest.CaptureFixture[str]) -> None:
+def test_new_refuses_bad_arguments(
+    argv: list[str], message: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     if len(argv) > 1 and "--dir" not in argv:
         argv = [*argv, "--dir", str(tmp_path / "k")]
     assert main(argv) == 2
@@ -162,8 +204,9 @@ def test_an_spdx_expression_is_a_license(tmp_path: Path) -> None:
     assert load_manifest(tmp_path / "my-op").license == "(MIT OR Apache-2.0)"
 
 
-def test_missing_folders_are_made_and_removed_again_on_failure(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                               capsys: pytest.CaptureFixture[str]) -> None:
+def test_missing_folders_are_made_and_removed_again_on_failure(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     assert main(["new", "my-op", "--dir", str(tmp_path / "a" / "b" / "my-op"), "-q"]) == 0
     assert files_under(tmp_path / "a" / "b" / "my-op") == EXPECTED
 
@@ -193,8 +236,14 @@ def _env() -> dict[str, str]:
 
 def _build_and_test(dest: Path, expect_cuda: bool | None, select: str | None = None) -> str:
     env = _env()
-    build = subprocess.run([sys.executable, "-m", "pybuild", "build", str(dest)], cwd=REPO, env=env,
-                           capture_output=True, text=True, timeout=1200)
+    build = subprocess.run(
+        [sys.executable, "-m", "pybuild", "build", str(dest)],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=1200,
+    )
     assert build.returncode == 0, build.stdout[-3000:] + build.stderr[-3000:]
     variants = sorted(p.name for p in (dest / "build").iterdir())
     if expect_cuda is None:  # a pure-Python kernel: one variant per backend
@@ -203,8 +252,14 @@ def _build_and_test(dest: Path, expect_cuda: bool | None, select: str | None = N
         assert any("-cpu-" in v for v in variants), variants
         assert any("-cu" in v for v in variants) == expect_cuda, variants
     select_args = ["-k", select] if select else []
-    tests = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rs", *select_args,
-                            str(dest / "tests")], cwd=dest, env=env, capture_output=True, text=True, timeout=1200)
+    tests = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rs", *select_args, str(dest / "tests")],
+        cwd=dest,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=1200,
+    )
     assert tests.returncode == 0, tests.stdout[-5000:] + tests.stderr[-3000:]
     return tests.stdout
 
@@ -241,8 +296,19 @@ def test_the_new_cuda_kernel_compiles_for_sm90(name: str, tmp_path: Path) -> Non
     dest = tmp_path / name
     scaffold.create_kernel(dest, name)
     py = name.replace("-", "_")
-    cmd = [str(nvcc), "-c", "-std=c++17", "-Xcompiler=-std=gnu++17", "-O3", "-gencode=arch=compute_90,code=sm_90",
-           f"-I{dest / 'csrc'}", f"-I{INCLUDE}", str(dest / "csrc" / f"{py}.cu"), "-o", str(tmp_path / "out.o")]
+    cmd = [
+        str(nvcc),
+        "-c",
+        "-std=c++17",
+        "-Xcompiler=-std=gnu++17",
+        "-O3",
+        "-gencode=arch=compute_90,code=sm_90",
+        f"-I{dest / 'csrc'}",
+        f"-I{INCLUDE}",
+        str(dest / "csrc" / f"{py}.cu"),
+        "-o",
+        str(tmp_path / "out.o"),
+    ]
     if shutil.which("ccache"):
         cmd.insert(0, "ccache")
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)

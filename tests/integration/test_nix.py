@@ -64,8 +64,7 @@ def lock(kernel: Path, matrix: Path = REPO / "variants.json") -> Path:
 
 def nix_eval(expr: str) -> object:
     """Evaluate ``expr`` with ``lib`` = the farm's Nix library; read-only and offline."""
-    proc = run(["nix-instantiate", "--eval", "--strict", "--json", "-E",
-                f"let lib = import {REPO}/nix/lib; in {expr}"])
+    proc = run(["nix-instantiate", "--eval", "--strict", "--json", "-E", f"let lib = import {REPO}/nix/lib; in {expr}"])
     assert proc.returncode == 0, proc.stderr
     return json.loads(proc.stdout)
 
@@ -110,15 +109,25 @@ def test_sources_leave_out_build_outputs(tmp_path: Path) -> None:
         (kernel / junk).mkdir(parents=True)
     (kernel / "result").symlink_to(tmp_path)
     lock(kernel)
-    proc = run(["nix-instantiate", "--eval", "--strict", "--json", "--read-write-mode", "-E",
-                f"let lib = import {REPO}/nix/lib; ls = p: builtins.attrNames (builtins.readDir p); "
-                f"src = lib.kernelSource (lib.readKernel {kernel}); in "
-                "{ kernel = ls src; csrc = ls (src + \"/csrc\"); pybuild = ls lib.pybuildSource; "
-                "shared = ls (lib.pybuildSource + \"/pybuild/include/kernel_farm\"); }"])
+    proc = run(
+        [
+            "nix-instantiate",
+            "--eval",
+            "--strict",
+            "--json",
+            "--read-write-mode",
+            "-E",
+            f"let lib = import {REPO}/nix/lib; ls = p: builtins.attrNames (builtins.readDir p); "
+            f"src = lib.kernelSource (lib.readKernel {kernel}); in "
+            '{ kernel = ls src; csrc = ls (src + "/csrc"); pybuild = ls lib.pybuildSource; '
+            'shared = ls (lib.pybuildSource + "/pybuild/include/kernel_farm"); }',
+        ]
+    )
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout) == {
-        "kernel": sorted(p.name for p in kernel.iterdir()
-                         if p.name not in ("build", ".pybuild", "result", "result-1", LOCK_FILE)),
+        "kernel": sorted(
+            p.name for p in kernel.iterdir() if p.name not in ("build", ".pybuild", "result", "result-1", LOCK_FILE)
+        ),
         "csrc": sorted(p.name for p in (kernel / "csrc").iterdir() if p.name != "__pycache__"),
         "pybuild": ["pybuild"],
         # the shared kernel headers travel with pybuild into every variant's build
@@ -181,8 +190,10 @@ def test_kernel_variant_names_equal_pybuilds(tmp_path: Path) -> None:
         expected = [v.name for v in matrix.variants if manifest.accepts(v)]
         if d.is_relative_to(tmp_path):
             lock(d)
-        got = nix_eval(f"let k = lib.readKernel {d}; in "
-                       f"map (v: v.name) (lib.kernelVariants k (lib.readMatrix {REPO}/variants.json))")
+        got = nix_eval(
+            f"let k = lib.readKernel {d}; in "
+            f"map (v: v.name) (lib.kernelVariants k (lib.readMatrix {REPO}/variants.json))"
+        )
         assert sorted(got) == sorted(expected), d
     assert expected and all(v.split("-")[2].startswith("cu") for v in expected), "the narrowed kernel keeps CUDA only"
 
@@ -205,8 +216,10 @@ def test_upstream_examples_variant_names_equal_pybuilds(tmp_path: Path) -> None:
         lock(d)
         # a stable-ABI variant's name and the matrix torch it is built with
         expected = [[v.name, v.build_torch if v.stable_abi else None] for v in manifest.variants(matrix.variants)]
-        got = nix_eval(f"map (v: [ v.name (if v.stableAbi or false then v.torch else null) ]) "
-                       f"(lib.kernelVariants (lib.readKernel {d}) (lib.readMatrix {REPO}/variants.json))")
+        got = nix_eval(
+            f"map (v: [ v.name (if v.stableAbi or false then v.torch else null) ]) "
+            f"(lib.kernelVariants (lib.readKernel {d}) (lib.readMatrix {REPO}/variants.json))"
+        )
         assert got == expected, d
         seen.update(n.split("-")[0] + ("-stable" if "stable-abi" in n else "") for n, _ in expected)
     assert {"torch", "torch-stable"} <= seen, seen
@@ -219,9 +232,15 @@ def test_noarch_variant_names_equal_pybuilds(tmp_path: Path) -> None:
     assert got == expected == ["torch-cuda", "torch-cpu"]
 
 
-@pytest.mark.parametrize("general", ['name = "softcap"', 'name = "softcap"\nbackends = []',
-                                     'name = "softcap"\nbackends = ["cuda", "npu"]',
-                                     'name = "softcap"\nbackends = "cuda"'])
+@pytest.mark.parametrize(
+    "general",
+    [
+        'name = "softcap"',
+        'name = "softcap"\nbackends = []',
+        'name = "softcap"\nbackends = ["cuda", "npu"]',
+        'name = "softcap"\nbackends = "cuda"',
+    ],
+)
 def test_nix_refuses_what_pybuild_refuses(tmp_path: Path, general: str) -> None:
     """A build.toml pybuild refuses gets no lock, and Nix refuses the kernel (its old lock is stale)."""
     kernel = lock(shutil.copytree(REPO / "tests" / "fixtures" / "noarch-softcap", tmp_path / "softcap"))
@@ -229,8 +248,10 @@ def test_nix_refuses_what_pybuild_refuses(tmp_path: Path, general: str) -> None:
     with pytest.raises(ManifestError):  # pybuild refuses it
         lock(kernel)
     message = nix_error(f"(lib.readKernel {kernel}).backends")
-    assert "readKernel: softcap/build.toml: variants.lock.json was written from another build.toml or by other " \
+    assert (
+        "readKernel: softcap/build.toml: variants.lock.json was written from another build.toml or by other "
         f"pybuild rules; run `python -m pybuild lock {kernel}`" in message
+    )
     (kernel / LOCK_FILE).unlink()
     assert "no variants.lock.json beside it" in nix_error(f"(lib.readKernel {kernel}).backends")
 
@@ -244,8 +265,10 @@ def test_lock_hashes_are_computed_alike_by_nix_and_pybuild(tmp_path: Path) -> No
     tomls = [*(REPO / "kernels").glob("*/build.toml"), *UPSTREAM.glob("*/build.toml")]
     odd = tmp_path / "odd"
     odd.mkdir()  # what canonical JSON must agree on: escapes, non-ASCII, nesting, numbers, booleans
-    (odd / "build.toml").write_text('# c\n[general]\nname = "odd"\nx = "tab\\t quote\\" \\\\ é \\u0001 ✓"\n'
-                                    'n = [1, -2, true, 2.0, 0.1, 1e20, 3.5e-7]\n[a.b]\nk = { z = 1, a = "" }\n')
+    (odd / "build.toml").write_text(
+        '# c\n[general]\nname = "odd"\nx = "tab\\t quote\\" \\\\ é \\u0001 ✓"\n'
+        'n = [1, -2, true, 2.0, 0.1, 1e20, 3.5e-7]\n[a.b]\nk = { z = 1, a = "" }\n'
+    )
     dirs = sorted({t.parent for t in tomls} | {odd})
     got = nix_eval("[ " + " ".join(f"(lib.buildTomlHash {d})" for d in dirs) + " ]")
     assert got == [pylock.build_toml_hash(d / "build.toml") for d in dirs]
@@ -279,12 +302,15 @@ def test_upstream_examples_without_a_lock_evaluate_as_with_one(tmp_path: Path) -
     for example in examples:
         bare.append(shutil.copytree(example, tmp_path / "bare" / example.name))
         locked.append(lock(shutil.copytree(example, tmp_path / "locked" / example.name)))
-    stale = lock(shutil.copytree(examples[0], tmp_path / "stale"), REPO / "nix" / "tests" / "fixtures" / "farm" /
-                 "variants.json")
+    stale = lock(
+        shutil.copytree(examples[0], tmp_path / "stale"), REPO / "nix" / "tests" / "fixtures" / "farm" / "variants.json"
+    )
 
     def names(d: Path) -> str:
-        return (f"(map (v: v.name) (let k = lib.lockedWith {{ variants = {variants}; inherit compute; }} "
-                f"(lib.readKernel {d}); in lib.kernelVariants k (lib.readMatrix {variants})))")
+        return (
+            f"(map (v: v.name) (let k = lib.lockedWith {{ variants = {variants}; inherit compute; }} "
+            f"(lib.readKernel {d}); in lib.kernelVariants k (lib.readMatrix {variants})))"
+        )
 
     dirs = [*bare, stale]
     got = ifd_eval("[ " + " ".join(names(d) for d in dirs) + " ]", builds=len(dirs))
@@ -293,12 +319,16 @@ def test_upstream_examples_without_a_lock_evaluate_as_with_one(tmp_path: Path) -
     assert got == want and len(got) == len(dirs) and all(got), [d.name for d in dirs]
     assert not (tmp_path / "bare" / examples[0].name / LOCK_FILE).exists()  # computed in the store
     # as a kernel repository's flake evaluates it
-    toolchain = (f"lib.hostToolchainImpure {{ variants = [ \"torch213-cxx11-cpu-x86_64-linux\" ]; "
-                 f"python = {nix_string(os.path.realpath(sys.executable))}; }}")
+    toolchain = (
+        f'lib.hostToolchainImpure {{ variants = [ "torch213-cxx11-cpu-x86_64-linux" ]; '
+        f"python = {nix_string(os.path.realpath(sys.executable))}; }}"
+    )
     relu = [d for d in bare if d.name == "relu"]
     assert relu, "upstream's relu example"
-    outputs = (f"builtins.attrNames (lib.genFlakeOutputs {{ path = {relu[0]}; toolchain = {toolchain}; }})"
-               ".packages.x86_64-linux")
+    outputs = (
+        f"builtins.attrNames (lib.genFlakeOutputs {{ path = {relu[0]}; toolchain = {toolchain}; }})"
+        ".packages.x86_64-linux"
+    )
     packages = ifd_eval(outputs, builds=1)
     assert isinstance(packages, list)
     assert packages == nix_eval(outputs.replace(str(relu[0]), str(tmp_path / "locked" / "relu")))
@@ -311,12 +341,15 @@ def test_lock_errors_name_the_file_and_the_function(tmp_path: Path) -> None:
     (kernel / LOCK_FILE).write_text(f"<<<<<<< HEAD\n{text}=======\n{text}>>>>>>> other\n")
     err = nix_error(f"(lib.readKernel {kernel}).name")
     assert f"readKernel: {kernel / LOCK_FILE}: has merge-conflict markers; run `python -m pybuild lock {kernel}`" in err
-    compiled = shutil.copytree(REPO / "kernels" / "img2gray", tmp_path / "img2gray",
-                               ignore=shutil.ignore_patterns("build", ".pybuild"))
+    compiled = shutil.copytree(
+        REPO / "kernels" / "img2gray", tmp_path / "img2gray", ignore=shutil.ignore_patterns("build", ".pybuild")
+    )
     other = REPO / "nix" / "tests" / "fixtures" / "farm" / "variants.json"
     err = nix_error(f"(lib.lockedFor {other} (lib.readKernel {compiled})).name")
-    assert f"lockedFor: img2gray has a stale variants.lock.json for {other}; run `python -m pybuild lock " \
+    assert (
+        f"lockedFor: img2gray has a stale variants.lock.json for {other}; run `python -m pybuild lock "
         f"{compiled} --variants {other}`" in err
+    )
 
 
 BAD_MATRICES = [
@@ -325,35 +358,70 @@ BAD_MATRICES = [
     ("cuda-not-a-version", {"torch": [{"version": "2.13", "cuda": ["13"]}]}, 'torch[0].cuda: invalid entry "13"'),
     ("cpu-not-bool", {"torch": [{"version": "2.13", "cpu": "yes"}]}, "torch[0].cpu: must be true or false"),
     ("unknown-backend", {"torch": [{"version": "2.13", "cuda12": ["12.8"]}]}, 'torch[0]: unknown key(s) ["cuda12"]'),
-    ("unknown-top-key", {"torch": [{"version": "2.13", "cpu": True}], "sytems": []},
-     'top level: unknown key(s) ["sytems"]'),
-    ("bad-system", {"torch": [{"version": "2.13", "cpu": True}], "systems": ["x86_64-windows"]},
-     'systems: invalid entry "x86_64-windows"'),
+    (
+        "unknown-top-key",
+        {"torch": [{"version": "2.13", "cpu": True}], "sytems": []},
+        'top level: unknown key(s) ["sytems"]',
+    ),
+    (
+        "bad-system",
+        {"torch": [{"version": "2.13", "cpu": True}], "systems": ["x86_64-windows"]},
+        'systems: invalid entry "x86_64-windows"',
+    ),
     ("bad-abi", {"torch": [{"version": "2.13", "cpu": True}], "cxx-abi": ["cxx14"]}, 'cxx-abi: invalid entry "cxx14"'),
-    ("bad-exclude-key", {"torch": [{"version": "2.13", "cpu": True}], "exclude": [{"arch": "x86_64"}]},
-     "exclude: every entry must be an object with keys from"),
-    ("twice", {"torch": [{"version": "2.13", "cpu": True}, {"version": "2.13", "cuda": ["13.0"]}]},
-     'torch: torch "2.13" is listed twice'),
-    ("exclude-typo",
-     {"torch": [{"version": "2.13", "cpu": True}], "exclude": [{"system": "x86_64-linux", "backend": "cpuu"}]},
-     'exclude[0]: matches no variant ({"backend":"cpuu","system":"x86_64-linux"})'),
-    ("nothing-left", {"torch": [{"version": "2.13", "cpu": True}], "exclude": [{"backend": "cpu", "reason": "r"}]},
-     "top level: expands to no variant"),
+    (
+        "bad-exclude-key",
+        {"torch": [{"version": "2.13", "cpu": True}], "exclude": [{"arch": "x86_64"}]},
+        "exclude: every entry must be an object with keys from",
+    ),
+    (
+        "twice",
+        {"torch": [{"version": "2.13", "cpu": True}, {"version": "2.13", "cuda": ["13.0"]}]},
+        'torch: torch "2.13" is listed twice',
+    ),
+    (
+        "exclude-typo",
+        {"torch": [{"version": "2.13", "cpu": True}], "exclude": [{"system": "x86_64-linux", "backend": "cpuu"}]},
+        'exclude[0]: matches no variant ({"backend":"cpuu","system":"x86_64-linux"})',
+    ),
+    (
+        "nothing-left",
+        {"torch": [{"version": "2.13", "cpu": True}], "exclude": [{"backend": "cpu", "reason": "r"}]},
+        "top level: expands to no variant",
+    ),
     ("no-backend", {"torch": [{"version": "2.13"}]}, "top level: expands to no variant"),
-    ("cuda-twice", {"torch": [{"version": "2.13", "cuda": ["13.0", "12.8", "13.0"]}]},
-     'torch[0].cuda: lists "13.0" twice'),
-    ("system-twice", {"torch": [{"version": "2.13", "cpu": True}], "systems": ["x86_64-linux", "x86_64-linux"]},
-     'systems: lists "x86_64-linux" twice'),
-    ("schema-2", {"torch": [{"version": "2.13", "cpu": True}], "schema": 2},
-     "schema: is 2; this pybuild reads schema 1"),
+    (
+        "cuda-twice",
+        {"torch": [{"version": "2.13", "cuda": ["13.0", "12.8", "13.0"]}]},
+        'torch[0].cuda: lists "13.0" twice',
+    ),
+    (
+        "system-twice",
+        {"torch": [{"version": "2.13", "cpu": True}], "systems": ["x86_64-linux", "x86_64-linux"]},
+        'systems: lists "x86_64-linux" twice',
+    ),
+    (
+        "schema-2",
+        {"torch": [{"version": "2.13", "cpu": True}], "schema": 2},
+        "schema: is 2; this pybuild reads schema 1",
+    ),
     ("no-systems", {"torch": [{"version": "2.13", "cpu": True}], "systems": []}, "systems: is empty, which leaves no"),
     ("no-abi", {"torch": [{"version": "2.13", "cpu": True}], "cxx-abi": []}, "cxx-abi: is empty, which leaves no"),
-    ("reason-only", {"torch": [{"version": "2.13", "cpu": True}], "exclude": [{"reason": "r"}]},
-     "exclude[0]: has only a reason, so it would exclude every variant"),
-    ("null-value", {"torch": [{"version": "2.13", "cpu": True}], "exclude": [{"backend-version": None}]},
-     'exclude[0]: values must be strings like "2.13"; found {"backend-version":null}'),
-    ("version-before-exclude", {"torch": [{"version": "2.x", "cpu": True}], "exclude": [{"backend": "cpuu"}]},
-     'torch[0].version: must be "major.minor"'),
+    (
+        "reason-only",
+        {"torch": [{"version": "2.13", "cpu": True}], "exclude": [{"reason": "r"}]},
+        "exclude[0]: has only a reason, so it would exclude every variant",
+    ),
+    (
+        "null-value",
+        {"torch": [{"version": "2.13", "cpu": True}], "exclude": [{"backend-version": None}]},
+        'exclude[0]: values must be strings like "2.13"; found {"backend-version":null}',
+    ),
+    (
+        "version-before-exclude",
+        {"torch": [{"version": "2.x", "cpu": True}], "exclude": [{"backend": "cpuu"}]},
+        'torch[0].version: must be "major.minor"',
+    ),
 ]
 
 
@@ -370,8 +438,10 @@ def test_bad_matrix_is_refused_by_both(tmp_path: Path, label: str, data: dict, f
 
 def test_flake_errors_name_the_fix(tmp_path: Path) -> None:
     (tmp_path / "empty").mkdir()
-    err = nix_error(f"(lib.genFlakeOutputs {{ path = {tmp_path}/empty; toolchain = lib.hostToolchainImpure "
-                    "{ variants = [ ]; }; }).packages")
+    err = nix_error(
+        f"(lib.genFlakeOutputs {{ path = {tmp_path}/empty; toolchain = lib.hostToolchainImpure "
+        "{ variants = [ ]; }; }).packages"
+    )
     assert "genFlakeOutputs: no build.toml at" in err and "path = ./.;" in err
     kernel = tmp_path / "k"
     kernel.mkdir()
@@ -409,8 +479,11 @@ def expected_outputs(farm: Path) -> dict[str, dict[str, set[str]]]:
                 continue
             packages |= {m.name, *(f"{m.name}-{v.name}" for v in accepted), *(f"{m.name}-{v.system}" for v in accepted)}
             shells |= {v.name for v in accepted if v.system == system}
-        out[system] = {"packages": packages | {"default"}, "devShells": shells | {"default"},
-                       "checks": {"nix-lib-tests"}}
+        out[system] = {
+            "packages": packages | {"default"},
+            "devShells": shells | {"default"},
+            "checks": {"nix-lib-tests"},
+        }
     return out
 
 
@@ -426,8 +499,9 @@ def test_flake_show_offline_lists_packages_shells_and_checks(farm: Path) -> None
 
 def test_guide_dev_shell_path_resolves(farm: Path) -> None:
     """`nix develop .#devShells.<variant>` as the guide writes it (building it needs nixpkgs)."""
-    variant = next(v for v in load_matrix(farm / "variants.json").variants
-                   if v.backend == "cuda" and v.system == "x86_64-linux")
+    variant = next(
+        v for v in load_matrix(farm / "variants.json").variants if v.backend == "cuda" and v.system == "x86_64-linux"
+    )
     name = nix("eval", "--offline", "--raw", f"path:{farm}#devShells.{variant.name}.name", timeout=120)
     assert name == variant.name
 
@@ -462,7 +536,8 @@ def kernel_repo(farm: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[P
     repo = tmp_path_factory.mktemp("kernel-repo") / "img2gray"
     shutil.copytree(farm / "kernels" / "img2gray", repo)
     path_list = " ".join(nix_string(d) for d in host_tools_path())
-    (repo / "flake.nix").write_text(textwrap.dedent(f"""\
+    (repo / "flake.nix").write_text(
+        textwrap.dedent(f"""\
         {{
           inputs.farm.url = "path:{farm}";
           outputs = {{ self, farm }}:
@@ -477,7 +552,8 @@ def kernel_repo(farm: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[P
               }};
             }};
         }}
-        """))
+        """)
+    )
     return repo, variant
 
 
@@ -500,7 +576,11 @@ def test_nix_build_collect_and_load(kernel_repo: tuple[Path, str], farm: Path, t
     final = farm / "kernels" / "img2gray" / "build" / variant
     assert (final / "metadata.json").read_bytes() == (out / variant / "metadata.json").read_bytes()
 
-    check = run([sys.executable, "-c", textwrap.dedent(f"""
+    check = run(
+        [
+            sys.executable,
+            "-c",
+            textwrap.dedent(f"""
         from pathlib import Path
         import torch, kernels
         k = kernels.get_local_kernel(Path({str(farm / "kernels" / "img2gray")!r}))
@@ -509,7 +589,9 @@ def test_nix_build_collect_and_load(kernel_repo: tuple[Path, str], farm: Path, t
         expected = ((21 * r + 72 * g + 7 * b + 50) // 100).to(torch.uint8)
         assert torch.equal(k.img2gray(rgb), expected)
         print(type(k).__name__, k.__name__)
-        """)])
+        """),
+        ]
+    )
     assert check.returncode == 0, check.stderr
     assert meta["id"] in check.stdout, "the loader imports the package under metadata.json's id"
 
@@ -524,7 +606,8 @@ def test_nix_build_of_a_pure_python_kernel(farm: Path, tmp_path: Path) -> None:
     shutil.copytree(REPO / "tests" / "fixtures" / "noarch-softcap", repo)
     lock(repo)
     path_list = " ".join(nix_string(d) for d in host_tools_path())
-    (repo / "flake.nix").write_text(textwrap.dedent(f"""\
+    (repo / "flake.nix").write_text(
+        textwrap.dedent(f"""\
         {{
           inputs.farm.url = "path:{farm}";
           outputs = {{ self, farm }}:
@@ -537,21 +620,29 @@ def test_nix_build_of_a_pure_python_kernel(farm: Path, tmp_path: Path) -> None:
               }};
             }};
         }}
-        """))
+        """)
+    )
     out = tmp_path / "result"
     nix("build", "--offline", *BUILD_AS_ME, "-L", f"path:{repo}#softcap", "--out-link", str(out), timeout=600)
     assert sorted(p.name for p in out.iterdir()) == ["torch-cpu", "torch-cuda"]
     for backend in ("cpu", "cuda"):
         meta = json.loads((out / f"torch-{backend}" / "metadata.json").read_text())
         assert meta["backend"] == {"type": backend} and meta["pybuild"]["variant"] == f"torch-{backend}"
-    load = run([sys.executable, "-c", textwrap.dedent(f"""
+    load = run(
+        [
+            sys.executable,
+            "-c",
+            textwrap.dedent(f"""
         from pathlib import Path
         import torch, kernels
         k = kernels.get_local_kernel(Path({str(out)!r}))
         x = torch.randn(4, 6)
         assert torch.allclose(k.softcap(x, 3.0), torch.tanh(x / 3.0) * 3.0)
         print(k.__name__)
-        """)], cwd=tmp_path)
+        """),
+        ],
+        cwd=tmp_path,
+    )
     assert load.returncode == 0, load.stderr
     assert load.stdout.strip().startswith("_softcap_cpu_")
 
@@ -561,8 +652,18 @@ def test_dev_shell_has_pybuild(kernel_repo: tuple[Path, str]) -> None:
     """Both spellings resolve to the variant's shell, and the shell runs the store's pybuild."""
     repo, variant = kernel_repo
     for attr in (variant, f"devShells.{variant}"):
-        out = nix("develop", "--offline", *BUILD_AS_ME, f"path:{repo}#{attr}", "--command",
-                  "python3", "-c", "import pybuild; print(pybuild.__file__)", cwd=repo, timeout=300)
+        out = nix(
+            "develop",
+            "--offline",
+            *BUILD_AS_ME,
+            f"path:{repo}#{attr}",
+            "--command",
+            "python3",
+            "-c",
+            "import pybuild; print(pybuild.__file__)",
+            cwd=repo,
+            timeout=300,
+        )
         assert out.strip().startswith("/nix/store/") and out.strip().endswith("pybuild/__init__.py"), out
 
 
@@ -571,18 +672,24 @@ def test_design_card_dev_shell_command_resolves(farm: Path, tmp_path: Path) -> N
     the guide's own kernel repository (build.toml unmodified) whose matrix has torch 2.7 + CUDA 12.6."""
     repo = tmp_path / "img2gray"
     shutil.copytree(REPO / "tests" / "fixtures" / "guide-img2gray", repo)
-    (repo / "variants.json").write_text(json.dumps({
-        "torch": [{"version": "2.7", "cuda": ["12.6", "12.8"], "cpu": True}],
-        "cxx-abi": ["cxx11"],
-        "systems": ["x86_64-linux", "aarch64-linux"],
-    }))
+    (repo / "variants.json").write_text(
+        json.dumps(
+            {
+                "torch": [{"version": "2.7", "cuda": ["12.6", "12.8"], "cpu": True}],
+                "cxx-abi": ["cxx11"],
+                "systems": ["x86_64-linux", "aarch64-linux"],
+            }
+        )
+    )
     lock(repo, repo / "variants.json")
-    (repo / "flake.nix").write_text(textwrap.dedent(f"""\
+    (repo / "flake.nix").write_text(
+        textwrap.dedent(f"""\
         {{
           inputs.farm.url = "path:{farm}";
           outputs = {{ self, farm }}: farm.lib.genFlakeOutputs {{ inherit self; path = ./.; }};
         }}
-        """))
+        """)
+    )
     attr = "devShells.torch27-cxx11-cu126-x86_64-linux"
     assert nix("eval", "--offline", "--raw", f"path:{repo}#{attr}.name", timeout=120) == attr.split(".")[1]
     shown = json.loads(nix("flake", "show", "--offline", "--json", f"path:{repo}", timeout=120))

@@ -63,10 +63,13 @@ def built() -> Path:
 
 @pytest.fixture(scope="module")
 def local_result(built: Path, tmp_path_factory: pytest.TempPathFactory) -> dict:
-    code = PROBE + f"""
+    code = (
+        PROBE
+        + f"""
 import kernels, pathlib
 print(json.dumps(digest(kernels.get_local_kernel(pathlib.Path({str(built)!r})))))
 """
+    )
     return run_py(code, dict(os.environ), tmp_path_factory.mktemp("local"))
 
 
@@ -115,15 +118,25 @@ def test_check_publish_get_kernel_lock_download_offline(hub, built, local_result
     files = set(hub.store.get_repo("kernel", REPO_ID).commits[c1].files)
     expected = {"build.toml", "csrc/img2gray.cu", "torch-ext/torch_binding.cpp", f"build/{built.name}/metadata.json"}
     assert expected <= files
-    assert not any(".pybuild" in f or "__pycache__" in f or f.endswith("compile_commands.json") or
-                   f == "torch-ext/img2gray/_ops.py" for f in files)
+    assert not any(
+        ".pybuild" in f
+        or "__pycache__" in f
+        or f.endswith("compile_commands.json")
+        or f == "torch-ext/img2gray/_ops.py"
+        for f in files
+    )
 
     # get_kernel by version (branch v1) and by tag: the same bytes as the local build.
-    out = run_py(PROBE + """
+    out = run_py(
+        PROBE
+        + """
 import kernels
 print(json.dumps({"v": digest(kernels.get_kernel("org/img2gray", version=1)),
                   "t": digest(kernels.get_kernel("org/img2gray", revision="v1.0.0"))}))
-""", env, work)
+""",
+        env,
+        work,
+    )
     assert out["v"]["sha256"] == out["t"]["sha256"] == local_result["sha256"]
     assert f"snapshots/{c1}/build/{built.name}/" in out["v"]["file"]
 
@@ -131,25 +144,43 @@ print(json.dumps({"v": digest(kernels.get_kernel("org/img2gray", version=1)),
     project = tmp_path / "project"
     project.mkdir()
     (project / "pyproject.toml").write_text(
-        '[project]\nname = "sample"\nversion = "0.1.0"\n\n[tool.kernels.dependencies]\n"org/img2gray" = 1\n')
+        '[project]\nname = "sample"\nversion = "0.1.0"\n\n[tool.kernels.dependencies]\n"org/img2gray" = 1\n'
+    )
     fresh = hub_subprocess_env(hub.endpoint, tmp_path / "fresh")
     run(cli("kernels") + ["lock", str(project)], fresh, work)
     lock = json.loads((project / "kernels.lock").read_text())
     assert lock[0]["dependency"]["repo-id"] == REPO_ID and lock[0]["lock"]["commit"] == c1
     run(cli("kernels") + ["download", str(project)], fresh, work)
     offline = hub_subprocess_env(hub.endpoint, tmp_path / "fresh", offline=True)
-    load = PROBE + f"""
+    load = (
+        PROBE
+        + f"""
 import kernels, pathlib
-print(json.dumps(digest(kernels.load_kernel("org/img2gray", lockfile=pathlib.Path({str(project / 'kernels.lock')!r})))))
+print(json.dumps(digest(kernels.load_kernel("org/img2gray", lockfile=pathlib.Path({str(project / "kernels.lock")!r})))))
 """
+    )
     proc = run([sys.executable, "-c", textwrap.dedent(load)], offline, work, ok=False)
     if proc.returncode != 0:
         # kernels 0.17.2 + huggingface_hub 2.4: `kernels download` fetches build/<variant>/ only, but the offline
         # load asks for the whole snapshot and huggingface_hub refuses one that misses any file of the cached
         # tree listing (the card, the sources). The workaround docs/using.md gives: fetch the locked commit whole.
         assert "Cannot find a local snapshot" in proc.stderr, proc.stderr[-3000:]
-        run(cli("hf") + ["download", REPO_ID, "--repo-type", "kernel", "--revision", c1, "--cache-dir",
-                         fresh["KERNELS_CACHE"], "--quiet"], fresh, work)
+        run(
+            cli("hf")
+            + [
+                "download",
+                REPO_ID,
+                "--repo-type",
+                "kernel",
+                "--revision",
+                c1,
+                "--cache-dir",
+                fresh["KERNELS_CACHE"],
+                "--quiet",
+            ],
+            fresh,
+            work,
+        )
     n_requests = len(hub.requests())
     out = run_py(load, offline, work)
     assert out["sha256"] == local_result["sha256"] and f"snapshots/{c1}/" in out["file"]
@@ -160,19 +191,34 @@ print(json.dumps(digest(kernels.load_kernel("org/img2gray", lockfile=pathlib.Pat
     r2 = refs(hub)
     c2 = r2["tags"]["v1.1.0"]
     assert c2 != c1 and r2["branches"]["v1"] == c2 and r2["tags"]["v1.0.0"] == c1
-    out = run_py(PROBE + """
+    out = run_py(
+        PROBE
+        + """
 import kernels
 print(json.dumps({"v": digest(kernels.get_kernel("org/img2gray", version=1)),
                   "t": digest(kernels.get_kernel("org/img2gray", revision="v1.0.0"))}))
-""", hub_subprocess_env(hub.endpoint, tmp_path / "later"), work)
+""",
+        hub_subprocess_env(hub.endpoint, tmp_path / "later"),
+        work,
+    )
     assert f"snapshots/{c2}/" in out["v"]["file"] and f"snapshots/{c1}/" in out["t"]["file"]
     assert out["v"]["sha256"] == out["t"]["sha256"] == local_result["sha256"]
 
 
 def test_faults_dropped_upload_existing_tag_clean_retry(hub, built, tmp_path: Path) -> None:
     env = hub_subprocess_env(hub.endpoint, tmp_path / "hf")
-    publish = ["publish", str(KERNEL), "--repo-id", REPO_ID, "--version", "1.0.0", "--allow-noncompliant",
-               "--retries", "1", "-q"]
+    publish = [
+        "publish",
+        str(KERNEL),
+        "--repo-id",
+        REPO_ID,
+        "--version",
+        "1.0.0",
+        "--allow-noncompliant",
+        "--retries",
+        "1",
+        "-q",
+    ]
 
     # The connection drops during every upload attempt: the command fails, and no ref points anywhere new.
     hub.faults.drop_next("commit", times=2)
@@ -192,8 +238,18 @@ def test_faults_dropped_upload_existing_tag_clean_retry(hub, built, tmp_path: Pa
     shutil.copytree(KERNEL, other, ignore=shutil.ignore_patterns(".pybuild", "__pycache__"))
     (other / "flake.nix").write_text("{ outputs = _: { }; }\n")
     before = refs(hub)
-    proc = pybuild("publish", str(other), "--repo-id", REPO_ID, "--version", "1.0.0", "--allow-noncompliant", "-q",
-                   env=env, ok=False)
+    proc = pybuild(
+        "publish",
+        str(other),
+        "--repo-id",
+        REPO_ID,
+        "--version",
+        "1.0.0",
+        "--allow-noncompliant",
+        "-q",
+        env=env,
+        ok=False,
+    )
     assert proc.returncode == 9
     assert "tag v1.0.0 already exists" in proc.stderr and "not on the Hub: flake.nix" in proc.stderr
     assert "tags are never moved or recreated" in proc.stderr
@@ -206,8 +262,9 @@ def test_faults_dropped_upload_existing_tag_clean_retry(hub, built, tmp_path: Pa
 
 def test_wheel_installs_in_a_fresh_venv_and_matches_the_local_build(built, local_result, tmp_path: Path) -> None:
     dist = tmp_path / "dist"
-    proc = pybuild("wheel", str(KERNEL), "--variant", built.name, "--version", "1.1.2", "-o", str(dist),
-                   env=dict(os.environ))
+    proc = pybuild(
+        "wheel", str(KERNEL), "--variant", built.name, "--version", "1.1.2", "-o", str(dist), env=dict(os.environ)
+    )
     (whl,) = dist.glob("*.whl")
     import torch
 
@@ -223,14 +280,18 @@ def test_wheel_installs_in_a_fresh_venv_and_matches_the_local_build(built, local
     py = venv / "bin" / "python"
     # torch from this interpreter's site-packages, after the venv's own (--system-site-packages would give
     # the base interpreter's, which lacks torch where this interpreter is itself a venv)
-    venv_site = run([str(py), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-                    dict(os.environ), tmp_path).stdout.strip()
+    venv_site = run(
+        [str(py), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], dict(os.environ), tmp_path
+    ).stdout.strip()
     ours = sorted({sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]})
     (Path(venv_site) / "_outer_site_packages.pth").write_text("\n".join(ours) + "\n")
     # --no-deps: torch comes from the outer site-packages; resolving torch's own requirements offline would
     # fail on this machine's older setuptools. The wheel's requirement is checked against that torch below.
-    run([str(py), "-m", "pip", "install", "-q", "--no-index", "--no-deps", "--disable-pip-version-check", str(whl)],
-        dict(os.environ), tmp_path)
+    run(
+        [str(py), "-m", "pip", "install", "-q", "--no-index", "--no-deps", "--disable-pip-version-check", str(whl)],
+        dict(os.environ),
+        tmp_path,
+    )
     code = textwrap.dedent(PROBE) + "import img2gray\nprint(json.dumps(digest(img2gray)))\n"
     proc = run([str(py), "-c", code], dict(os.environ), tmp_path)
     out = json.loads(proc.stdout.strip().splitlines()[-1])

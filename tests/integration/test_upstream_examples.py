@@ -27,11 +27,15 @@ from pybuild.manifest import Manifest, load_manifest
 from tests.helpers.loader import require_kernels_loader
 
 REPO = Path(__file__).resolve().parents[2]
-UPSTREAM = Path(os.environ.get("PYBUILD_UPSTREAM_EXAMPLES")
-                or REPO.parent / "shared" / "upstream-kernel-builder" / "examples" / "kernels")
+UPSTREAM = Path(
+    os.environ.get("PYBUILD_UPSTREAM_EXAMPLES")
+    or REPO.parent / "shared" / "upstream-kernel-builder" / "examples" / "kernels"
+)
 if not UPSTREAM.is_dir():
-    pytest.skip(f"upstream kernel-builder examples not found at {UPSTREAM} (set PYBUILD_UPSTREAM_EXAMPLES)",
-                allow_module_level=True)
+    pytest.skip(
+        f"upstream kernel-builder examples not found at {UPSTREAM} (set PYBUILD_UPSTREAM_EXAMPLES)",
+        allow_module_level=True,
+    )
 torch = pytest.importorskip("torch")
 require_kernels_loader()
 
@@ -82,9 +86,11 @@ def _build(names: list[str], dest: Path, env: dict[str, str] | None = None) -> d
     for name in names:
         shutil.copytree(UPSTREAM / name, dest / name, ignore=shutil.ignore_patterns("build", ".pybuild"))
         dirs[name] = dest / name
+
     def build(d: Path) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([sys.executable, "-m", "pybuild", "build", str(d), "-q"], cwd=REPO, env=env,
-                              capture_output=True, text=True)
+        return subprocess.run(
+            [sys.executable, "-m", "pybuild", "build", str(d), "-q"], cwd=REPO, env=env, capture_output=True, text=True
+        )
 
     # one build per example at a time, as many at once as there are cores (each is mostly one compiler)
     with ThreadPoolExecutor(max_workers=max(1, min(len(dirs), (os.cpu_count() or 2) // 2))) as pool:
@@ -103,8 +109,10 @@ def _not_here(name: str, backend: str) -> str | None:
         return None
     if m.framework == "tvm-ffi" and tvm_ffi_version() is None:
         return f"{name}: a [tvm-ffi] kernel, and tvm-ffi is not installed (pip install apache-tvm-ffi)"
-    return (f"{name}: no {backend} variant for this machine's torch {torch.__version__} "
-            f"([torch] minver/maxver {m.torch_minver}/{m.torch_maxver})")
+    return (
+        f"{name}: no {backend} variant for this machine's torch {torch.__version__} "
+        f"([torch] minver/maxver {m.torch_minver}/{m.torch_maxver})"
+    )
 
 
 def _run_own_tests(name: str, dirs: dict[str, Path], env: dict[str, str], deselect: str | None = None) -> None:
@@ -112,14 +120,18 @@ def _run_own_tests(name: str, dirs: dict[str, Path], env: dict[str, str], desele
     tests = dirs[name] / "tests"
     if not tests.is_dir():
         pytest.skip(f"{name} has no tests/ (built only)")
-    env = {**env, "LOCAL_KERNELS": ":".join(f"kernels-test/{n}={d}" for n, d in dirs.items()),
-           "PYTHONDONTWRITEBYTECODE": "1"}
+    env = {
+        **env,
+        "LOCAL_KERNELS": ":".join(f"kernels-test/{n}={d}" for n, d in dirs.items()),
+        "PYTHONDONTWRITEBYTECODE": "1",
+    }
     cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-W", "ignore", str(tests)]
     if deselect:
         cmd += ["-k", deselect]
     proc = subprocess.run(cmd, cwd=dirs[name], env=env, capture_output=True, text=True)
-    assert proc.returncode == 0, \
+    assert proc.returncode == 0, (
         f"{name}: its own tests failed against our build:\n{proc.stdout[-4000:]}\n{proc.stderr[-2000:]}"
+    )
     assert " passed" in proc.stdout
 
 
@@ -137,8 +149,9 @@ def test_cpu_example_builds_and_its_tests_pass(name: str, cpu_builds: dict[str, 
         pytest.skip(_not_here(name, "cpu") or "")
     m = load_manifest(cpu_builds[name])
     built = sorted(p.name for p in (cpu_builds[name] / "build").iterdir())
-    assert any(v.endswith("-cpu-x86_64-linux") or v.endswith("-cpu-aarch64-linux") or v == "torch-cpu"
-               for v in built), built
+    assert any(
+        v.endswith("-cpu-x86_64-linux") or v.endswith("-cpu-aarch64-linux") or v == "torch-cpu" for v in built
+    ), built
     if m.stable_abi_for("cpu"):
         assert all(v.startswith("torch-stable-abi") for v in built), built
     if m.framework == "tvm-ffi":
@@ -152,8 +165,11 @@ def test_noarch_example_builds_every_backend(name: str, tmp_path: Path) -> None:
     dirs = _build([name], tmp_path)
     m = load_manifest(dirs[name])
     built = sorted(p.name for p in (dirs[name] / "build").iterdir())
-    assert built == sorted(v.name for v in m.variants(())) == sorted(
-        f"torch-{'npu' if b == 'cann' else b}" for b in m.backends)
+    assert (
+        built
+        == sorted(v.name for v in m.variants(()))
+        == sorted(f"torch-{'npu' if b == 'cann' else b}" for b in m.backends)
+    )
 
 
 def _gpu_reason() -> str | None:

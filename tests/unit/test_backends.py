@@ -26,8 +26,14 @@ def test_enum_data_file_and_registry_agree() -> None:
     assert {"cuda", "cpu"} <= set(backends.names()) and "neuron" not in backends.names()
 
 
-TAGS = [("cuda", "13.0", "cu130"), ("cuda", "12.8", "cu128"), ("rocm", "7.1", "rocm71"), ("xpu", "2025.1", "xpu20251"),
-        ("cpu", None, "cpu"), ("metal", None, "metal")]
+TAGS = [
+    ("cuda", "13.0", "cu130"),
+    ("cuda", "12.8", "cu128"),
+    ("rocm", "7.1", "rocm71"),
+    ("xpu", "2025.1", "xpu20251"),
+    ("cpu", None, "cpu"),
+    ("metal", None, "metal"),
+]
 
 
 @pytest.mark.parametrize(("name", "version", "tag"), TAGS, ids=[t[2] for t in TAGS])
@@ -46,14 +52,27 @@ def test_noarch_names_round_trip(name: str) -> None:
     assert v.backend_tag == name  # what the card and wheel tags of a pure-Python variant show
 
 
-CLASHES = [({"name": "cuda"}, "name 'cuda' is cuda's already"), ({"tag": "cu"}, "tag 'cu' is cuda's already"),
-           ({"noarch_name": "npu"}, "noarch-name 'npu' is cann's already"), ({"os": "windows"}, "os must be linux")]
+CLASHES = [
+    ({"name": "cuda"}, "name 'cuda' is cuda's already"),
+    ({"tag": "cu"}, "tag 'cu' is cuda's already"),
+    ({"noarch_name": "npu"}, "noarch-name 'npu' is cann's already"),
+    ({"os": "windows"}, "os must be linux"),
+]
 
 
 @pytest.mark.parametrize(("change", "message"), CLASHES, ids=[m for _, m in CLASHES])
 def test_register_refuses_a_clash(change: dict[str, str], message: str) -> None:
-    facts = {"name": "new", "label": "New", "compiled": True, "versioned": False, "tag": "new", "tag_digits": 0,
-             "os": "linux", "noarch_name": "new", "wheel_tag": None}
+    facts = {
+        "name": "new",
+        "label": "New",
+        "compiled": True,
+        "versioned": False,
+        "tag": "new",
+        "tag_digits": 0,
+        "os": "linux",
+        "noarch_name": "new",
+        "wheel_tag": None,
+    }
     with pytest.raises(ValueError, match=message):
         backends.register(BaseBackend(Facts(**{**facts, **change})))
     assert "new" not in backends.noarch_names()
@@ -70,14 +89,18 @@ def test_unknown_backend_names_the_known_ones() -> None:
 
 
 def test_only_cuda_has_a_cmake_fragment_today() -> None:
-    with_fragment = [b.name for b in backends.all_backends()
-                     if any(b.cmake_fragment(s, ()) for s in backends.SECTIONS)]
+    with_fragment = [b.name for b in backends.all_backends() if any(b.cmake_fragment(s, ()) for s in backends.SECTIONS)]
     assert with_fragment == ["cuda"]
     assert "enable_language(CUDA)" in backends.get("cuda").cmake_fragment("configure", ())
 
 
-WHEEL_TAGS = [("cuda", "12.8", "cu128"), ("rocm", "7.1", "rocm7.1"), ("cpu", None, "cpu"), ("xpu", "2025.1", "xpu"),
-              ("metal", None, None)]
+WHEEL_TAGS = [
+    ("cuda", "12.8", "cu128"),
+    ("rocm", "7.1", "rocm7.1"),
+    ("cpu", None, "cpu"),
+    ("xpu", "2025.1", "xpu"),
+    ("metal", None, None),
+]
 
 
 @pytest.mark.parametrize(("name", "version", "tag"), WHEEL_TAGS, ids=[t[0] for t in WHEEL_TAGS])
@@ -86,8 +109,17 @@ def test_wheel_tag_as_pytorch_indexes_spell_it(name: str, version: str | None, t
     assert backends.get(name).wheel_tag(version) == tag
 
 
-SHORT_TAGS = {"name": "zz", "label": "Zz", "compiled": True, "versioned": True, "tag": "zz", "tag_digits": 3,
-              "os": "linux", "noarch_name": "zz", "wheel_tag": None}
+SHORT_TAGS = {
+    "name": "zz",
+    "label": "Zz",
+    "compiled": True,
+    "versioned": True,
+    "tag": "zz",
+    "tag_digits": 3,
+    "os": "linux",
+    "noarch_name": "zz",
+    "wheel_tag": None,
+}
 
 
 class KnowsShortVersions(BaseBackend):
@@ -110,8 +142,11 @@ def test_matrix_refuses_a_version_whose_name_does_not_parse_back() -> None:
     backend = backends.register(BaseBackend(Facts(**SHORT_TAGS)))
     try:
         matrix = {"torch": [{"version": "2.14", "zz": ["1.3"]}], "cxx-abi": ["cxx11"], "systems": ["x86_64-linux"]}
-        with pytest.raises(VariantsError, match=r"torch\[0\]\.zz: Zz 1\.3 gives the tag 'zz13', which variant "
-                                                r"names cannot carry \(they take `zz\\d\{3,\}`\); list versions of"):
+        with pytest.raises(
+            VariantsError,
+            match=r"torch\[0\]\.zz: Zz 1\.3 gives the tag 'zz13', which variant "
+            r"names cannot carry \(they take `zz\\d\{3,\}`\); list versions of",
+        ):
             expand_matrix(matrix)
         matrix["torch"][0]["zz"] = ["13.0"]
         assert [v.name for v in expand_matrix(matrix).variants] == ["torch214-cxx11-zz130-x86_64-linux"]

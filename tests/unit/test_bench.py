@@ -102,8 +102,9 @@ def test_strict_targets_need_more_than_the_ratio():
 
 
 def test_summary_names_what_was_not_met():
-    r = result((Target("compile", 1.0), Target("copy_large", 0.9)), ours=timing(3000), compile=timing(2900),
-               eager=timing(100))
+    r = result(
+        (Target("compile", 1.0), Target("copy_large", 0.9)), ours=timing(3000), compile=timing(2900), eager=timing(100)
+    )
     finalize(r, timing(4000))
     doc = {"results": [{k: v for k, v in r.__dict__.items() if k != "target_specs"}]}
     doc["results"][0]["timings"] = {k: v.__dict__ for k, v in r.timings.items()}
@@ -115,8 +116,18 @@ def case(device: str = "cpu") -> Case:
     def make(seed: int) -> tuple[torch.Tensor]:
         return (torch.randn(256, 256, generator=torch.Generator().manual_seed(seed)),)
 
-    return Case(kernel="k", op="double", label="256x256", dtype="float32", bytes=2 * 256 * 256 * 4, make=make,
-                ours=lambda x: x + x, eager=lambda x: x * 2, targets=(Target("eager", 0.5),), exact=True)
+    return Case(
+        kernel="k",
+        op="double",
+        label="256x256",
+        dtype="float32",
+        bytes=2 * 256 * 256 * 4,
+        make=make,
+        ours=lambda x: x + x,
+        eager=lambda x: x * 2,
+        targets=(Target("eager", 0.5),),
+        exact=True,
+    )
 
 
 def test_run_case_on_cpu_times_every_implementation_and_checks_outputs():
@@ -148,9 +159,15 @@ def test_run_writes_a_json_document(tmp_path):
     assert len(back["copy_large_runs"]) == 2
 
 
-@pytest.mark.parametrize("result", ["gpu-nvidia-h200.json", "gpu-nvidia-h100-80gb-hbm3.json",
-                                    "sweep-rms_norm-activation-img2gray-nvidia-h200.json",
-                                    "sweep-rms_norm-activation-img2gray-nvidia-h100-80gb-hbm3.json"])
+@pytest.mark.parametrize(
+    "result",
+    [
+        "gpu-nvidia-h200.json",
+        "gpu-nvidia-h100-80gb-hbm3.json",
+        "sweep-rms_norm-activation-img2gray-nvidia-h200.json",
+        "sweep-rms_norm-activation-img2gray-nvidia-h100-80gb-hbm3.json",
+    ],
+)
 def test_the_performance_page_tables_are_the_committed_runs(result: str) -> None:
     # docs/performance.md's tables are generated (benchmarks/table.py) from the committed JSON; a
     # new run committed without regenerating them, or a hand-edited figure, fails here.
@@ -165,21 +182,30 @@ def test_the_performance_page_tables_are_the_committed_runs(result: str) -> None
 
 def test_the_table_script_prints_the_table_and_refuses_a_wrong_file(tmp_path: Path) -> None:
     result = ROOT / "benchmarks" / "results" / "gpu-nvidia-h200.json"
-    proc = subprocess.run([sys.executable, "benchmarks/table.py", str(result)], cwd=ROOT, capture_output=True,
-                          text=True, check=False)
+    proc = subprocess.run(
+        [sys.executable, "benchmarks/table.py", str(result)], cwd=ROOT, capture_output=True, text=True, check=False
+    )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.splitlines() == markdown_table(json.loads(result.read_text()))
     (tmp_path / "x.json").write_text("{}")
-    proc = subprocess.run([sys.executable, "benchmarks/table.py", str(tmp_path / "x.json")], cwd=ROOT,
-                          capture_output=True, text=True, check=False)
+    proc = subprocess.run(
+        [sys.executable, "benchmarks/table.py", str(tmp_path / "x.json")],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     assert proc.returncode == 2 and "not a readable bench result" in proc.stderr and "Traceback" not in proc.stderr
 
 
-@pytest.mark.parametrize("text, message", [
-    ("def cases(:\n", "line 1: cannot be loaded (SyntaxError"),
-    ("X = 1\n", "defines no cases(kernel, device, quick) function"),
-    ("raise ImportError('no triton')\n", "cannot be loaded (ImportError: no triton)"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("def cases(:\n", "line 1: cannot be loaded (SyntaxError"),
+        ("X = 1\n", "defines no cases(kernel, device, quick) function"),
+        ("raise ImportError('no triton')\n", "cannot be loaded (ImportError: no triton)"),
+    ],
+)
 def test_a_broken_benchmark_file_is_one_usage_error(tmp_path, text: str, message: str) -> None:
     (tmp_path / "k" / "benchmarks").mkdir(parents=True)
     (tmp_path / "k" / "benchmarks" / "cases.py").write_text(text)
@@ -188,10 +214,13 @@ def test_a_broken_benchmark_file_is_one_usage_error(tmp_path, text: str, message
     assert message in str(info.value)
 
 
-@pytest.mark.parametrize("body, message", [
-    ("return [1]", "cases() must return pybuild.bench.Case objects; got 1"),
-    ("return 1 / 0", "cases() failed (ZeroDivisionError: division by zero)"),
-])
+@pytest.mark.parametrize(
+    "body, message",
+    [
+        ("return [1]", "cases() must return pybuild.bench.Case objects; got 1"),
+        ("return 1 / 0", "cases() failed (ZeroDivisionError: division by zero)"),
+    ],
+)
 def test_a_benchmark_whose_cases_fail_is_one_usage_error(tmp_path, body: str, message: str) -> None:
     (tmp_path / "k" / "benchmarks").mkdir(parents=True)
     (tmp_path / "k" / "benchmarks" / "cases.py").write_text(f"def cases(kernel, device, quick):\n    {body}\n")
@@ -201,11 +230,14 @@ def test_a_benchmark_whose_cases_fail_is_one_usage_error(tmp_path, body: str, me
     assert message in str(info.value)
 
 
-@pytest.mark.parametrize("broken, message", [
-    ("make", "RuntimeError: make broke"),
-    ("ours", "ValueError: ours broke"),
-    ("eager", "TypeError: eager broke"),
-])
+@pytest.mark.parametrize(
+    "broken, message",
+    [
+        ("make", "RuntimeError: make broke"),
+        ("ours", "ValueError: ours broke"),
+        ("eager", "TypeError: eager broke"),
+    ],
+)
 def test_a_case_whose_code_raises_is_one_usage_error(tmp_path: Path, broken: str, message: str) -> None:
     (tmp_path / "k" / "benchmarks").mkdir(parents=True)
     error = message.split(":")[0]
@@ -270,8 +302,18 @@ def test_the_cases_action_writes_the_json_prints_the_table_and_exits_0(tmp_path:
             return [case(device)]
 
     output = Output(out=tmp_path / "out", name="run", strict=True)
-    assert bench_cases([("k", None, Module)], "cpu", quick=True, compile_=False, command="test", output=output,
-                       rep=Reporter(quiet=True)) == 0  # targets are GPU targets: none judged, none missed
+    assert (
+        bench_cases(
+            [("k", None, Module)],
+            "cpu",
+            quick=True,
+            compile_=False,
+            command="test",
+            output=output,
+            rep=Reporter(quiet=True),
+        )
+        == 0
+    )  # targets are GPU targets: none judged, none missed
     doc = json.loads((tmp_path / "out" / "run.json").read_text())
     assert doc["command"] == "test" and doc["results"][0]["check"] == "exact"
     assert "256x256" in capsys.readouterr().out
@@ -285,9 +327,16 @@ def test_the_sweep_action_exits_1_on_a_wrong_result(tmp_path: Path, wrong: bool)
     def make(shape, seed):
         return (torch.randn(*shape.dims, generator=torch.Generator().manual_seed(seed)),)
 
-    op = SweepOp(kernel="k", op="double", kind="rows", dtypes=("float32",), make=make,
-                 ours=(lambda x: x * 2 + 1) if wrong else (lambda x: x + x), eager=lambda x: x * 2,
-                 bytes_of=lambda r, c, d: 8 * r * c)
+    op = SweepOp(
+        kernel="k",
+        op="double",
+        kind="rows",
+        dtypes=("float32",),
+        make=make,
+        ours=(lambda x: x * 2 + 1) if wrong else (lambda x: x + x),
+        eager=lambda x: x * 2,
+        bytes_of=lambda r, c, d: 8 * r * c,
+    )
 
     class Module:
         __file__ = "kernels/k/benchmarks/cases.py"
@@ -297,9 +346,18 @@ def test_the_sweep_action_exits_1_on_a_wrong_result(tmp_path: Path, wrong: bool)
             return [op]
 
     output = Output(out=tmp_path, json=True)
-    rc = bench_sweep([("k", None, Module)], "cpu", Distribution(seed=1, n=3, max_bytes=1 << 14), compile_=False,
-                     workers=0, command="test", output=output, rep=Reporter(quiet=True))
+    rc = bench_sweep(
+        [("k", None, Module)],
+        "cpu",
+        Distribution(seed=1, n=3, max_bytes=1 << 14),
+        compile_=False,
+        workers=0,
+        command="test",
+        output=output,
+        rep=Reporter(quiet=True),
+    )
     assert rc == (1 if wrong else 0)
     assert [p.suffix for p in sorted(tmp_path.iterdir())] == [".json", ".svg"]  # sweep-k-<cpu>.json and .svg
-    assert json.loads(next(tmp_path.glob("sweep-k-*.json")).read_text())["summary"]["k double"]["correct"] == \
-        (0 if wrong else 3)
+    assert json.loads(next(tmp_path.glob("sweep-k-*.json")).read_text())["summary"]["k double"]["correct"] == (
+        0 if wrong else 3
+    )

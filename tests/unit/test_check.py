@@ -47,8 +47,14 @@ def test_good_build_passes_every_check(kernel: Path, matrix) -> None:
     report = check_kernel(kernel, matrix)
     v = vdir.name
     assert verdicts(report) == {
-        (v, "metadata"): "pass", (v, "digest"): "pass", (v, "abi3"): "pass", (v, MANYLINUX): "pass",
-        (v, "rpath"): "pass", (v, "runtime"): "pass", (v, "sources"): "pass", (v, "import"): "pass",
+        (v, "metadata"): "pass",
+        (v, "digest"): "pass",
+        (v, "abi3"): "pass",
+        (v, MANYLINUX): "pass",
+        (v, "rpath"): "pass",
+        (v, "runtime"): "pass",
+        (v, "sources"): "pass",
+        (v, "import"): "pass",
         ("*", "variants"): "pass",
     }
     assert report.ok
@@ -71,11 +77,14 @@ def test_cli_exit_codes_and_table(kernel: Path, tmp_path: Path, capsys: pytest.C
     assert data[0]["ok"] is False and {r["check"] for r in data[0]["results"] if r["status"] == "fail"} == {"digest"}
 
 
-@pytest.mark.parametrize("tamper, fragment", [
-    (lambda v: (v / "tinyk" / "__init__.py").write_text("import os\n"), "changed file tinyk/__init__.py"),
-    (lambda v: (v / "tinyk" / "extra.py").write_text(""), "unexpected file tinyk/extra.py"),
-    (lambda v: (v / "tinyk" / "_tinyk_ext.abi3.so").unlink(), "missing file tinyk/_tinyk_ext.abi3.so"),
-])
+@pytest.mark.parametrize(
+    "tamper, fragment",
+    [
+        (lambda v: (v / "tinyk" / "__init__.py").write_text("import os\n"), "changed file tinyk/__init__.py"),
+        (lambda v: (v / "tinyk" / "extra.py").write_text(""), "unexpected file tinyk/extra.py"),
+        (lambda v: (v / "tinyk" / "_tinyk_ext.abi3.so").unlink(), "missing file tinyk/_tinyk_ext.abi3.so"),
+    ],
+)
 def test_tampered_file_fails_the_digest(kernel: Path, matrix, tamper, fragment: str) -> None:
     vdir = make_variant(kernel)
     tamper(vdir)
@@ -111,8 +120,9 @@ def test_embedded_cxx_runtime(kernel: Path, matrix, tmp_path: Path) -> None:
     vdir = make_variant(kernel)
     so = next(vdir.rglob("*.so"))
     src = tmp_path / "throws.cpp"
-    src.write_text('#include <stdexcept>\n'
-                   'extern "C" int f(int x) { if (x < 0) throw std::runtime_error("neg"); return x; }\n')
+    src.write_text(
+        '#include <stdexcept>\nextern "C" int f(int x) { if (x < 0) throw std::runtime_error("neg"); return x; }\n'
+    )
     subprocess.run([gxx, "-shared", "-fPIC", "-static-libstdc++", str(src), "-o", str(so)], check=True)
     reseal(vdir)
     report = quick_check(kernel, matrix)
@@ -127,10 +137,13 @@ def test_rpath_into_build_tree(kernel: Path, matrix) -> None:
     assert "/tmp/somewhere/build/lib" in detail(report, "rpath")
 
 
-@pytest.mark.parametrize("written, shown", [
-    ("/opt/café/lib", "/opt/café/lib"),  # UTF-8, as written (not read as latin-1: "cafÃ©")
-    ("/opt/caf\udce9/lib", "/opt/caf\ufffd/lib"),  # a latin-1 byte, not UTF-8: a replacement character
-])
+@pytest.mark.parametrize(
+    "written, shown",
+    [
+        ("/opt/café/lib", "/opt/café/lib"),  # UTF-8, as written (not read as latin-1: "cafÃ©")
+        ("/opt/caf\udce9/lib", "/opt/caf\ufffd/lib"),  # a latin-1 byte, not UTF-8: a replacement character
+    ],
+)
 def test_a_non_ascii_rpath_is_shown_as_written(kernel: Path, matrix, written: str, shown: str) -> None:
     vdir = make_variant(kernel, so_extra=(f"-Wl,-rpath,{written}",))
     (so,) = (vdir / "tinyk").glob("*.so")
@@ -140,14 +153,17 @@ def test_a_non_ascii_rpath_is_shown_as_written(kernel: Path, matrix, written: st
     assert shown in detail(report, "rpath") and "Ã" not in detail(report, "rpath")
 
 
-@pytest.mark.parametrize("metadata, fragment", [
-    ({"backend": {"type": "cuda"}}, "backend.type is 'cuda' but the variant name says 'cpu'"),
-    ({"name": "Tiny_K"}, "does not match"),
-    ({"version": "one"}, "`version` must be an integer"),
-    ({"python-depends": ["numpy"]}, "python-depends ['numpy'] are not in the kernels loader's allow-list"),
-    ({"python-depends": [{}]}, "`python-depends` must be a list of package names, found [{}]"),
-    ({"python-depends": "einops"}, "`python-depends` must be a list of package names, found 'einops'"),
-])
+@pytest.mark.parametrize(
+    "metadata, fragment",
+    [
+        ({"backend": {"type": "cuda"}}, "backend.type is 'cuda' but the variant name says 'cpu'"),
+        ({"name": "Tiny_K"}, "does not match"),
+        ({"version": "one"}, "`version` must be an integer"),
+        ({"python-depends": ["numpy"]}, "python-depends ['numpy'] are not in the kernels loader's allow-list"),
+        ({"python-depends": [{}]}, "`python-depends` must be a list of package names, found [{}]"),
+        ({"python-depends": "einops"}, "`python-depends` must be a list of package names, found 'einops'"),
+    ],
+)
 def test_bad_metadata(kernel: Path, matrix, metadata: dict, fragment: str) -> None:
     vdir = make_variant(kernel, metadata=metadata)
     report = quick_check(kernel, matrix)
@@ -205,12 +221,21 @@ def test_targets_build_dir_and_variant_dir(kernel: Path, matrix) -> None:
     assert {r.check for r in by_variant.results} >= {"metadata", "digest", "abi3"}
 
 
-@pytest.mark.parametrize("args, code, fragment", [
-    (["check", "/nonexistent/x"], 2, "neither a kernel folder"),
-    (["check", "kernels/img2gray", "--variant", "torch100-cxx11-cpu-x86_64-linux"], 2, "not built under"),
-])
-def test_usage_errors(args: list[str], code: int, fragment: str, repo_root: Path,
-                      capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize(
+    "args, code, fragment",
+    [
+        (["check", "/nonexistent/x"], 2, "neither a kernel folder"),
+        (["check", "kernels/img2gray", "--variant", "torch100-cxx11-cpu-x86_64-linux"], 2, "not built under"),
+    ],
+)
+def test_usage_errors(
+    args: list[str],
+    code: int,
+    fragment: str,
+    repo_root: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     monkeypatch.chdir(repo_root)
     assert main(args) == code
     err = capsys.readouterr().err

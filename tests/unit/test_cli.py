@@ -66,8 +66,13 @@ def test_broken_manifest_one_line_nothing_written(guide_kernel: Path) -> None:
     toml.write_text(toml.read_text().replace('depends = ["torch"]', 'depends = ["torch"]\ncuda-capabilites = ["9.0"]'))
     before = sorted(guide_kernel.rglob("*"))
     for command in (["build"], ["generate"]):
-        proc = subprocess.run([sys.executable, "-m", "pybuild", *command, str(guide_kernel)],
-                              cwd=REPO, capture_output=True, text=True, timeout=60)
+        proc = subprocess.run(
+            [sys.executable, "-m", "pybuild", *command, str(guide_kernel)],
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
         assert proc.returncode == 3, proc.stderr
         lines = proc.stderr.strip().splitlines()
         assert len(lines) == 1, proc.stderr
@@ -118,15 +123,23 @@ def test_bench_takes_the_kernel_name_too(capsys) -> None:
     assert "--name" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize(("err", "fragment"), [
-    (OSError(28, "No space left on device", "/farm/build/x"),
-     "/farm/build/x: No space left on device; the disk is full"),
-    (PermissionError(13, "Permission denied", "/farm/kernels"),
-     "/farm/kernels: Permission denied; check the permissions"),
-    (NotADirectoryError(20, "Not a directory", "/farm/dist"), "a file stands where a folder is needed"),
-])
-def test_file_system_errors_are_one_line_with_the_fix(err: OSError, fragment: str, monkeypatch,
-                                                      capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.mark.parametrize(
+    ("err", "fragment"),
+    [
+        (
+            OSError(28, "No space left on device", "/farm/build/x"),
+            "/farm/build/x: No space left on device; the disk is full",
+        ),
+        (
+            PermissionError(13, "Permission denied", "/farm/kernels"),
+            "/farm/kernels: Permission denied; check the permissions",
+        ),
+        (NotADirectoryError(20, "Not a directory", "/farm/dist"), "a file stands where a folder is needed"),
+    ],
+)
+def test_file_system_errors_are_one_line_with_the_fix(
+    err: OSError, fragment: str, monkeypatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     import pybuild.cli.variants as variants_command
 
     def fail(args):  # noqa: ANN001, ANN202
@@ -160,20 +173,28 @@ def test_no_command_and_misplaced_flags(capsys: pytest.CaptureFixture[str]) -> N
 def test_an_unknown_top_level_flag_is_named(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["--bogus"]) == 2
     captured = capsys.readouterr()
-    assert captured.err.strip() == ("error: python -m pybuild: unrecognized arguments: --bogus "
-                                    "(see python -m pybuild --help)")
+    assert captured.err.strip() == (
+        "error: python -m pybuild: unrecognized arguments: --bogus (see python -m pybuild --help)"
+    )
     assert "no command given" not in captured.err and not captured.out
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["--all", "--variant", "x"], "error: build: --all and --variant x exclude each other"),
-    (["--all", "--variant", "torch213-cxx11-cpu-x86_64-linux"], "exclude each other"),
-    (["--variant", "x"], "error: --variant x: not a variant name; `python -m pybuild variants` lists them"),
-    (["--variant", "torch213-cxx11-cpu-x86_64-linux", "--variant", "torch2x"], "--variant torch2x: not a variant"),
-])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--all", "--variant", "x"], "error: build: --all and --variant x exclude each other"),
+        (["--all", "--variant", "torch213-cxx11-cpu-x86_64-linux"], "exclude each other"),
+        (["--variant", "x"], "error: --variant x: not a variant name; `python -m pybuild variants` lists them"),
+        (["--variant", "torch213-cxx11-cpu-x86_64-linux", "--variant", "torch2x"], "--variant torch2x: not a variant"),
+    ],
+)
 def test_build_refuses_a_variant_clash_or_an_unknown_name_before_any_work(
-        guide_kernel: Path, argv: list[str], message: str, monkeypatch: pytest.MonkeyPatch,
-        capsys: pytest.CaptureFixture[str]) -> None:
+    guide_kernel: Path,
+    argv: list[str],
+    message: str,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     import pybuild.build
     import pybuild.matrix
 
@@ -189,8 +210,9 @@ def test_build_refuses_a_variant_clash_or_an_unknown_name_before_any_work(
     assert sorted(guide_kernel.rglob("*")) == before
 
 
-def test_build_refuses_bad_arguments_before_any_work(guide_kernel: Path, tmp_path: Path,
-                                                     capsys: pytest.CaptureFixture[str]) -> None:
+def test_build_refuses_bad_arguments_before_any_work(
+    guide_kernel: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     before = sorted(guide_kernel.rglob("*"))
     assert main(["build", str(guide_kernel), "--cuda-archs", "banana"]) == 2
     assert "--cuda-archs: 'banana' is not a CUDA capability" in capsys.readouterr().err
@@ -237,8 +259,9 @@ def test_build_refuses_a_file_where_build_goes(tmp_path: Path, capsys: pytest.Ca
     assert sorted(kernel.rglob("*")) == before  # no .pybuild/, no generated project
 
 
-def test_generate_checks_every_kernel_before_writing(guide_kernel: Path, tmp_path: Path,
-                                                     capsys: pytest.CaptureFixture[str]) -> None:
+def test_generate_checks_every_kernel_before_writing(
+    guide_kernel: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     pytest.importorskip("torch")
     other = _renamed_copy(guide_kernel, tmp_path / "other", "img2gray-two")
     (other / "setup.py").write_text("# the author's own\n")

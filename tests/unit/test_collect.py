@@ -39,8 +39,9 @@ def make_variant(dest: Path, kernel_dir: Path, variant: str = VARIANT, payload: 
     (pkg / "__init__.py").write_text("from ._ops import ops\n")
     (pkg / "_ops.py").write_text(f"ops = None  # {ops}\n")
     (pkg / f"{ops}.abi3.so").write_bytes(payload)
-    meta = make_metadata(manifest, ops_name=ops, backend="cpu", archs=(), variant_dir=dest / variant,
-                         extra={"variant": variant})
+    meta = make_metadata(
+        manifest, ops_name=ops, backend="cpu", archs=(), variant_dir=dest / variant, extra={"variant": variant}
+    )
     write_metadata(dest / variant, meta)
     return dest / variant
 
@@ -128,6 +129,7 @@ def _edit_metadata(change: Callable[[dict], None]) -> Callable[[Path], None]:
         meta = json.loads((v / "metadata.json").read_text())
         change(meta)
         (v / "metadata.json").write_text(json.dumps(meta))
+
     return edit
 
 
@@ -155,9 +157,15 @@ BROKEN = [
 
 
 @pytest.mark.parametrize(("label", "breakage", "fragment"), BROKEN, ids=[b[0] for b in BROKEN])
-def test_broken_result_is_refused_and_build_untouched(farm: Path, result: Path, tmp_path: Path, label: str,
-                                                      breakage: Callable[[Path], None], fragment: str,
-                                                      capsys: pytest.CaptureFixture[str]) -> None:
+def test_broken_result_is_refused_and_build_untouched(
+    farm: Path,
+    result: Path,
+    tmp_path: Path,
+    label: str,
+    breakage: Callable[[Path], None],
+    fragment: str,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     previous = tmp_path / "previous"
     make_variant(previous, farm / "kernels" / "img2gray", payload=b"\x7fELF older build")
     collect(previous, farm)
@@ -175,13 +183,18 @@ def test_broken_result_is_refused_and_build_untouched(farm: Path, result: Path, 
     assert tree(build) == before, "a refused result must leave build/ exactly as it was"
 
 
-@pytest.mark.parametrize(("make", "fragment"), [
-    (lambda p: None, "not found or not a folder"),
-    (lambda p: p.mkdir(), "holds no variant folders"),
-    (lambda p: (p.mkdir(), (p / "notes.txt").write_text("x")), "unexpected file"),
-], ids=["missing", "empty", "stray-file"])
-def test_not_a_result(farm: Path, tmp_path: Path, make: Callable[[Path], object], fragment: str,
-                      capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.mark.parametrize(
+    ("make", "fragment"),
+    [
+        (lambda p: None, "not found or not a folder"),
+        (lambda p: p.mkdir(), "holds no variant folders"),
+        (lambda p: (p.mkdir(), (p / "notes.txt").write_text("x")), "unexpected file"),
+    ],
+    ids=["missing", "empty", "stray-file"],
+)
+def test_not_a_result(
+    farm: Path, tmp_path: Path, make: Callable[[Path], object], fragment: str, capsys: pytest.CaptureFixture[str]
+) -> None:
     path = tmp_path / "result"
     make(path)
     assert main(["collect", str(path), "--farm", str(farm)]) == CollectError.exit_code
@@ -194,8 +207,7 @@ def test_cli_json_summary(farm: Path, result: Path, capsys: pytest.CaptureFixtur
     assert [(r["kernel"], r["variant"], r["status"]) for r in rows] == [("img2gray", VARIANT, "added")]
 
 
-def test_broken_build_toml_of_the_kernel_is_named(farm: Path, result: Path,
-                                                  capsys: pytest.CaptureFixture[str]) -> None:
+def test_broken_build_toml_of_the_kernel_is_named(farm: Path, result: Path, capsys: pytest.CaptureFixture[str]) -> None:
     toml = farm / "kernels" / "img2gray" / "build.toml"
     toml.write_text(toml.read_text().replace('backend = "cuda"', 'backend = "cuda"\ncuda-capabilites = ["9.0"]'))
     assert main(["collect", str(result), "--farm", str(farm)]) == CollectError.exit_code
@@ -205,8 +217,9 @@ def test_broken_build_toml_of_the_kernel_is_named(farm: Path, result: Path,
     assert not (farm / "kernels" / "img2gray" / "build").exists()
 
 
-def test_unknown_kernel_lists_unreadable_manifests(farm: Path, result: Path, tmp_path: Path,
-                                                   capsys: pytest.CaptureFixture[str]) -> None:
+def test_unknown_kernel_lists_unreadable_manifests(
+    farm: Path, result: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     shutil.copytree(farm / "kernels" / "img2gray", farm / "kernels" / "relu_v2")
     (farm / "kernels" / "relu_v2" / "build.toml").write_text("[general\n")
     _other_kernel(result / VARIANT)
@@ -215,8 +228,9 @@ def test_unknown_kernel_lists_unreadable_manifests(farm: Path, result: Path, tmp
     assert "kernel 'relu' is not a kernel of" in err and "unreadable: kernels/relu_v2/build.toml" in err, err
 
 
-def test_two_kernel_folders_with_one_name_place_nothing(farm: Path, result: Path,
-                                                        capsys: pytest.CaptureFixture[str]) -> None:
+def test_two_kernel_folders_with_one_name_place_nothing(
+    farm: Path, result: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     shutil.copytree(farm / "kernels" / "img2gray", farm / "kernels" / "img2gray_copy")
     assert main(["collect", str(result), "--farm", str(farm)]) == CollectError.exit_code
     err = " ".join(capsys.readouterr().err.split())

@@ -64,8 +64,9 @@ def imported_modules() -> dict[str, str]:
 def test_one_list() -> None:
     assert "optional-dependencies" not in PYPROJECT["project"], "dependencies go in one list: the dev group"
     assert not list(REPO.glob("requirements*.txt")), "dependencies go in pyproject.toml, not requirements files"
-    printed = subprocess.run([sys.executable, str(REPO / ".ci" / "deps.py")], capture_output=True, text=True,
-                             check=True).stdout.splitlines()
+    printed = subprocess.run(
+        [sys.executable, str(REPO / ".ci" / "deps.py")], capture_output=True, text=True, check=True
+    ).stdout.splitlines()
     assert printed == [*PYPROJECT["project"]["dependencies"], *PYPROJECT["dependency-groups"]["dev"]]
 
 

@@ -78,8 +78,14 @@ def test_link_checker_finds_broken_links(tmp_path: Path) -> None:
 
 def _help(*argv: str) -> str:
     env = {**os.environ, "COLUMNS": "1000"}
-    done = subprocess.run([sys.executable, "-m", "pybuild", *argv, "--help"], cwd=REPO, env=env,
-                          capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-m", "pybuild", *argv, "--help"],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr
     return done.stdout
 
@@ -137,8 +143,13 @@ def _keys_the_parser_reads(tmp_path: Path) -> set[tuple[str, str, str]]:
     from pybuild.manifest import load_manifest
 
     read: set[tuple[str, str, str]] = set()
-    places = ["top", "general", *(f"general.{t}" for t in _SUBTABLES), *_FRAMEWORKS,
-              *(f"kernel.{b}" for b in _BACKENDS)]
+    places = [
+        "top",
+        "general",
+        *(f"general.{t}" for t in _SUBTABLES),
+        *_FRAMEWORKS,
+        *(f"kernel.{b}" for b in _BACKENDS),
+    ]
     for edition in _GENERAL:
         for where in places:
             if edition == "v3" and where in ("torch-noarch", "tvm-ffi"):
@@ -148,8 +159,9 @@ def _keys_the_parser_reads(tmp_path: Path) -> set[tuple[str, str, str]]:
             (folder / "build.toml").write_text(_probe_manifest(edition, where))
             with pytest.raises(Exception) as info:  # noqa: B017 (whichever error class the parser raises)
                 load_manifest(folder)
-            found = re.search(r"unknown key `(\w+)` in \[([^\]]+)\]; (?:allowed keys: (.*)|did you mean)",
-                              str(info.value))
+            found = re.search(
+                r"unknown key `(\w+)` in \[([^\]]+)\]; (?:allowed keys: (.*)|did you mean)", str(info.value)
+            )
             assert found, f"{edition} {where}: {info.value}"
             key, table, allowed = found.groups()
             if key != "zzzz":  # the table itself is not read in this edition (e.g. [general.tpu] before 5)
@@ -208,9 +220,11 @@ def test_quick_start_test_command_is_what_ci_runs() -> None:
 
 def _headline_row(result: dict) -> str:
     t = result["timings"]
-    return (f"| {result['kernel']} `{result['op']}` | {result['label']} | {result['dtype']} "
-            f"| {t['ours']['ms'] * 1e3:.1f} | {t['ours']['gbps']:.0f} | {t['compile']['gbps']:.0f} "
-            f"| {t['eager']['gbps']:.0f} |")
+    return (
+        f"| {result['kernel']} `{result['op']}` | {result['label']} | {result['dtype']} "
+        f"| {t['ours']['ms'] * 1e3:.1f} | {t['ours']['gbps']:.0f} | {t['compile']['gbps']:.0f} "
+        f"| {t['eager']['gbps']:.0f} |"
+    )
 
 
 def test_readme_performance_headline_is_the_committed_h200_run() -> None:

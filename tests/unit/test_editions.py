@@ -13,10 +13,23 @@ from pybuild.manifest import load_manifest, parse_manifest
 from pybuild.migrate import migrate_text
 from pybuild.variants import parse_variant_name
 
-FILES = ("torch-ext/torch_binding.cpp", "torch-ext/torch_binding.h", "csrc/k.cu", "csrc/k_cpu.cpp", "csrc/k.h",
-         "csrc/k_rocm.cu", "csrc/k_xpu.cpp", "csrc/k.mm", "torch-ext/demo/__init__.py", "torch-ext/demo/data.json")
+FILES = (
+    "torch-ext/torch_binding.cpp",
+    "torch-ext/torch_binding.h",
+    "csrc/k.cu",
+    "csrc/k_cpu.cpp",
+    "csrc/k.h",
+    "csrc/k_rocm.cu",
+    "csrc/k_xpu.cpp",
+    "csrc/k.mm",
+    "torch-ext/demo/__init__.py",
+    "torch-ext/demo/data.json",
+)
 
-KDEPS = 'kernel-depends = [{ repo-id = "example/helper", version = 1 }, { repo-id = "example/other", revision = "abc123" }]\n'
+KDEPS = (
+    'kernel-depends = [{ repo-id = "example/helper", version = 1 }, '
+    '{ repo-id = "example/other", revision = "abc123" }]\n'
+)
 V5 = """\
 # A kernel in upstream's current edition, with every key it takes.
 [general]
@@ -125,21 +138,35 @@ def test_edition5_every_key(kdir: Path) -> None:
 
 
 def test_edition5_stable_abi_and_variant_names(kdir: Path) -> None:
-    text = V5.replace('cxx-flags = ["-DFROM_TORCH"]\n', 'cxx-flags = ["-DFROM_TORCH"]\n\n[torch.stable-abi]\n'
-                      'cpu = "2.11"\ncuda = "2.11"\nneuron = "2.12"\n')
+    text = V5.replace(
+        'cxx-flags = ["-DFROM_TORCH"]\n',
+        'cxx-flags = ["-DFROM_TORCH"]\n\n[torch.stable-abi]\ncpu = "2.11"\ncuda = "2.11"\nneuron = "2.12"\n',
+    )
     m = parse(kdir, text)
     assert m.stable_abi == (("cpu", (2, 11)), ("cuda", (2, 11)))  # entries for unlisted backends are ignored
-    matrix = [parse_variant_name(n) for n in ("torch212-cxx11-cpu-x86_64-linux", "torch213-cxx11-cpu-x86_64-linux",
-                                              "torch213-cxx11-cu130-x86_64-linux", "torch213-cxx11-rocm71-x86_64-linux")]
+    matrix = [
+        parse_variant_name(n)
+        for n in (
+            "torch212-cxx11-cpu-x86_64-linux",
+            "torch213-cxx11-cpu-x86_64-linux",
+            "torch213-cxx11-cu130-x86_64-linux",
+            "torch213-cxx11-rocm71-x86_64-linux",
+        )
+    ]
     assert [v.name for v in m.variants(matrix)] == [
-        "torch-stable-abi211-cpu-x86_64-linux", "torch-stable-abi211-cu130-x86_64-linux",
-        "torch213-cxx11-rocm71-x86_64-linux"]
+        "torch-stable-abi211-cpu-x86_64-linux",
+        "torch-stable-abi211-cu130-x86_64-linux",
+        "torch213-cxx11-rocm71-x86_64-linux",
+    ]
 
 
 def test_edition4_reads_without_edition_and_stable_abi_as_one_version(kdir: Path) -> None:
-    text = V5.replace("edition = 5\n", "").replace(KDEPS, "").replace(
-        '[general.xpu]\npython-depends = []\n', "").replace('cxx-flags = ["-DFROM_TORCH"]',
-                                                          'cxx-flags = ["-DFROM_TORCH"]\nstable-abi = "2.11"')
+    text = (
+        V5.replace("edition = 5\n", "")
+        .replace(KDEPS, "")
+        .replace("[general.xpu]\npython-depends = []\n", "")
+        .replace('cxx-flags = ["-DFROM_TORCH"]', 'cxx-flags = ["-DFROM_TORCH"]\nstable-abi = "2.11"')
+    )
     m = parse(kdir, text)
     assert m.edition == 4 and m.stable_abi_for("cuda") == (2, 11) and m.stable_abi_for("rocm") == (2, 11)
 
@@ -151,8 +178,11 @@ def test_edition3_noarch_is_the_absence_of_a_framework(kdir: Path) -> None:
 
 
 def test_edition5_noarch_with_empty_kernel_table_and_metadata_archs(kdir: Path) -> None:
-    m = parse(kdir, '[general]\nname = "demo"\nversion = 1\nedition = 5\nlicense = "MIT"\nbackends = ["cuda", "cann"]\n'
-                    '[torch-noarch]\ncuda-capabilities = ["9.0"]\npyext = ["py", "json"]\n[kernel]\n')
+    m = parse(
+        kdir,
+        '[general]\nname = "demo"\nversion = 1\nedition = 5\nlicense = "MIT"\nbackends = ["cuda", "cann"]\n'
+        '[torch-noarch]\ncuda-capabilities = ["9.0"]\npyext = ["py", "json"]\n[kernel]\n',
+    )
     assert m.noarch and m.noarch_cuda_capabilities == ("9.0",)
     assert [v.name for v in m.variants(())] == ["torch-cuda", "torch-npu"]  # the loader's name for cann
 
@@ -179,9 +209,15 @@ def test_edition3_without_a_license_is_refused_as_upstream_refuses_it(kdir: Path
 @pytest.mark.parametrize("bad", ["true", "-1", "1.5"])
 def test_kernel_depends_version_is_a_whole_number_from_zero(kdir: Path, bad: str) -> None:
     with pytest.raises(ManifestError, match=r"`kernel-depends` in \[general\] must be a list of tables"):
-        parse(kdir, V5.replace('{ repo-id = "example/helper", version = 1 }', f'{{ repo-id = "example/helper", version = {bad} }}'))
-    assert parse(kdir, V5.replace('"example/helper", version = 1', '"example/helper", version = 0')).kernel_depends[0] == (
-        "example/helper", 0)
+        parse(
+            kdir,
+            V5.replace(
+                '{ repo-id = "example/helper", version = 1 }', f'{{ repo-id = "example/helper", version = {bad} }}'
+            ),
+        )
+    assert parse(kdir, V5.replace('"example/helper", version = 1', '"example/helper", version = 0')).kernel_depends[
+        0
+    ] == ("example/helper", 0)
 
 
 def test_error_examples_fit_the_key(kdir: Path) -> None:
@@ -189,8 +225,11 @@ def test_error_examples_fit_the_key(kdir: Path) -> None:
         parse(kdir, V5.replace('cuda-minver = "12.8"', 'cuda-minver = "12"'))
     with pytest.raises(ManifestError, match=r'`minver` in \[general.cuda\] must be "major.minor" like "12.8"'):
         parse(kdir, V5.replace('minver = "12.8"\nmaxver = "13.0"', 'minver = "12"\nmaxver = "13.0"'))
-    with pytest.raises(ManifestError, match=r'is empty, which leaves nothing to build; list at least one, e.g. '
-                                            r'backends = \["cuda", "cpu"\]$'):  # required from v3 on: no "drop the key"
+    with pytest.raises(
+        ManifestError,
+        match=r"is empty, which leaves nothing to build; list at least one, e.g. "
+        r'backends = \["cuda", "cpu"\]$',
+    ):  # required from v3 on: no "drop the key"
         parse(kdir, V5.replace('backends = ["cpu", "cuda", "metal", "rocm", "xpu"]', "backends = []"))
 
 
@@ -202,45 +241,98 @@ def test_the_farms_own_format_keeps_working() -> None:
 # (change to V5, exact fragment of the one-line error): what upstream refuses, refused here too
 REFUSALS = [
     (lambda t: t.replace("edition = 5", "edition = 6"), "`edition` in [general] is 6; this farm reads edition 5"),
-    (lambda t: t.replace('license = "MIT"', 'licence = "MIT"'), "unknown key `licence` in [general]; did you mean `license`?"),
+    (
+        lambda t: t.replace('license = "MIT"', 'licence = "MIT"'),
+        "unknown key `licence` in [general]; did you mean `license`?",
+    ),
     (lambda t: t.replace('license = "MIT"\n', ""), "missing `license` in [general]"),
-    (lambda t: t.replace('backends = ["cpu", "cuda", "metal", "rocm", "xpu"]\n', ""), "missing `backends` in [general]"),
+    (
+        lambda t: t.replace('backends = ["cpu", "cuda", "metal", "rocm", "xpu"]\n', ""),
+        "missing `backends` in [general]",
+    ),
     (lambda t: t.replace('"xpu"]\npython', '"xpu", "gpu"]\npython'), "unknown backend 'gpu'"),
     (lambda t: t.replace("[torch]\n", "[torch-noarch]\n[torch]\n"), "more than one framework table"),
     (lambda t: t.replace("[torch]\n", "[torchh]\n"), "unknown key `torchh` in [top level]; did you mean `torch`?"),
-    (lambda t: t.replace('repo-id = "example/demo"', 'repo_id = "example/demo"'),
-     "unknown key `repo_id` in [general.hub]; did you mean `repo-id`?"),
-    (lambda t: t.replace('minver = "12.8"\nmaxver', 'minver = "12.8"\nmaxverr'), "unknown key `maxverr` in [general.cuda]"),
-    (lambda t: t.replace('cxx-flags = ["-DCPU_ONLY"]', 'cuda-capabilities = ["9.0"]'),
-     "unknown key `cuda-capabilities` in [kernel.k_cpu]"),
-    (lambda t: t.replace('sycl-flags = ["-DSYCL_ONLY"]', 'hip-flags = ["-x"]'), "unknown key `hip-flags` in [kernel.k_xpu]"),
-    (lambda t: t.replace('src = ["csrc/k_cpu.cpp"]', 'src = ["csrc/k_cpu.cpp"]\ndepend = []').replace(
-        'depends = ["torch"]\nsrc = ["csrc/k_cpu.cpp"]', 'src = ["csrc/k_cpu.cpp"]'),
-     "unknown key `depend` in [kernel.k_cpu]; did you mean `depends`?"),
-    (lambda t: t.replace('depends = ["torch"]\nsrc = ["csrc/k_cpu.cpp"]', 'src = ["csrc/k_cpu.cpp"]'),
-     "missing `depends` in [kernel.k_cpu]"),
-    (lambda t: t.replace('depends = ["torch", "metal-cpp"]', 'depends = ["torch", "cutlass_9_9"]'),
-     "unknown dependency 'cutlass_9_9'"),
-    (lambda t: t.replace('depends = ["torch", "metal-cpp"]', 'depends = ["torch", "cutlass"]'),
-     "names 'cutlass', a name of the farm's own format that upstream's editions refuse"),
-    (lambda t: t.replace('depends = ["torch", "metal-cpp"]', 'depends = ["torch", "cub"]'),
-     "names 'cub', a name of the farm's own format that upstream's editions refuse; drop it"),
-    (lambda t: t.replace('backend = "metal"', 'backend = "neuron"'), "`backend` in [kernel.k_metal] is 'neuron', an unknown backend"),
-    (lambda t: t.replace('cuda-capabilities = ["8.0", "9.0"]', 'cuda-capabilities = ["99999.0"]'),
-     "has '99999.0', which no supported CUDA toolkit knows"),
+    (
+        lambda t: t.replace('repo-id = "example/demo"', 'repo_id = "example/demo"'),
+        "unknown key `repo_id` in [general.hub]; did you mean `repo-id`?",
+    ),
+    (
+        lambda t: t.replace('minver = "12.8"\nmaxver', 'minver = "12.8"\nmaxverr'),
+        "unknown key `maxverr` in [general.cuda]",
+    ),
+    (
+        lambda t: t.replace('cxx-flags = ["-DCPU_ONLY"]', 'cuda-capabilities = ["9.0"]'),
+        "unknown key `cuda-capabilities` in [kernel.k_cpu]",
+    ),
+    (
+        lambda t: t.replace('sycl-flags = ["-DSYCL_ONLY"]', 'hip-flags = ["-x"]'),
+        "unknown key `hip-flags` in [kernel.k_xpu]",
+    ),
+    (
+        lambda t: t.replace('src = ["csrc/k_cpu.cpp"]', 'src = ["csrc/k_cpu.cpp"]\ndepend = []').replace(
+            'depends = ["torch"]\nsrc = ["csrc/k_cpu.cpp"]', 'src = ["csrc/k_cpu.cpp"]'
+        ),
+        "unknown key `depend` in [kernel.k_cpu]; did you mean `depends`?",
+    ),
+    (
+        lambda t: t.replace('depends = ["torch"]\nsrc = ["csrc/k_cpu.cpp"]', 'src = ["csrc/k_cpu.cpp"]'),
+        "missing `depends` in [kernel.k_cpu]",
+    ),
+    (
+        lambda t: t.replace('depends = ["torch", "metal-cpp"]', 'depends = ["torch", "cutlass_9_9"]'),
+        "unknown dependency 'cutlass_9_9'",
+    ),
+    (
+        lambda t: t.replace('depends = ["torch", "metal-cpp"]', 'depends = ["torch", "cutlass"]'),
+        "names 'cutlass', a name of the farm's own format that upstream's editions refuse",
+    ),
+    (
+        lambda t: t.replace('depends = ["torch", "metal-cpp"]', 'depends = ["torch", "cub"]'),
+        "names 'cub', a name of the farm's own format that upstream's editions refuse; drop it",
+    ),
+    (
+        lambda t: t.replace('backend = "metal"', 'backend = "neuron"'),
+        "`backend` in [kernel.k_metal] is 'neuron', an unknown backend",
+    ),
+    (
+        lambda t: t.replace('cuda-capabilities = ["8.0", "9.0"]', 'cuda-capabilities = ["99999.0"]'),
+        "has '99999.0', which no supported CUDA toolkit knows",
+    ),
     (lambda t: t.replace('rocm-archs = ["gfx942"]', 'rocm-archs = ["gfx99999"]'), "'gfx99999', not an AMD GPU target"),
-    (lambda t: t.replace('version = 2', 'version = "2"'), "`version` in [general] must be an integer"),
-    (lambda t: t.replace('[torch]\n', '[torch.stable-abi]\ncuda = "2.9"\n[torch]\n'), "torch's stable ABI starts at 2.10"),
-    (lambda t: t.replace('[torch]\n', '[torch.stable-abi]\ngpu = "2.11"\n[torch]\n'), "unknown backend `gpu` in [torch.stable-abi]"),
-    (lambda t: t.replace('[torch]\n', '[torch-noarch]\n[kernel.x]\nbackend = "cpu"\ndepends = []\nsrc = ["csrc/k_cpu.cpp"]\n'
-                         '[torch_]\n'), "unknown key `torch_` in [top level]"),
-    (lambda t: t.split("[torch]")[0] + "[torch-noarch]\n" + "[kernel.k" + t.split("[kernel.k", 1)[1],
-     "[kernel.k] in a pure-Python kernel ([torch-noarch])"),
-    (lambda t: t.replace('minver = "12.8"\nmaxver = "13.0"', 'minver = "13.0"\nmaxver = "12.8"'), "no CUDA toolkit is left"),
-    (lambda t: t.replace('repo-id = "example/demo"', 'repo-id = "no-slash"'), "use \"org/name\""),
-    (lambda t: t.replace('version = 1 }', 'version = 1, revision = "x" }'), "`kernel-depends` in [general] must be a list of tables"),
-    (lambda t: t.replace('upstream = "https://github.com/example/demo.git"', 'upstream = "ftp://example.org/demo"'),
-     "`upstream` in [general] must be a git URL"),
+    (lambda t: t.replace("version = 2", 'version = "2"'), "`version` in [general] must be an integer"),
+    (
+        lambda t: t.replace("[torch]\n", '[torch.stable-abi]\ncuda = "2.9"\n[torch]\n'),
+        "torch's stable ABI starts at 2.10",
+    ),
+    (
+        lambda t: t.replace("[torch]\n", '[torch.stable-abi]\ngpu = "2.11"\n[torch]\n'),
+        "unknown backend `gpu` in [torch.stable-abi]",
+    ),
+    (
+        lambda t: t.replace(
+            "[torch]\n",
+            '[torch-noarch]\n[kernel.x]\nbackend = "cpu"\ndepends = []\nsrc = ["csrc/k_cpu.cpp"]\n[torch_]\n',
+        ),
+        "unknown key `torch_` in [top level]",
+    ),
+    (
+        lambda t: t.split("[torch]")[0] + "[torch-noarch]\n" + "[kernel.k" + t.split("[kernel.k", 1)[1],
+        "[kernel.k] in a pure-Python kernel ([torch-noarch])",
+    ),
+    (
+        lambda t: t.replace('minver = "12.8"\nmaxver = "13.0"', 'minver = "13.0"\nmaxver = "12.8"'),
+        "no CUDA toolkit is left",
+    ),
+    (lambda t: t.replace('repo-id = "example/demo"', 'repo-id = "no-slash"'), 'use "org/name"'),
+    (
+        lambda t: t.replace("version = 1 }", 'version = 1, revision = "x" }'),
+        "`kernel-depends` in [general] must be a list of tables",
+    ),
+    (
+        lambda t: t.replace('upstream = "https://github.com/example/demo.git"', 'upstream = "ftp://example.org/demo"'),
+        "`upstream` in [general] must be a git URL",
+    ),
 ]
 
 
@@ -254,8 +346,12 @@ def test_refusals(kdir: Path, change, fragment: str) -> None:  # noqa: ANN001
 
 
 def test_a_v4_manifest_gets_its_error_in_v4_terms(kdir: Path) -> None:
-    text = V5.replace("edition = 5\n", "").replace(KDEPS, "").replace(
-        '[general.xpu]\npython-depends = []\n', "").replace('cuda-flags = ["-DCUDA_ONLY"]', 'cuda-flag = ["-x"]')
+    text = (
+        V5.replace("edition = 5\n", "")
+        .replace(KDEPS, "")
+        .replace("[general.xpu]\npython-depends = []\n", "")
+        .replace('cuda-flags = ["-DCUDA_ONLY"]', 'cuda-flag = ["-x"]')
+    )
     with pytest.raises(ManifestError, match="unknown key `cuda-flag` in \\[kernel.k\\]; did you mean `cuda-flags`"):
         parse(kdir, text)
 
@@ -274,16 +370,20 @@ def round_trip(kdir: Path, text: str):  # noqa: ANN201
 
 
 def test_migrate_farm_format_keeps_comments_and_meaning(kdir: Path) -> None:
-    text = ('# my kernel\n[general]\nname = "demo"\nuniversal = false\nlicense = "MIT"  # chosen\n\n# the binding\n'
-            '[torch]\nsrc = ["torch-ext/torch_binding.cpp"]\n\n# the CUDA part\n[kernel.k]\nbackend = "cuda"\n'
-            'src = ["csrc/k.cu"]\n\n# the CPU part\n[kernel.c]\nbackend = "cpu"\nsrc = ["csrc/k_cpu.cpp"]\n')
+    text = (
+        '# my kernel\n[general]\nname = "demo"\nuniversal = false\nlicense = "MIT"  # chosen\n\n# the binding\n'
+        '[torch]\nsrc = ["torch-ext/torch_binding.cpp"]\n\n# the CUDA part\n[kernel.k]\nbackend = "cuda"\n'
+        'src = ["csrc/k.cu"]\n\n# the CPU part\n[kernel.c]\nbackend = "cpu"\nsrc = ["csrc/k_cpu.cpp"]\n'
+    )
     old, new, m = round_trip(kdir, text)
     assert (old.edition, new.backends, new.version) == ("farm", ("cuda", "cpu"), 1)
     assert m.new.startswith("# my kernel\n[general]\n") and 'license = "MIT"  # chosen\n' in m.new
-    assert 'edition = 5\n\n# the binding\n[torch]\n' in m.new  # new keys above the next table's comment
+    assert "edition = 5\n\n# the binding\n[torch]\n" in m.new  # new keys above the next table's comment
     assert 'src = ["csrc/k.cu"]\ndepends = ["torch"]\n\n# the CUDA part' not in m.new
-    assert '# the CUDA part\n[kernel.k]\nbackend = "cuda"\nsrc = ["csrc/k.cu"]\ndepends = ["torch"]\n\n# the CPU part\n' \
-        '[kernel.c]\n' in m.new
+    assert (
+        '# the CUDA part\n[kernel.k]\nbackend = "cuda"\nsrc = ["csrc/k.cu"]\ndepends = ["torch"]\n\n# the CPU part\n'
+        "[kernel.c]\n" in m.new
+    )
     assert m.new.endswith('src = ["csrc/k_cpu.cpp"]\ndepends = ["torch"]\n')  # the final newline, once
     assert "universal" not in m.new and "edition = 5" in m.new
     assert [k.src for k in new.kernels] == [k.src for k in old.kernels]
@@ -295,40 +395,49 @@ def test_migrate_v3_noarch_and_pyext(kdir: Path) -> None:
     text = '[general]\nname = "demo"\nlicense = "MIT"\nbackends = ["cuda", "tpu"]\n'
     old, new, m = round_trip(kdir, text)
     assert old.edition == 3 and new.noarch and "[torch-noarch]" in m.new
-    text = ('[general]\nname = "demo"\nuniversal = false\nlicense = "MIT"\nbackends = ["cuda"]\n'
-            '[torch]\npyext = ["py", "json"]\n')
+    text = (
+        '[general]\nname = "demo"\nuniversal = false\nlicense = "MIT"\nbackends = ["cuda"]\n'
+        '[torch]\npyext = ["py", "json"]\n'
+    )
     old, new, m = round_trip(kdir, text)
     assert old.noarch and new.torch_pyext == ("py", "json") and "[torch]" not in m.new
 
 
 def test_migrate_v4_and_edition5_is_a_no_op(kdir: Path) -> None:
-    text = V5.replace("edition = 5\n", "").replace(KDEPS, "").replace(
-        '[general.xpu]\npython-depends = []\n', "")
+    text = V5.replace("edition = 5\n", "").replace(KDEPS, "").replace("[general.xpu]\npython-depends = []\n", "")
     old, new, m = round_trip(kdir, text)
     assert old.edition == 4 and m.changed
     assert not migrate_text(V5, kdir / "build.toml").changed
 
 
 def test_migrate_rewrites_an_inline_general_as_a_table(kdir: Path) -> None:
-    text = ('# top\ngeneral = { name = "demo", license = "MIT", backends = ["cuda"] }\n\n[torch]\n'
-            'src = ["torch-ext/torch_binding.cpp"]\n\n[kernel.k]\nbackend = "cuda"\nsrc = ["csrc/k.cu"]\n')
+    text = (
+        '# top\ngeneral = { name = "demo", license = "MIT", backends = ["cuda"] }\n\n[torch]\n'
+        'src = ["torch-ext/torch_binding.cpp"]\n\n[kernel.k]\nbackend = "cuda"\nsrc = ["csrc/k.cu"]\n'
+    )
     old, new, m = round_trip(kdir, text)
     assert old.edition == "farm" and new.backends == ("cuda",) and "[general]\n" in m.new and "# top" in m.new
 
 
 @pytest.mark.parametrize("dep", ["cutlass", "cub"])
 def test_migrate_refuses_a_farm_only_dependency(kdir: Path, dep: str) -> None:
-    text = ('[general]\nname = "demo"\nlicense = "MIT"\n[torch]\nsrc = ["torch-ext/torch_binding.cpp"]\n'
-            f'[kernel.k]\nbackend = "cuda"\ndepends = ["torch", "{dep}"]\nsrc = ["csrc/k.cu"]\n')
+    text = (
+        '[general]\nname = "demo"\nlicense = "MIT"\n[torch]\nsrc = ["torch-ext/torch_binding.cpp"]\n'
+        f'[kernel.k]\nbackend = "cuda"\ndepends = ["torch", "{dep}"]\nsrc = ["csrc/k.cu"]\n'
+    )
     assert parse(kdir, text).kernels[0].depends == ("torch", dep)  # the farm's format keeps its names
-    with pytest.raises(ManifestError, match=f"`depends` in \\[kernel.k\\] names '{dep}', which has no equivalent "
-                                            "in edition 5; .*then migrate$"):
+    with pytest.raises(
+        ManifestError,
+        match=f"`depends` in \\[kernel.k\\] names '{dep}', which has no equivalent in edition 5; .*then migrate$",
+    ):
         migrate_text(text, kdir / "build.toml")
 
 
 def test_migrate_keeps_torch_linked_into_the_farms_sections_and_v3_as_it_is(kdir: Path) -> None:
-    text = ('[general]\nname = "demo"\nlicense = "MIT"\n[torch]\nsrc = ["torch-ext/torch_binding.cpp"]\n'
-            '[kernel.k]\nbackend = "cuda"\ndepends = []\nsrc = ["csrc/k.cu"]\n')
+    text = (
+        '[general]\nname = "demo"\nlicense = "MIT"\n[torch]\nsrc = ["torch-ext/torch_binding.cpp"]\n'
+        '[kernel.k]\nbackend = "cuda"\ndepends = []\nsrc = ["csrc/k.cu"]\n'
+    )
     old, new, m = round_trip(kdir, text)
     assert old.edition == "farm" and new.kernels[0].depends == ("torch",)
     text = text.replace('license = "MIT"', 'license = "MIT"\nbackends = ["cuda"]')
@@ -378,10 +487,13 @@ def test_a_dependency_the_farm_does_not_provide_stops_the_build_in_one_line(kdir
     from pybuild.host import host_variants
 
     text = V5.replace('cxx-flags = ["-DCPU_ONLY"]', 'cxx-flags = ["-DCPU_ONLY"]').replace(
-        'depends = ["torch"]\nsrc = ["csrc/k_cpu.cpp"]', 'depends = ["torch", "cutlass_3_6"]\nsrc = ["csrc/k_cpu.cpp"]')
+        'depends = ["torch"]\nsrc = ["csrc/k_cpu.cpp"]', 'depends = ["torch", "cutlass_3_6"]\nsrc = ["csrc/k_cpu.cpp"]'
+    )
     (kdir / "build.toml").write_text(text.replace('minver = "2.11"\nmaxver = "2.14"\n', ""))
     m = load_manifest(kdir)
     cpu = next(v for v in host_variants() if v.backend == "cpu")
-    with pytest.raises(ToolchainError, match=r"\[kernel.k_cpu\] depends on cutlass_3_6, which this farm does not provide"):
+    with pytest.raises(
+        ToolchainError, match=r"\[kernel.k_cpu\] depends on cutlass_3_6, which this farm does not provide"
+    ):
         build_variant(m, cpu)
     assert not (kdir / "build").exists()

@@ -21,40 +21,100 @@ from pybuild.envs import (
 from pybuild.matrix import parallel_plan
 from pybuild.variants import parse_variant_name
 
-HOST = HostFacts(system="x86_64-linux", python="/usr/bin/python3", python_tag="cp311", nvcc_version="13.0",
-                 nvcc="/usr/local/cuda-13.0/bin/nvcc")
+HOST = HostFacts(
+    system="x86_64-linux",
+    python="/usr/bin/python3",
+    python_tag="cp311",
+    nvcc_version="13.0",
+    nvcc="/usr/local/cuda-13.0/bin/nvcc",
+)
 NO_NVCC = HostFacts(system="x86_64-linux", python="/usr/bin/python3", python_tag="cp311", nvcc_version=None, nvcc=None)
 PYPI_ONLY = IndexConfig()
-LOCAL_CPU = IndexConfig(find_links=("/opt/wheels",),
-                        local_wheels=("torch-2.13.0+cpu-cp311-cp311-manylinux_2_28_x86_64.whl",
-                                      "torch-2.13.0+cpu-cp312-cp312-manylinux_2_28_x86_64.whl"))
+LOCAL_CPU = IndexConfig(
+    find_links=("/opt/wheels",),
+    local_wheels=(
+        "torch-2.13.0+cpu-cp311-cp311-manylinux_2_28_x86_64.whl",
+        "torch-2.13.0+cpu-cp312-cp312-manylinux_2_28_x86_64.whl",
+    ),
+)
 TORCH_INDEX = IndexConfig(torch_index="https://download.pytorch.org/whl/")
 
 # (variant, config, host, requirements, uv args, CUDA the torch must report, nvcc)
 PLANS = [
-    ("torch214-cxx11-cu130-x86_64-linux", PYPI_ONLY, HOST, ("torch==2.14.*", "cmake>=3.22", "ninja"), (),
-     "13.0", "/usr/local/cuda-13.0/bin/nvcc"),
-    ("torch211-cxx11-cu130-x86_64-linux", PYPI_ONLY, NO_NVCC,
-     ("torch==2.11.*", "cmake>=3.22", "ninja", *nvcc_requirements("13.0")), (), "13.0", None),
+    (
+        "torch214-cxx11-cu130-x86_64-linux",
+        PYPI_ONLY,
+        HOST,
+        ("torch==2.14.*", "cmake>=3.22", "ninja"),
+        (),
+        "13.0",
+        "/usr/local/cuda-13.0/bin/nvcc",
+    ),
+    (
+        "torch211-cxx11-cu130-x86_64-linux",
+        PYPI_ONLY,
+        NO_NVCC,
+        ("torch==2.11.*", "cmake>=3.22", "ninja", *nvcc_requirements("13.0")),
+        (),
+        "13.0",
+        None,
+    ),
     # CPU: the local CPU wheel of that release, found through pip's find-links
-    ("torch213-cxx11-cpu-x86_64-linux", LOCAL_CPU, HOST, ("torch==2.13.0+cpu", "cmake>=3.22", "ninja"),
-     ("--find-links", "/opt/wheels"), None, None),
+    (
+        "torch213-cxx11-cpu-x86_64-linux",
+        LOCAL_CPU,
+        HOST,
+        ("torch==2.13.0+cpu", "cmake>=3.22", "ninja"),
+        ("--find-links", "/opt/wheels"),
+        None,
+        None,
+    ),
     # CPU without a reachable CPU wheel: the same release's CUDA wheel, with a toolkit for its CMake config
-    ("torch214-cxx11-cpu-x86_64-linux", LOCAL_CPU, HOST, ("torch==2.14.*", "cmake>=3.22", "ninja"), (),
-     "13.0", "/usr/local/cuda-13.0/bin/nvcc"),
+    (
+        "torch214-cxx11-cpu-x86_64-linux",
+        LOCAL_CPU,
+        HOST,
+        ("torch==2.14.*", "cmake>=3.22", "ninja"),
+        (),
+        "13.0",
+        "/usr/local/cuda-13.0/bin/nvcc",
+    ),
     # PyTorch's index configured: CUDA 12.6 from its cu126 sub-index, nvcc 12.6 from NVIDIA's wheels
-    ("torch211-cxx11-cu126-x86_64-linux", TORCH_INDEX, HOST,
-     ("torch==2.11.*", "cmake>=3.22", "ninja", *nvcc_requirements("12.6")),
-     ("--extra-index-url", "https://download.pytorch.org/whl/cu126"), "12.6", None),
-    ("torch213-cxx11-cpu-x86_64-linux", TORCH_INDEX, HOST, ("torch==2.13.*", "cmake>=3.22", "ninja"),
-     ("--extra-index-url", "https://download.pytorch.org/whl/cpu"), None, None),
+    (
+        "torch211-cxx11-cu126-x86_64-linux",
+        TORCH_INDEX,
+        HOST,
+        ("torch==2.11.*", "cmake>=3.22", "ninja", *nvcc_requirements("12.6")),
+        ("--extra-index-url", "https://download.pytorch.org/whl/cu126"),
+        "12.6",
+        None,
+    ),
+    (
+        "torch213-cxx11-cpu-x86_64-linux",
+        TORCH_INDEX,
+        HOST,
+        ("torch==2.13.*", "cmake>=3.22", "ninja"),
+        ("--extra-index-url", "https://download.pytorch.org/whl/cpu"),
+        None,
+        None,
+    ),
 ]
 
 
-@pytest.mark.parametrize(("name", "config", "host", "reqs", "uv_args", "cuda", "nvcc"), PLANS,
-                         ids=[f"{p[0]}-{i}" for i, p in enumerate(PLANS)])
-def test_variant_to_packages(name: str, config: IndexConfig, host: HostFacts, reqs: tuple[str, ...],
-                             uv_args: tuple[str, ...], cuda: str | None, nvcc: str | None) -> None:
+@pytest.mark.parametrize(
+    ("name", "config", "host", "reqs", "uv_args", "cuda", "nvcc"),
+    PLANS,
+    ids=[f"{p[0]}-{i}" for i, p in enumerate(PLANS)],
+)
+def test_variant_to_packages(
+    name: str,
+    config: IndexConfig,
+    host: HostFacts,
+    reqs: tuple[str, ...],
+    uv_args: tuple[str, ...],
+    cuda: str | None,
+    nvcc: str | None,
+) -> None:
     plan = plan_env(parse_variant_name(name), config, host)
     assert isinstance(plan, EnvPlan), plan
     assert (plan.requirements, plan.uv_args, plan.torch_cuda, plan.nvcc) == (reqs, uv_args, cuda, nvcc)
@@ -64,10 +124,13 @@ def test_variant_to_packages(name: str, config: IndexConfig, host: HostFacts, re
 ROCM_REASON = "ROCm variants are built with Nix (`nix build`); pybuild's environments build cpu and cuda variants only"
 # (variant, config, exact fragment of the one-line reason)
 REFUSALS = [
-    ("torch211-cxx11-cu126-x86_64-linux", PYPI_ONLY,
-     "no reachable index serves it (PyPI serves torch 2.11 only as a CUDA 13.0 build); PyTorch's index does: "
-     "PYBUILD_TORCH_INDEX_URL=https://download.pytorch.org/whl (uv --extra-index-url "
-     "https://download.pytorch.org/whl/cu126)"),
+    (
+        "torch211-cxx11-cu126-x86_64-linux",
+        PYPI_ONLY,
+        "no reachable index serves it (PyPI serves torch 2.11 only as a CUDA 13.0 build); PyTorch's index does: "
+        "PYBUILD_TORCH_INDEX_URL=https://download.pytorch.org/whl (uv --extra-index-url "
+        "https://download.pytorch.org/whl/cu126)",
+    ),
     ("torch213-cxx11-cu132-x86_64-linux", PYPI_ONLY, "uv --extra-index-url https://download.pytorch.org/whl/cu132"),
     # ROCm and XPU: the same one line whatever the indexes, not a pointer to an index that would not help
     ("torch213-cxx11-rocm71-x86_64-linux", PYPI_ONLY, ROCM_REASON),
@@ -139,26 +202,30 @@ def test_pip_find_links_are_mirrored_for_uv(tmp_path: Path, monkeypatch: pytest.
     assert "pip's index-url/extra-index-url (file:///elsewhere) are not read" in plan.reason
 
 
-@pytest.mark.parametrize(("n", "parallel", "cores", "mem", "jobs", "expected"), [
-    (9, None, 2, 22.0, None, (2, 1)),    # two cores: two variants at once, one compile job each
-    (9, None, 16, 7.0, None, (2, 1)),    # memory bounds the compile jobs of all builds: 3 GiB each
-    (1, None, 16, 64.0, None, (1, 16)),  # one variant gets every core
-    (9, 1, 2, 22.0, None, (1, 2)),       # --parallel 1
-    (9, None, 2, 1.0, None, (1, 1)),     # little memory: one compile job
-    (9, None, 16, 64.0, 4, (4, 1)),      # --jobs 4 is the total, not per variant
-    (2, None, 16, 64.0, 8, (2, 4)),      # ... split among the variants built at once
-    (9, 2, 16, 64.0, 8, (2, 4)),         # --parallel 2 --jobs 8
-])
-def test_parallel_plan(n: int, parallel: int | None, cores: int, mem: float, jobs: int | None,
-                       expected: tuple[int, int]) -> None:
+@pytest.mark.parametrize(
+    ("n", "parallel", "cores", "mem", "jobs", "expected"),
+    [
+        (9, None, 2, 22.0, None, (2, 1)),  # two cores: two variants at once, one compile job each
+        (9, None, 16, 7.0, None, (2, 1)),  # memory bounds the compile jobs of all builds: 3 GiB each
+        (1, None, 16, 64.0, None, (1, 16)),  # one variant gets every core
+        (9, 1, 2, 22.0, None, (1, 2)),  # --parallel 1
+        (9, None, 2, 1.0, None, (1, 1)),  # little memory: one compile job
+        (9, None, 16, 64.0, 4, (4, 1)),  # --jobs 4 is the total, not per variant
+        (2, None, 16, 64.0, 8, (2, 4)),  # ... split among the variants built at once
+        (9, 2, 16, 64.0, 8, (2, 4)),  # --parallel 2 --jobs 8
+    ],
+)
+def test_parallel_plan(
+    n: int, parallel: int | None, cores: int, mem: float, jobs: int | None, expected: tuple[int, int]
+) -> None:
     at_once, per_build = parallel_plan(n, parallel, cores=cores, mem_gib=mem, jobs=jobs)
     assert (at_once, per_build) == expected
     assert at_once * per_build <= (jobs or max(1, min(cores, int(mem // 3))))  # never more than the budget
 
 
-def test_build_refuses_a_variant_no_index_serves_before_any_work(capsys: pytest.CaptureFixture[str],
-                                                                   monkeypatch: pytest.MonkeyPatch,
-                                                                   tmp_path: Path) -> None:
+def test_build_refuses_a_variant_no_index_serves_before_any_work(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     monkeypatch.setenv("PYBUILD_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.delenv("PYBUILD_TORCH_INDEX_URL", raising=False)
     kernel = Path(__file__).resolve().parents[2] / "kernels" / "img2gray"
@@ -171,8 +238,9 @@ def test_build_refuses_a_variant_no_index_serves_before_any_work(capsys: pytest.
     assert not (kernel / "build" / "torch211-cxx11-cu126-x86_64-linux").exists()
 
 
-def test_test_command_refuses_the_same_way(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
-                                           tmp_path: Path) -> None:
+def test_test_command_refuses_the_same_way(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     monkeypatch.setenv("PYBUILD_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.delenv("PYBUILD_TORCH_INDEX_URL", raising=False)
     kernel = Path(__file__).resolve().parents[2] / "kernels" / "img2gray"
@@ -182,9 +250,15 @@ def test_test_command_refuses_the_same_way(capsys: pytest.CaptureFixture[str], m
     assert "arguments after `--` are only for `test`" in capsys.readouterr().err
 
 
-STABLE_KERNELS = [Path(__file__).resolve().parents[1] / "fixtures" / "edition5-stable-clamp",
-                  Path(__file__).resolve().parents[3] / "shared" / "upstream-kernel-builder" / "examples" / "kernels"
-                  / "relu-torch-stable-abi"]
+STABLE_KERNELS = [
+    Path(__file__).resolve().parents[1] / "fixtures" / "edition5-stable-clamp",
+    Path(__file__).resolve().parents[3]
+    / "shared"
+    / "upstream-kernel-builder"
+    / "examples"
+    / "kernels"
+    / "relu-torch-stable-abi",
+]
 
 
 @pytest.mark.parametrize("kernel", STABLE_KERNELS, ids=["fixture", "upstream-relu-torch-stable-abi"])
@@ -205,9 +279,12 @@ def test_stable_abi_variants_build_with_a_matrix_torch_of_their_backend(kernel: 
     assert names["torch-stable-abi211-cu132-x86_64-linux"] == "2.13"  # no torch 2.11 or 2.14 for CUDA 13.2
     assert names["torch-stable-abi211-cu126-aarch64-linux"] == "2.13"  # torch 2.11 cu126 aarch64 is excluded
     for v in stable:
-        offering = [m.torch_tuple for m in matrix.variants
-                    if (m.backend, m.backend_version, m.system) == (v.backend, v.backend_version, v.system)
-                    and m.torch_tuple >= v.torch_tuple]
+        offering = [
+            m.torch_tuple
+            for m in matrix.variants
+            if (m.backend, m.backend_version, m.system) == (v.backend, v.backend_version, v.system)
+            and m.torch_tuple >= v.torch_tuple
+        ]
         assert v.build_torch is not None and tuple(int(x) for x in v.build_torch.split(".")) == max(offering), v
         plan = plan_env(v, TORCH_INDEX, HOST)
         if isinstance(plan, EnvPlan):
@@ -217,13 +294,16 @@ def test_stable_abi_variants_build_with_a_matrix_torch_of_their_backend(kernel: 
 def test_test_extras_merge_by_project() -> None:
     from pybuild.envs import merge_requirements
 
-    assert merge_requirements(["pytest", "kernels==0.17.2"], ("pytest", "kernels==0.17.3")) == \
-        ["pytest", "kernels==0.17.3"]
+    assert merge_requirements(["pytest", "kernels==0.17.2"], ("pytest", "kernels==0.17.3")) == [
+        "pytest",
+        "kernels==0.17.3",
+    ]
     assert merge_requirements(["Kernels==0.17.2"], ["kernels>=0.18"]) == ["kernels>=0.18"]
 
 
 def test_adding_extras_after_the_loader_changed_keeps_the_torch_pin_and_verifies(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The environment had kernels 0.17.2 for tests; this Python now has 0.17.3: one install with the
     plan's torch pin and only the new loader, then the environment is verified again."""
     import json
@@ -244,7 +324,7 @@ def test_adding_extras_after_the_loader_changed_keeps_the_torch_pin_and_verifies
     env = envs.ensure_env(plan, v, extra=("pytest", "kernels==0.17.3"))
     ((kind, args), verified) = calls
     assert kind == "uv" and verified == ("verify", path)
-    assert args[-2 - len(plan.requirements):] == [*plan.requirements, "pytest", "kernels==0.17.3"]
+    assert args[-2 - len(plan.requirements) :] == [*plan.requirements, "pytest", "kernels==0.17.3"]
     assert "kernels==0.17.2" not in args
     assert env.packages == ("pytest", "kernels==0.17.3")
     assert json.loads((path / envs.MARKER).read_text())["extra"] == ["pytest", "kernels==0.17.3"]

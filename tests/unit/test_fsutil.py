@@ -68,8 +68,10 @@ def test_a_failed_configure_names_its_cause_and_a_missing_compiler_is_the_toolch
     from pybuild.errors import BuildError, ToolchainError
 
     fake = tmp_path / "cmake"
-    fake.write_text("#!/bin/sh\necho '-- Configuring'\necho 'CMake Error at CMakeLists.txt:46 (message):'\n"
-                    "echo ''\necho \"  $CAUSE\"\nexit 1\n")
+    fake.write_text(
+        "#!/bin/sh\necho '-- Configuring'\necho 'CMake Error at CMakeLists.txt:46 (message):'\n"
+        "echo ''\necho \"  $CAUSE\"\nexit 1\n"
+    )
     fake.chmod(0o755)
     log = tmp_path / "build.log"
     env = {"PATH": "/usr/bin:/bin", "CAUSE": "Torch not found: pass -DTorch_DIR"}
@@ -167,6 +169,7 @@ def test_a_run_that_must_wait_for_the_lock_says_so(tmp_path: Path) -> None:
         pass
     assert said == []  # free: no message
     with variant_lock(tmp_path, "v"):
+
         def second_run() -> None:
             with variant_lock(tmp_path, "v", lambda: said.append("waiting")):
                 pass

@@ -26,8 +26,9 @@ def test_golden(case: str) -> None:
     """Set UPDATE_GOLDEN=1 to rewrite the golden files after an intended template change."""
     kernel_dir, backend, archs, subset = CASES[case]
     manifest = load_manifest(kernel_dir)
-    files = render_project(manifest, ProjectSpec(backend=backend, ops_name="_img2gray_test_0123456789",
-                                                 cuda_archs=archs))
+    files = render_project(
+        manifest, ProjectSpec(backend=backend, ops_name="_img2gray_test_0123456789", cuda_archs=archs)
+    )
     if subset is not None:
         files = {rel: text for rel, text in files.items() if rel in subset}
     # copies of pybuild/include (test_shared_headers.py compares them with their source)
@@ -81,6 +82,7 @@ def test_a_file_where_a_generated_folder_goes(tmp_path: Path) -> None:
         if p.is_file() and p.name in ("CMakeLists.txt", "setup.py", "pyproject.toml"):
             p.unlink()
     import shutil
+
     shutil.rmtree(kernel / "cmake", ignore_errors=True)
     (kernel / "cmake").write_text("not a folder")
     before = sorted(p.name for p in kernel.iterdir())
@@ -105,8 +107,9 @@ def test_a_moved_cmake_cache_is_dropped(tmp_path: Path) -> None:
     assert (here / "CMakeCache.txt").is_file()  # still its own: kept for the incremental build
 
 
-def test_generate_writes_a_project_for_a_backend_this_machine_cannot_build(guide_kernel: Path,
-                                                                          capsys: pytest.CaptureFixture[str]) -> None:
+def test_generate_writes_a_project_for_a_backend_this_machine_cannot_build(
+    guide_kernel: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     """The guide's CUDA-only kernel on a machine without CUDA: the project is written all the same
     (every section guarded by its backend); `build` is what says which variants this machine builds."""
     from pybuild.__main__ import main

@@ -95,7 +95,9 @@ def test_hfapi_branches_tags_uploads_and_downloads(hub, api, tmp_path):
         "sub/b.txt"
     ]
     assert sorted(api.list_repo_files(repo, repo_type=KERNEL, revision="v1.0.0")) == [
-        ".gitattributes", "a.txt", "sub/b.txt"
+        ".gitattributes",
+        "a.txt",
+        "sub/b.txt",
     ]
 
     # Downloads by tag and by branch (module-level function: relies on use_hub_in_process).
@@ -115,8 +117,14 @@ def test_hfapi_branches_tags_uploads_and_downloads(hub, api, tmp_path):
 
     # parent_commit guards against a moved branch (412); writes need a token (401).
     with pytest.raises(HfHubHTTPError) as err:
-        api.create_commit(repo, repo_type=KERNEL, revision="v1", parent_commit=c1.oid, commit_message="stale",
-                          operations=[CommitOperationAdd("c.txt", b"c")])
+        api.create_commit(
+            repo,
+            repo_type=KERNEL,
+            revision="v1",
+            parent_commit=c1.oid,
+            commit_message="stale",
+            operations=[CommitOperationAdd("c.txt", b"c")],
+        )
     assert err.value.response.status_code == 412
     with pytest.raises(HfHubHTTPError) as err:
         HfApi(endpoint=hub.endpoint, token=False).create_branch(repo, branch="x", repo_type=KERNEL)
@@ -161,14 +169,16 @@ def publish_tinykern(api: HfApi, tmp_path: Path, *, only_build: bool = True) -> 
     (see test_offline_load_with_files_outside_the_variant).
     """
     variant = tmp_path / "tinykern_src" / "build" / "torch-cpu"  # noarch variant selected on CPU-only torch
-    write_tree(variant, {
-        "metadata.json": json.dumps(TINYKERN_METADATA),
-        "tinykern/__init__.py": "def add_one(x):\n    return x + 1\n",
-    })
+    write_tree(
+        variant,
+        {
+            "metadata.json": json.dumps(TINYKERN_METADATA),
+            "tinykern/__init__.py": "def add_one(x):\n    return x + 1\n",
+        },
+    )
     api.create_repo("org/tinykern", repo_type=KERNEL)
     api.create_branch("org/tinykern", branch="v1", repo_type=KERNEL)
-    commit = api.upload_folder(folder_path=variant.parents[1], repo_id="org/tinykern", repo_type=KERNEL,
-                               revision="v1")
+    commit = api.upload_folder(folder_path=variant.parents[1], repo_id="org/tinykern", repo_type=KERNEL, revision="v1")
     if only_build:
         commit = api.delete_file(".gitattributes", "org/tinykern", repo_type=KERNEL, revision="v1")
     api.create_tag("org/tinykern", tag="v1.0.0", revision=commit.oid, repo_type=KERNEL)
@@ -182,12 +192,16 @@ def test_kernels_get_kernel_lock_download_and_offline_load(hub, api, tmp_path):
     work.mkdir()
 
     # get_kernel by version (branch v1) and by tag; the org overview marks `org` trusted.
-    out = run_py("""
+    out = run_py(
+        """
         import json, kernels
         by_version = kernels.get_kernel("org/tinykern", version=1)
         by_tag = kernels.get_kernel("org/tinykern", revision="v1.0.0")
         print(json.dumps({"v": by_version.add_one(1), "t": by_tag.add_one(41), "file": by_version.__file__}))
-    """, env, work)
+    """,
+        env,
+        work,
+    )
     assert out["v"] == 2 and out["t"] == 42
     assert f"snapshots/{commit}/build/torch-cpu/tinykern/__init__.py" in out["file"]
     assert any(r[1] == "org_overview" and r[2] == "/api/organizations/org/overview" for r in hub.requests())
@@ -205,14 +219,16 @@ def test_kernels_get_kernel_lock_download_and_offline_load(hub, api, tmp_path):
     # `kernels lock` + `kernels download` on a project, in a fresh cache.
     project = tmp_path / "project"
     project.mkdir()
-    (project / "pyproject.toml").write_text(textwrap.dedent("""
+    (project / "pyproject.toml").write_text(
+        textwrap.dedent("""
         [project]
         name = "sample"
         version = "0.1.0"
 
         [tool.kernels.dependencies]
         "org/tinykern" = 1
-    """))
+    """)
+    )
     env = hub_subprocess_env(hub.endpoint, tmp_path / "fresh")
     run(kernels_cli() + ["lock", str(project)], env, work)
     lock = json.loads((project / "kernels.lock").read_text())
@@ -223,12 +239,16 @@ def test_kernels_get_kernel_lock_download_and_offline_load(hub, api, tmp_path):
     # Offline: load_kernel from the lockfile and the cache only; the server sees no request.
     n_requests = len(hub.requests())
     offline_env = hub_subprocess_env(hub.endpoint, tmp_path / "fresh", offline=True)
-    out = run_py(f"""
+    out = run_py(
+        f"""
         import json, kernels
         from pathlib import Path
         mod = kernels.load_kernel("org/tinykern", lockfile=Path({str(project / "kernels.lock")!r}))
         print(json.dumps({{"r": mod.add_one(9)}}))
-    """, offline_env, work)
+    """,
+        offline_env,
+        work,
+    )
     assert out["r"] == 10
     assert len(hub.requests()) == n_requests
 
@@ -243,14 +263,20 @@ def lock_download_and_load_offline(hub: HubServer, tmp_path: Path) -> subprocess
     lockfile = str(project / "kernels.lock")
     code = f"import kernels, pathlib; kernels.load_kernel('org/tinykern', lockfile=pathlib.Path({lockfile!r}))"
     offline_env = hub_subprocess_env(hub.endpoint, tmp_path, offline=True)
-    return subprocess.run([sys.executable, "-c", code], env=offline_env, cwd=tmp_path, capture_output=True,
-                          text=True, timeout=180)
+    return subprocess.run(
+        [sys.executable, "-c", code], env=offline_env, cwd=tmp_path, capture_output=True, text=True, timeout=180
+    )
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-    "huggingface_hub 2.4 caches the full tree listing of a commit and, offline, refuses a snapshot missing any "
-    "listed file; kernels 0.17.2 `download` fetches only build/<variant>/* but `load_kernel` asks for the whole "
-    "snapshot. So any other file in the repo (.gitattributes, README, other variants) breaks offline loading."))
+@pytest.mark.xfail(
+    strict=True,
+    raises=AssertionError,
+    reason=(
+        "huggingface_hub 2.4 caches the full tree listing of a commit and, offline, refuses a snapshot missing any "
+        "listed file; kernels 0.17.2 `download` fetches only build/<variant>/* but `load_kernel` asks for the whole "
+        "snapshot. So any other file in the repo (.gitattributes, README, other variants) breaks offline loading."
+    ),
+)
 def test_offline_load_with_files_outside_the_variant(hub, api, tmp_path):
     publish_tinykern(api, tmp_path, only_build=False)
     proc = lock_download_and_load_offline(hub, tmp_path)
@@ -276,16 +302,22 @@ def test_dropped_commit_is_not_applied(hub, api, demo_repo):
     hub.faults.drop_next("commit")
     # create_commit sends the commit once (no retry), so the dropped connection surfaces as an error.
     with pytest.raises(Exception) as err:
-        api.create_commit(demo_repo, repo_type=KERNEL, revision="v1", commit_message="lost",
-                          operations=[CommitOperationAdd("x.txt", b"x")])
+        api.create_commit(
+            demo_repo,
+            repo_type=KERNEL,
+            revision="v1",
+            commit_message="lost",
+            operations=[CommitOperationAdd("x.txt", b"x")],
+        )
     assert "disconnected" in str(err.value).lower() or "closed" in str(err.value).lower()
     assert hub.faults.pending == 0 and hub.faults.triggered == [("commit", "POST", "drop")]
     assert hub.store.refs(KERNEL, demo_repo) == refs_before
     assert len(repo_obj.commits) == n_commits  # nothing half-written, nothing reachable
 
     # The next attempt goes through.
-    info = api.create_commit(demo_repo, repo_type=KERNEL, revision="v1", commit_message="ok",
-                             operations=[CommitOperationAdd("x.txt", b"x")])
+    info = api.create_commit(
+        demo_repo, repo_type=KERNEL, revision="v1", commit_message="ok", operations=[CommitOperationAdd("x.txt", b"x")]
+    )
     assert hub.store.refs(KERNEL, demo_repo)["branches"]["v1"] == info.oid
     assert hub.store.read_file(KERNEL, demo_repo, "v1", "x.txt") == b"x"
 
@@ -293,8 +325,13 @@ def test_dropped_commit_is_not_applied(hub, api, demo_repo):
 def test_create_commit_does_not_retry_5xx(hub, api, demo_repo):
     hub.faults.fail_next("commit", 503)
     with pytest.raises(HfHubHTTPError) as err:
-        api.create_commit(demo_repo, repo_type=KERNEL, revision="v1", commit_message="m",
-                          operations=[CommitOperationAdd("y.txt", b"y")])
+        api.create_commit(
+            demo_repo,
+            repo_type=KERNEL,
+            revision="v1",
+            commit_message="m",
+            operations=[CommitOperationAdd("y.txt", b"y")],
+        )
     assert err.value.response.status_code == 503
     assert [r[3] for r in hub.requests("commit")] == [503]
 

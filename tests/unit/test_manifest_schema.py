@@ -32,8 +32,13 @@ V5 = test_editions.V5  # the edition-5 manifest with every key
 def test_each_section_is_the_type_of_its_backend(kdir: Path) -> None:
     m = parse_manifest(V5, kdir / "build.toml")
     by = {k.name: k for k in m.kernels}
-    assert [type(by[n]) for n in ("k", "k_cpu", "k_rocm", "k_xpu", "k_metal")] == \
-        [kernels.CudaKernel, kernels.CpuKernel, kernels.RocmKernel, kernels.XpuKernel, kernels.MetalKernel]
+    assert [type(by[n]) for n in ("k", "k_cpu", "k_rocm", "k_xpu", "k_metal")] == [
+        kernels.CudaKernel,
+        kernels.CpuKernel,
+        kernels.RocmKernel,
+        kernels.XpuKernel,
+        kernels.MetalKernel,
+    ]
     assert not hasattr(by["k_cpu"], "cuda_capabilities") and not hasattr(by["k"], "rocm_archs")
     assert by["k_rocm"].rocm_archs == ("gfx942",)  # type: ignore[attr-defined]
     assert kernel_type("xpu") is kernels.XpuKernel
@@ -55,19 +60,26 @@ def test_cuda_minver_applies_to_cuda_variants_only(kdir: Path) -> None:
 
 @pytest.mark.parametrize("edition", [5, 4, 3])
 def test_a_key_of_another_backend_names_that_backend(kdir: Path, edition: int) -> None:
-    data = {"general": {"name": "demo", "version": 1, "license": "MIT", "backends": ["cpu"], "edition": 5},
-            "torch": {"src": ["torch-ext/torch_binding.cpp"]},
-            "kernel": {"k": {"backend": "cpu", "depends": [], "src": ["csrc/k_cpu.cpp"], "rocm-archs": ["gfx942"]}}}
+    data = {
+        "general": {"name": "demo", "version": 1, "license": "MIT", "backends": ["cpu"], "edition": 5},
+        "torch": {"src": ["torch-ext/torch_binding.cpp"]},
+        "kernel": {"k": {"backend": "cpu", "depends": [], "src": ["csrc/k_cpu.cpp"], "rocm-archs": ["gfx942"]}},
+    }
     if edition != 5:
         del data["general"]["edition"]
     assert validate(data, edition) == ('unknown key `rocm-archs` in [kernel.k]; it only applies to backend "rocm"')
 
 
 def test_the_farm_format_refuses_a_key_of_another_backend(kdir: Path) -> None:
-    text = ('[general]\nname = "demo"\n[torch]\nsrc = ["torch-ext/torch_binding.cpp"]\n'
-            '[kernel.k]\nbackend = "cpu"\nsrc = ["csrc/k_cpu.cpp"]\ncuda-flags = ["-O3"]\n')
-    with pytest.raises(ManifestError, match=r'`cuda-flags` in \[kernel.k\] only applies to backend "cuda" '
-                                            r"\(this one is 'cpu'\)$"):
+    text = (
+        '[general]\nname = "demo"\n[torch]\nsrc = ["torch-ext/torch_binding.cpp"]\n'
+        '[kernel.k]\nbackend = "cpu"\nsrc = ["csrc/k_cpu.cpp"]\ncuda-flags = ["-O3"]\n'
+    )
+    with pytest.raises(
+        ManifestError,
+        match=r'`cuda-flags` in \[kernel.k\] only applies to backend "cuda" '
+        r"\(this one is 'cpu'\)$",
+    ):
         parse_manifest(text, kdir / "build.toml")
 
 
@@ -90,9 +102,11 @@ class _NpuKernel(KernelSpec):
 def test_a_new_backends_kernel_type_is_part_of_every_edition(kdir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A backend adds its type in one place; the schema, the did-you-mean and the conversion follow."""
     monkeypatch.setitem(KERNEL_TYPES, "npu", _NpuKernel)
-    data = {"general": {"name": "demo", "version": 1, "license": "MIT", "backends": ["cpu"], "edition": 5},
-            "torch": {"src": ["torch-ext/torch_binding.cpp"]},
-            "kernel": {"n": {"backend": "npu", "depends": [], "src": ["csrc/k_cpu.cpp"], "npu-flags": ["-x"]}}}
+    data = {
+        "general": {"name": "demo", "version": 1, "license": "MIT", "backends": ["cpu"], "edition": 5},
+        "torch": {"src": ["torch-ext/torch_binding.cpp"]},
+        "kernel": {"n": {"backend": "npu", "depends": [], "src": ["csrc/k_cpu.cpp"], "npu-flags": ["-x"]}},
+    }
     assert validate(data, 5) is None
     data["kernel"]["n"]["npu-flag"] = ["-y"]
     assert validate(data, 5) == "unknown key `npu-flag` in [kernel.n]; did you mean `npu-flags`?"
@@ -169,8 +183,9 @@ def test_committed_locks_are_fresh() -> None:
     farm = REPO / "nix" / "tests" / "fixtures" / "farm"
     for folder, matrix in ((REPO / "kernels", REPO / "variants.json"), (farm / "kernels", farm / "variants.json")):
         for d in sorted(p.parent for p in folder.glob("*/build.toml")):
-            assert not write_lock(d, load_matrix(matrix), check=True), f"{d / LOCK_FILE} is stale; run " \
-                "python -m pybuild lock"
+            assert not write_lock(d, load_matrix(matrix), check=True), (
+                f"{d / LOCK_FILE} is stale; run python -m pybuild lock"
+            )
     for d in ("noarch-repo", "kernel-repo"):
         assert not write_lock(REPO / "nix" / "tests" / "fixtures" / d, load_matrix(REPO / "variants.json"), check=True)
 
@@ -190,8 +205,9 @@ def test_each_backend_names_its_kernel_type() -> None:
 
 def test_committed_reference_is_the_schema() -> None:
     """docs/manifest-reference.md is what `python -m pybuild.manifest.reference` writes from the schema."""
-    result = subprocess.run([sys.executable, "-m", "pybuild.manifest.reference"], capture_output=True, text=True,
-                            cwd=REPO, check=True)
+    result = subprocess.run(
+        [sys.executable, "-m", "pybuild.manifest.reference"], capture_output=True, text=True, cwd=REPO, check=True
+    )
     committed = (REPO / "docs" / "manifest-reference.md").read_text()
     assert result.stdout == committed, "run `python -m pybuild.manifest.reference > docs/manifest-reference.md`"
 
@@ -225,6 +241,9 @@ def test_reference_says_how_the_farm_format_differs() -> None:
 
 def test_cuda_bounds_of_the_wrong_kind_show_a_cuda_version(kdir: Path) -> None:
     text = V5.replace('maxver = "13.0"\n', "maxver = 13\n", 1)
-    with pytest.raises(ManifestError, match=r'`maxver` in \[general\.cuda\] must be a "major\.minor" version string '
-                                            r'like "13\.0"'):
+    with pytest.raises(
+        ManifestError,
+        match=r'`maxver` in \[general\.cuda\] must be a "major\.minor" version string '
+        r'like "13\.0"',
+    ):
         parse_manifest(text, kdir / "build.toml")

@@ -20,8 +20,9 @@ def private_imports() -> list[str]:
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.ImportFrom) and (node.level or (node.module or "").startswith("pybuild")):
                 found += [f"{rel}:{node.lineno} imports {a.name}" for a in node.names if _is_private(a.name)]
-            elif isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "__all__"
-                                                      for t in node.targets):
+            elif isinstance(node, ast.Assign) and any(
+                isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets
+            ):
                 names = [e.value for e in getattr(node.value, "elts", []) if isinstance(e, ast.Constant)]
                 found += [f"{rel}:{node.lineno} exports {n}" for n in names if _is_private(str(n))]
     return found

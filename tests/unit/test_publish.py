@@ -40,8 +40,14 @@ def hub_client() -> None:
 
 def plan_for(kernel: Path, variants_file: Path, version: str = "1.0.0", **kw) -> ReleasePlan:
     report = check_kernel(kernel, load_matrix(variants_file), run_import=False)
-    return make_plan(load_manifest(kernel), repo_id=REPO, version=version, report=report,
-                     allow_noncompliant=kw.pop("allow_noncompliant", False), **kw)
+    return make_plan(
+        load_manifest(kernel),
+        repo_id=REPO,
+        version=version,
+        report=report,
+        allow_noncompliant=kw.pop("allow_noncompliant", False),
+        **kw,
+    )
 
 
 # --------------------------------------------------------------------------------------------- local
@@ -54,8 +60,11 @@ def test_release_holds_every_file_build_toml_names(kernel: Path) -> None:
     (kernel / "kernel").mkdir()
     (kernel / "csrc" / "tinyk_cpu.cpp").rename(kernel / "kernel" / "tinyk_cpu.cpp")
     toml = kernel / "build.toml"
-    toml.write_text(toml.read_text().replace("csrc/tinyk_cpu.cpp", "kernel/tinyk_cpu.cpp")
-                    .replace("[torch]\n", '[torch]\ninclude = ["third_party"]\n'))
+    toml.write_text(
+        toml.read_text()
+        .replace("csrc/tinyk_cpu.cpp", "kernel/tinyk_cpu.cpp")
+        .replace("[torch]\n", '[torch]\ninclude = ["third_party"]\n')
+    )
     selected = [rel for rel, _ in select_files(load_manifest(kernel))]
     assert "kernel/tinyk_cpu.cpp" in selected and "third_party/vec.h" in selected
 
@@ -89,26 +98,34 @@ def test_card_is_deterministic(kernel: Path, variants_file: Path) -> None:
     assert plan_for(kernel, variants_file).files == plan_for(kernel, variants_file).files
 
 
-@pytest.mark.parametrize("args, code, fragment", [
-    (["--version", "1.0"], 2, "expected MAJOR.MINOR.PATCH"),
-    (["--version", "2.0.0"], 2, "major 2 differs from `version = 1`"),
-    (["--version", "1.0.0", "--repo-id", "no-slash"], 2, "expected ORG/NAME"),
-    (["--version", "1.0.0", "--retries", "-3"], 2, "--retries: expected 0 or a positive integer, got '-3'"),
-    (["--version", "1.0.0", "--retries", "many"], 2, "--retries: expected 0 or a positive integer, got 'many'"),
-    (["--version", "1.0.0\n"], 2, "expected MAJOR.MINOR.PATCH"),  # `$` alone would let a newline through
-    (["--version", "1.0.1\u0663"], 2, "expected MAJOR.MINOR.PATCH"),  # a non-ASCII digit
-    (["--version", "1.0.0", "--repo-id", "org/name\n"], 2, "expected ORG/NAME"),
-])
-def test_bad_arguments(kernel: Path, variants_file: Path, args: list[str], code: int, fragment: str,
-                       capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.mark.parametrize(
+    "args, code, fragment",
+    [
+        (["--version", "1.0"], 2, "expected MAJOR.MINOR.PATCH"),
+        (["--version", "2.0.0"], 2, "major 2 differs from `version = 1`"),
+        (["--version", "1.0.0", "--repo-id", "no-slash"], 2, "expected ORG/NAME"),
+        (["--version", "1.0.0", "--retries", "-3"], 2, "--retries: expected 0 or a positive integer, got '-3'"),
+        (["--version", "1.0.0", "--retries", "many"], 2, "--retries: expected 0 or a positive integer, got 'many'"),
+        (["--version", "1.0.0\n"], 2, "expected MAJOR.MINOR.PATCH"),  # `$` alone would let a newline through
+        (["--version", "1.0.1\u0663"], 2, "expected MAJOR.MINOR.PATCH"),  # a non-ASCII digit
+        (["--version", "1.0.0", "--repo-id", "org/name\n"], 2, "expected ORG/NAME"),
+    ],
+)
+def test_bad_arguments(
+    kernel: Path, variants_file: Path, args: list[str], code: int, fragment: str, capsys: pytest.CaptureFixture[str]
+) -> None:
     argv = ["publish", str(kernel), "--repo-id", REPO, "--dry-run", "--variants", str(variants_file), *args]
     assert main(argv) == code
     assert fragment in capsys.readouterr().err
 
 
-def test_dry_run_lists_files_and_refs_without_any_network(kernel: Path, variants_file: Path, hub_client: None,
-                                                         monkeypatch: pytest.MonkeyPatch,
-                                                         capsys: pytest.CaptureFixture[str]) -> None:
+def test_dry_run_lists_files_and_refs_without_any_network(
+    kernel: Path,
+    variants_file: Path,
+    hub_client: None,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     def no_network(*args, **kwargs):
         raise AssertionError("the dry run touched the network")
 
@@ -116,8 +133,17 @@ def test_dry_run_lists_files_and_refs_without_any_network(kernel: Path, variants
     monkeypatch.setattr(socket, "create_connection", no_network)
     monkeypatch.setattr(HfApi, "__init__", no_network)
     monkeypatch.delenv("HF_TOKEN", raising=False)
-    argv = ["publish", str(kernel), "--repo-id", REPO, "--version", "1.0.0", "--dry-run", "--variants",
-            str(variants_file)]
+    argv = [
+        "publish",
+        str(kernel),
+        "--repo-id",
+        REPO,
+        "--version",
+        "1.0.0",
+        "--dry-run",
+        "--variants",
+        str(variants_file),
+    ]
     assert main(argv) == 0
     captured = capsys.readouterr()
     out = captured.out
@@ -129,8 +155,9 @@ def test_dry_run_lists_files_and_refs_without_any_network(kernel: Path, variants
     assert "names no license; publishing under the default Apache-2.0" in captured.err
 
 
-def test_a_named_license_publishes_without_the_warning(tmp_path: Path, variants_file: Path, hub_client: None,
-                                                       capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_named_license_publishes_without_the_warning(
+    tmp_path: Path, variants_file: Path, hub_client: None, capsys: pytest.CaptureFixture[str]
+) -> None:
     k = make_kernel(tmp_path / "lic")
     toml = k / "build.toml"
     toml.write_text(toml.read_text().replace("version = 1\n", 'version = 1\nlicense = "Apache-2.0"\n', 1))
@@ -140,8 +167,9 @@ def test_a_named_license_publishes_without_the_warning(tmp_path: Path, variants_
     assert "names no license" not in capsys.readouterr().err
 
 
-def test_noncompliant_build_is_refused_unless_allowed_loudly(tmp_path: Path, variants_file: Path, hub_client: None,
-                                                             capsys: pytest.CaptureFixture[str]) -> None:
+def test_noncompliant_build_is_refused_unless_allowed_loudly(
+    tmp_path: Path, variants_file: Path, hub_client: None, capsys: pytest.CaptureFixture[str]
+) -> None:
     k = make_kernel(tmp_path / "bad")
     make_variant(k, so_source=GLIBC_232)
     argv = ["publish", str(k), "--repo-id", REPO, "--version", "1.0.0", "--dry-run", "--variants", str(variants_file)]
@@ -172,11 +200,20 @@ def test_transient_errors() -> None:
     assert is_transient(httpx2.RemoteProtocolError("closed")) and is_transient(httpx2.ReadTimeout("slow"))
 
 
-@pytest.mark.parametrize("header, slept", [
-    ("-1", 1.0), ("inf", 1.0), ("nan", 1.0), ("-inf", 1.0), ("soon", 1.0),  # ignored: the exponential delay
-    ("3600", 120.0), ("120.5", 120.0),  # an hour is clamped to two minutes
-    ("0", 0.0), ("2.5", 2.5),
-])
+@pytest.mark.parametrize(
+    "header, slept",
+    [
+        ("-1", 1.0),
+        ("inf", 1.0),
+        ("nan", 1.0),
+        ("-inf", 1.0),
+        ("soon", 1.0),  # ignored: the exponential delay
+        ("3600", 120.0),
+        ("120.5", 120.0),  # an hour is clamped to two minutes
+        ("0", 0.0),
+        ("2.5", 2.5),
+    ],
+)
 def test_retry_after_is_bounded(header: str, slept: float) -> None:
     class Resp:
         status_code, headers = 429, {"Retry-After": header}
@@ -200,6 +237,7 @@ def test_retry_after_is_bounded(header: str, slept: float) -> None:
 
 def test_retries_back_off_and_honour_retry_after() -> None:
     """Each Hub call: 1 s, 2 s, 4 s ... (at most 30 s) or the server's Retry-After; a refusal is not retried."""
+
     class Resp:
         def __init__(self, code: int, headers: dict) -> None:
             self.status_code, self.headers = code, headers
@@ -217,6 +255,7 @@ def test_retries_back_off_and_honour_retry_after() -> None:
             if err is not None:
                 raise err
             return "ok"
+
         return call
 
     lines: list[str] = []
@@ -356,8 +395,9 @@ def test_commit_without_tag_is_completed_by_the_rerun(hub, api, kernel, variants
     assert commits(hub) == n and refs(hub)["tags"] == {"v1.0.0": tip}
 
 
-def test_cli_publish_token_and_errors(hub, api, kernel, variants_file, monkeypatch,
-                                      capsys: pytest.CaptureFixture[str]) -> None:
+def test_cli_publish_token_and_errors(
+    hub, api, kernel, variants_file, monkeypatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     def argv(version: str) -> list[str]:
         return ["publish", str(kernel), "--repo-id", REPO, "--version", version, "--variants", str(variants_file), "-q"]
 
@@ -374,7 +414,8 @@ def test_cli_publish_token_and_errors(hub, api, kernel, variants_file, monkeypat
 
 
 def test_a_hub_client_that_cannot_upload_to_kernel_repos_is_named_before_any_work(
-        kernel, variants_file, monkeypatch, capsys: pytest.CaptureFixture[str]) -> None:
+    kernel, variants_file, monkeypatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     from pybuild.publish import kernel_repo_type
 
     for version in ("2.3.0", "2.4.0", "2.3.0rc1", "3.0.0.dev0"):
@@ -394,8 +435,9 @@ def test_a_hub_client_that_cannot_upload_to_kernel_repos_is_named_before_any_wor
     assert len(err) == 1 and "pip install -U 'huggingface_hub>=2.3'" in err[0], err
 
 
-def test_repo_id_defaults_to_the_manifests_hub_table(tmp_path: Path, variants_file: Path, hub_client: None,
-                                                     capsys: pytest.CaptureFixture[str]) -> None:
+def test_repo_id_defaults_to_the_manifests_hub_table(
+    tmp_path: Path, variants_file: Path, hub_client: None, capsys: pytest.CaptureFixture[str]
+) -> None:
     k = make_kernel(tmp_path / "hub")
     toml = k / "build.toml"
     toml.write_text(toml.read_text().replace("version = 1\n", f'version = 1\n[general.hub]\nrepo-id = "{REPO}"\n', 1))
@@ -405,8 +447,9 @@ def test_repo_id_defaults_to_the_manifests_hub_table(tmp_path: Path, variants_fi
     assert REPO in capsys.readouterr().out
 
 
-def test_without_repo_id_anywhere_publish_says_where_to_put_it(kernel: Path, variants_file: Path,
-                                                               capsys: pytest.CaptureFixture[str]) -> None:
+def test_without_repo_id_anywhere_publish_says_where_to_put_it(
+    kernel: Path, variants_file: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     argv = ["publish", str(kernel), "--version", "1.0.0", "--dry-run", "--variants", str(variants_file)]
     assert main(argv) == 2
     err = capsys.readouterr().err

@@ -79,8 +79,9 @@ def test_a_fifo_in_a_published_folder_is_refused_not_read(kernel: Path) -> None:
         select_files(load_manifest(kernel))
 
 
-def test_the_dry_run_refuses_the_link_and_lists_no_secret(kernel: Path, outside: Path, tmp_path: Path,
-                                                         capsys: pytest.CaptureFixture[str]) -> None:
+def test_the_dry_run_refuses_the_link_and_lists_no_secret(
+    kernel: Path, outside: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     _link_top(kernel, outside, "tests")
     variants = one_variant_matrix(tmp_path / "variants.json")
     argv = ["publish", str(kernel), "--repo-id", REPO, "--version", "1.0.0", "--dry-run", "--variants", str(variants)]
@@ -91,13 +92,24 @@ def test_the_dry_run_refuses_the_link_and_lists_no_secret(kernel: Path, outside:
     assert len(err) == 1 and "symlink" in err[0] and "Traceback" not in captured.err
 
 
-def test_the_dry_run_lists_exactly_the_files_and_sizes_a_release_holds(kernel: Path, tmp_path: Path,
-                                                                      capsys: pytest.CaptureFixture[str]) -> None:
+def test_the_dry_run_lists_exactly_the_files_and_sizes_a_release_holds(
+    kernel: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     (kernel / "tests").mkdir()
     (kernel / "tests" / "test_tinyk.py").write_text("def test(): pass\n")
     variants = one_variant_matrix(tmp_path / "variants.json")
-    argv = ["publish", str(kernel), "--repo-id", REPO, "--version", "1.0.0", "--dry-run", "--json",
-            "--variants", str(variants)]
+    argv = [
+        "publish",
+        str(kernel),
+        "--repo-id",
+        REPO,
+        "--version",
+        "1.0.0",
+        "--dry-run",
+        "--json",
+        "--variants",
+        str(variants),
+    ]
     assert main(argv) == 0
     listed = {f["path"]: f["size"] for f in json.loads(capsys.readouterr().out)["files"]}
     expected = {rel: p.stat().st_size for rel, p in select_files(load_manifest(kernel))}
@@ -119,8 +131,9 @@ def test_a_symlinked_folder_in_an_include_folder_is_refused_not_left_out(kernel:
     """An include folder outside csrc/ is uploaded for rebuilds: a symlinked folder in it is refused by
     name (it was silently left out: the release could not rebuild, or the link would be followed)."""
     toml = kernel / "build.toml"
-    toml.write_text(toml.read_text().replace('src = ["csrc/tinyk_cpu.cpp"]',
-                                             'src = ["csrc/tinyk_cpu.cpp"]\ninclude = ["include"]'))
+    toml.write_text(
+        toml.read_text().replace('src = ["csrc/tinyk_cpu.cpp"]', 'src = ["csrc/tinyk_cpu.cpp"]\ninclude = ["include"]')
+    )
     (kernel / "include").mkdir()
     (kernel / "include" / "real.h").write_text("#pragma once\n")
     (kernel / "include" / "ext").symlink_to(outside)

@@ -50,8 +50,7 @@ def release_refs(hub: HubServer) -> dict:
         return {"branches": {}, "tags": {}}
     refs = hub.store.refs(KERNEL, REPO)
     commits = hub.store.get_repo(KERNEL, REPO).commits
-    return {"branches": {b: commits[c].files for b, c in refs["branches"].items() if b != "main"},
-            "tags": refs["tags"]}
+    return {"branches": {b: commits[c].files for b, c in refs["branches"].items() if b != "main"}, "tags": refs["tags"]}
 
 
 def tagged(hub: HubServer, refs: dict, tag: str) -> dict | None:
@@ -61,8 +60,19 @@ def tagged(hub: HubServer, refs: dict, tag: str) -> dict | None:
 
 
 def argv(kernel: Path, variants: Path, version: str) -> list[str]:
-    return ["publish", str(kernel), "--repo-id", REPO, "--version", version, "--variants", str(variants),
-            "--retries", "1", "-q"]
+    return [
+        "publish",
+        str(kernel),
+        "--repo-id",
+        REPO,
+        "--version",
+        version,
+        "--variants",
+        str(variants),
+        "--retries",
+        "1",
+        "-q",
+    ]
 
 
 def calls_of_a_clean_publish(kernel: Path, variants: Path, tmp_path: Path, monkeypatch, setup) -> list[tuple]:
@@ -104,7 +114,8 @@ def inject(hub: HubServer, fault: str, route: str, method: str, skip: int) -> No
 @pytest.mark.slow  # a publish per Hub call and fault: about a minute
 @pytest.mark.parametrize("setup", [fresh_repo, earlier_release], ids=["fresh-repo", "earlier-release"])
 def test_every_hub_call_failed_in_turn_leaves_refs_unchanged_or_complete(
-        kernel: Path, tmp_path: Path, monkeypatch, capsys, setup) -> None:
+    kernel: Path, tmp_path: Path, monkeypatch, capsys, setup
+) -> None:
     variants = one_variant_matrix(tmp_path / "variants.json")
     monkeypatch.setattr("time.sleep", lambda s: None)
     calls = calls_of_a_clean_publish(kernel, variants, tmp_path, monkeypatch, setup)
@@ -131,16 +142,24 @@ def test_every_hub_call_failed_in_turn_leaves_refs_unchanged_or_complete(
                     outcomes["complete"] += 1
                     assert code == 0, f"{where}: the release is complete, yet exit {code}: {err}"
                     tag = after["tags"].get("v1.0.1")
-                    assert tag is not None and after["branches"].get("v1") == tagged(hub, after, "v1.0.1"), \
+                    assert tag is not None and after["branches"].get("v1") == tagged(hub, after, "v1.0.1"), (
                         f"{where}: half a release {after}"
+                    )
                     assert {k: v for k, v in after["tags"].items() if k != "v1.0.1"} == before["tags"], where
                     files = hub.store.get_repo(KERNEL, REPO).commits[tag].files
                     assert "csrc/tinyk_cpu.cpp" in files and "README.md" in files, where
                 if code != 0:
                     lines = err.strip().splitlines()
                     assert lines and lines[-1].startswith("error:"), f"{where}: {err}"
-                    if fault == "403" and route not in ("create_repo", "refs", "tree", "preupload", "commit",
-                                                        "create_branch", "validate_yaml"):
+                    if fault == "403" and route not in (
+                        "create_repo",
+                        "refs",
+                        "tree",
+                        "preupload",
+                        "commit",
+                        "create_branch",
+                        "validate_yaml",
+                    ):
                         assert "refused the token" not in err, f"{where}: blames the token it just used: {err}"
             if setup is earlier_release:
                 (kernel / "csrc" / "new.cpp").unlink()
@@ -148,8 +167,9 @@ def test_every_hub_call_failed_in_turn_leaves_refs_unchanged_or_complete(
 
 
 @pytest.mark.usefixtures("hub_in_process")
-def test_a_failed_tag_rolls_the_branch_back_and_says_which_step_failed(kernel: Path, variants_file: Path,
-                                                                        hub: HubServer, capsys) -> None:
+def test_a_failed_tag_rolls_the_branch_back_and_says_which_step_failed(
+    kernel: Path, variants_file: Path, hub: HubServer, capsys
+) -> None:
     assert main(argv(kernel, variants_file, "1.0.0")) == 0
     before = release_refs(hub)
     (kernel / "csrc" / "new.cpp").write_text("// new\n")
@@ -172,8 +192,7 @@ def test_publish_plan_from_python_rolls_back_too(kernel: Path, variants_file: Pa
     from pybuild.variants import load_matrix
 
     report = check_kernel(kernel, load_matrix(variants_file), run_import=False)
-    plan = make_plan(load_manifest(kernel), repo_id=REPO, version="1.0.0", report=report,
-                     allow_noncompliant=False)
+    plan = make_plan(load_manifest(kernel), repo_id=REPO, version="1.0.0", report=report, allow_noncompliant=False)
     hub.faults.fail_next("create_tag", 500, times=3)
     with pytest.raises(HfHubHTTPError):  # the Hub's own error, after the rollback
         publish_plan(api, plan, retries=2, info=lambda m: None, sleep=lambda s: None)
@@ -182,8 +201,9 @@ def test_publish_plan_from_python_rolls_back_too(kernel: Path, variants_file: Pa
 
 @pytest.mark.usefixtures("hub_in_process")
 @pytest.mark.parametrize("route", ["commit", "create_tag"])
-def test_a_lost_answer_on_the_last_attempt_completes_the_release(kernel: Path, variants_file: Path, hub: HubServer,
-                                                                 monkeypatch, capsys, route: str) -> None:
+def test_a_lost_answer_on_the_last_attempt_completes_the_release(
+    kernel: Path, variants_file: Path, hub: HubServer, monkeypatch, capsys, route: str
+) -> None:
     """The first try fails, the retry goes through but its answer is lost: the run finds its write on the
     Hub and completes the release (a half release, v1 moved without its tag, was left before)."""
     monkeypatch.setattr("time.sleep", lambda s: None)
@@ -202,7 +222,8 @@ def test_a_lost_answer_on_the_last_attempt_completes_the_release(kernel: Path, v
 
 @pytest.mark.usefixtures("hub_in_process")
 def test_a_tag_created_though_its_answer_and_the_check_were_lost_keeps_the_release(
-        kernel: Path, variants_file: Path, hub: HubServer, monkeypatch, capsys) -> None:
+    kernel: Path, variants_file: Path, hub: HubServer, monkeypatch, capsys
+) -> None:
     """create_tag goes through but its answer is lost, and reading the refs to check fails too: the
     rollback must not move v1 away from a commit the new tag points at."""
     monkeypatch.setattr("time.sleep", lambda s: None)

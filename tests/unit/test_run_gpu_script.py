@@ -13,22 +13,26 @@ SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "run_gpu.sh"
 
 def run(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "OUT": str(cwd / "out")}  # where results and the log would go
-    return subprocess.run(["bash", str(SCRIPT), *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=60,
-                          check=False)
+    return subprocess.run(
+        ["bash", str(SCRIPT), *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=60, check=False
+    )
 
 
 def test_the_script_parses() -> None:
     assert subprocess.run(["bash", "-n", str(SCRIPT)], check=False).returncode == 0
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--explore"], "usage: "),  # the research runs are not part of the GPU run
-    (["--no-bench", "--quick"], "--no-bench builds and tests only; drop --quick"),
-    (["--sweep", "0"], "--sweep takes a positive number of shapes per op"),
-    (["--sweep", "5", "--seed", "-1"], "--seed a number >= 0"),
-    (["--sweep"], "--sweep needs a value"),
-    (["--wheels", "empty"], "--wheels empty: no .whl files there"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--explore"], "usage: "),  # the research runs are not part of the GPU run
+        (["--no-bench", "--quick"], "--no-bench builds and tests only; drop --quick"),
+        (["--sweep", "0"], "--sweep takes a positive number of shapes per op"),
+        (["--sweep", "5", "--seed", "-1"], "--seed a number >= 0"),
+        (["--sweep"], "--sweep needs a value"),
+        (["--wheels", "empty"], "--wheels empty: no .whl files there"),
+    ],
+)
 def test_bad_arguments_exit_2_with_one_line_before_any_work(tmp_path: Path, args: list[str], message: str) -> None:
     (tmp_path / "empty").mkdir()
     proc = run(*args, cwd=tmp_path)

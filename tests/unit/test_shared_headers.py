@@ -31,9 +31,9 @@ def code_lines(text: str) -> list[str]:
 
 def copied_runs(source: str, header: str) -> list[str]:
     """The first line of every run of RUN code lines that ``source`` shares with ``header``."""
-    runs = {tuple(h[i:i + RUN]) for h in [code_lines(header)] for i in range(len(h) - RUN + 1)}
+    runs = {tuple(h[i : i + RUN]) for h in [code_lines(header)] for i in range(len(h) - RUN + 1)}
     src = code_lines(source)
-    return [src[i] for i in range(len(src) - RUN + 1) if tuple(src[i:i + RUN]) in runs]
+    return [src[i] for i in range(len(src) - RUN + 1) if tuple(src[i : i + RUN]) in runs]
 
 
 def test_the_shared_headers_exist() -> None:
@@ -51,7 +51,7 @@ def test_no_kernel_carries_a_copy(header: Path) -> None:
 def test_the_copy_check_sees_a_pasted_helper() -> None:
     """The check above fails where a kernel pastes a shared helper instead of including it."""
     dtypes = (INCLUDE / "kernel_farm" / "dtypes.cuh").read_text()
-    pasted = dtypes[dtypes.index("template <int BYTES>"):dtypes.index("}  // namespace")]
+    pasted = dtypes[dtypes.index("template <int BYTES>") : dtypes.index("}  // namespace")]
     assert copied_runs("#include <cstdint>\n\nnamespace mine {\n" + pasted + "}\n", dtypes)
     assert not copied_runs("#include <kernel_farm/dtypes.cuh>\n\nusing farm_dtypes::Raw;\n", dtypes)
 
@@ -71,8 +71,8 @@ def test_the_generated_project_has_the_shared_include_folder(backend: str) -> No
     files = render_project(manifest, spec)
     cmake = files["CMakeLists.txt"]
     assert 'set(PYBUILD_INCLUDE_DIR "${CMAKE_CURRENT_SOURCE_DIR}/cmake/include")' in cmake
-    includes = cmake[cmake.index("target_include_directories(${OPS_NAME}"):]
-    assert '"${PYBUILD_INCLUDE_DIR}"' in includes[:includes.index(")\n")]
+    includes = cmake[cmake.index("target_include_directories(${OPS_NAME}") :]
+    assert '"${PYBUILD_INCLUDE_DIR}"' in includes[: includes.index(")\n")]
     # the project holds its own copy of every header, under one marker line
     for header in HEADERS:
         copy = files[f"cmake/include/kernel_farm/{header.name}"]
@@ -85,9 +85,21 @@ def test_a_generated_project_names_no_path_of_the_pybuild_that_made_it(tmp_path:
     from pybuild.generate import clean_project, write_project
 
     kernel = tmp_path / "activation"
-    shutil.copytree(REPO / "kernels" / "activation", kernel,
-                    ignore=shutil.ignore_patterns("build", ".pybuild", "__pycache__", "CMakeLists.txt", "cmake",
-                                                  "setup.py", "pyproject.toml", "registration.h", "_ops.py"))
+    shutil.copytree(
+        REPO / "kernels" / "activation",
+        kernel,
+        ignore=shutil.ignore_patterns(
+            "build",
+            ".pybuild",
+            "__pycache__",
+            "CMakeLists.txt",
+            "cmake",
+            "setup.py",
+            "pyproject.toml",
+            "registration.h",
+            "_ops.py",
+        ),
+    )
     manifest = load_manifest(kernel)
     written = write_project(manifest, ProjectSpec("cuda", "_activation_test_0123456789", ("9.0",)))
     pybuild_dir = INCLUDE.parent.as_posix()
@@ -119,7 +131,8 @@ def test_a_changed_shared_header_changes_the_build_key(tmp_path: Path, monkeypat
 
 @pytest.mark.parametrize("change", ["edit", "add"])
 def test_a_changed_shared_header_changes_a_compiled_kernels_source_hash(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, change: str) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, change: str
+) -> None:
     """The op namespace and metadata id come from the source hash: other headers, other binaries, another name."""
     from pybuild.digest import source_hash
 
@@ -138,7 +151,8 @@ def test_a_changed_shared_header_changes_a_compiled_kernels_source_hash(
 
 
 def test_a_shared_header_leaves_a_pure_python_kernels_source_hash(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from pybuild.digest import source_hash
 
     include = tmp_path / "include"

@@ -30,11 +30,17 @@ def variant(tmp_path: Path) -> Path:
 def bundle_for(data: bytes) -> dict:
     """The shape of a sigstore bundle of a signed file (what `sigstore sign --bundle` writes), with
     the message digest that matters here; the certificate and signature are placeholders."""
-    return {"mediaType": "application/vnd.dev.sigstore.bundle.v0.3+json",
-            "verificationMaterial": {"certificate": {"rawBytes": "AA=="}, "tlogEntries": []},
-            "messageSignature": {"messageDigest": {"algorithm": "SHA2_256",
-                                                   "digest": base64.b64encode(hashlib.sha256(data).digest()).decode()},
-                                 "signature": "AA=="}}
+    return {
+        "mediaType": "application/vnd.dev.sigstore.bundle.v0.3+json",
+        "verificationMaterial": {"certificate": {"rawBytes": "AA=="}, "tlogEntries": []},
+        "messageSignature": {
+            "messageDigest": {
+                "algorithm": "SHA2_256",
+                "digest": base64.b64encode(hashlib.sha256(data).digest()).decode(),
+            },
+            "signature": "AA==",
+        },
+    }
 
 
 def digest_row(variant: Path) -> tuple[str, str]:
@@ -49,11 +55,14 @@ def test_a_bundle_of_this_metadata_passes(variant: Path) -> None:
     assert status == "pass" and "metadata.json.sigstore covers this metadata.json" in detail
 
 
-@pytest.mark.parametrize("content, fragment", [
-    (json.dumps(bundle_for(b"another metadata.json")), "signs other content"),
-    ("{not json", "not a readable sigstore bundle"),
-    (json.dumps({"dsseEnvelope": {}}), "no messageSignature"),
-])
+@pytest.mark.parametrize(
+    "content, fragment",
+    [
+        (json.dumps(bundle_for(b"another metadata.json")), "signs other content"),
+        ("{not json", "not a readable sigstore bundle"),
+        (json.dumps({"dsseEnvelope": {}}), "no messageSignature"),
+    ],
+)
 def test_a_stale_or_broken_bundle_fails_the_check(variant: Path, content: str, fragment: str) -> None:
     (variant / "metadata.json.sigstore").write_text(content)
     status, detail = digest_row(variant)
@@ -75,8 +84,10 @@ def test_a_re_signed_release_is_the_same_release() -> None:
     meta = ReleaseFile.from_bytes("build/v/metadata.json", b"{}")
     sig = ReleaseFile.from_bytes("build/v/metadata.json.sigstore", b"new signature")
     plan = ReleasePlan("k", "org/k", "kernel", "1.0.0", "v1", "v1.0.0", (meta, sig))
-    remote = {"build/v/metadata.json": RemoteFile(meta.git_oid, None, 2),
-              "build/v/metadata.json.sigstore": RemoteFile("0" * 40, None, 13)}
+    remote = {
+        "build/v/metadata.json": RemoteFile(meta.git_oid, None, 2),
+        "build/v/metadata.json.sigstore": RemoteFile("0" * 40, None, 13),
+    }
     assert differences(plan, remote) == []
     del remote["build/v/metadata.json.sigstore"]
     assert differences(plan, remote) == ["not on the Hub: build/v/metadata.json.sigstore"]

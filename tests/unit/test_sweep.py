@@ -44,7 +44,7 @@ def test_rows_and_last_dims_cover_their_ranges_and_every_form_and_dtype():
     assert min(counts.values()) >= 60, counts
     # Latin hypercube: every decade of the last dimension has shapes
     for decade in range(1, 5):
-        assert any(10 ** decade <= x < 10 ** (decade + 1) for x in last), decade
+        assert any(10**decade <= x < 10 ** (decade + 1) for x in last), decade
 
 
 @pytest.mark.parametrize("max_bytes", [1 << 20, 128 << 20])
@@ -66,8 +66,13 @@ def test_last_dim_forms(form):
     for v in (3, 100, 1000, 4097, 150000):
         x = shape_last(v, form, 2, LAST_MAX)
         assert 2 <= x <= LAST_MAX
-        ok = {"pow2": x & (x - 1) == 0, "vec64": x % 64 == 0 and x & (x - 1) != 0, "odd": x % 2 == 1,
-              "prime": is_prime(x), "even-unaligned": x % 4 == 2}[form]
+        ok = {
+            "pow2": x & (x - 1) == 0,
+            "vec64": x % 64 == 0 and x & (x - 1) != 0,
+            "odd": x % 2 == 1,
+            "prime": is_prime(x),
+            "even-unaligned": x % 4 == 2,
+        }[form]
         assert ok, (form, v, x)
 
 
@@ -87,9 +92,17 @@ def _op(wrong: bool = False) -> sweep.SweepOp:
     def eager(x):
         return x * 2
 
-    return sweep.SweepOp(kernel="k", op="double", kind="rows", dtypes=("float32",), make=make,
-                         ours=(lambda x: x * 2 + 1) if wrong else (lambda x: x + x), eager=eager,
-                         bytes_of=lambda r, c, d: 2 * r * c * 4, tol={"float32": (1e-6, 1e-6)})
+    return sweep.SweepOp(
+        kernel="k",
+        op="double",
+        kind="rows",
+        dtypes=("float32",),
+        make=make,
+        ours=(lambda x: x * 2 + 1) if wrong else (lambda x: x + x),
+        eager=eager,
+        bytes_of=lambda r, c, d: 2 * r * c * 4,
+        tol={"float32": (1e-6, 1e-6)},
+    )
 
 
 class _Module:
@@ -104,8 +117,9 @@ class _Module:
 @pytest.mark.parametrize("wrong", [False, True])
 def test_a_cpu_sweep_checks_times_and_summarizes(tmp_path, wrong):
     dist = Distribution(seed=5, n=4, max_bytes=1 << 16)
-    doc = sweep.run([("k", None, _Module(_op(wrong)))], "cpu", dist, compile_=False, workers=0, command="test",
-                    log=lambda _: None)
+    doc = sweep.run(
+        [("k", None, _Module(_op(wrong)))], "cpu", dist, compile_=False, workers=0, command="test", log=lambda _: None
+    )
     assert doc["distribution"]["seed"] == 5 and doc["distribution"]["n_per_op"] == 4
     assert len(doc["results"]) == 4
     r = doc["results"][0]
@@ -127,11 +141,22 @@ def test_a_cpu_sweep_checks_times_and_summarizes(tmp_path, wrong):
 
 def test_summary_finds_the_minimum_and_counts_below_thresholds():
     def res(ratio, plain, ok=True, label="1x2"):
-        return {"kernel": "k", "op": "o", "label": label, "dtype": "bfloat16", "correct": ok, "graph_ratio": ratio,
-                "plain_ratio": plain, "best_peer": "eager", "bytes": 10}
+        return {
+            "kernel": "k",
+            "op": "o",
+            "label": label,
+            "dtype": "bfloat16",
+            "correct": ok,
+            "graph_ratio": ratio,
+            "plain_ratio": plain,
+            "best_peer": "eager",
+            "bytes": 10,
+        }
 
-    doc = {"method": {"thresholds": sweep.THRESHOLDS},
-           "results": [res(1.2, 1.1), res(0.9, 1.3, label="3x151936"), res(1.0, 0.99, ok=False, label="5x7")]}
+    doc = {
+        "method": {"thresholds": sweep.THRESHOLDS},
+        "results": [res(1.2, 1.1), res(0.9, 1.3, label="3x151936"), res(1.0, 0.99, ok=False, label="5x7")],
+    }
     s = sweep_report.summarize(doc)["k o"]
     assert (s["min_graph_ratio"], s["min_graph_at"]) == (0.9, "bfloat16 3x151936")
     assert (s["min_plain_ratio"], s["min_plain_at"]) == (0.99, "bfloat16 5x7")
@@ -146,17 +171,21 @@ def test_the_static_compile_gets_a_code_object_of_its_own():
     assert g.__code__ is not f.__code__ and g(1) == 2
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["--sweep", "0"], "argument --sweep: expected a positive integer, got '0'"),
-    (["--sweep", "2", "--seed", "-1"], "argument --seed: expected 0 or a positive integer, got '-1'"),
-    (["--sweep", "2", "--max-mib", "0"], "argument --max-mib: expected a positive integer"),
-])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--sweep", "0"], "argument --sweep: expected a positive integer, got '0'"),
+        (["--sweep", "2", "--seed", "-1"], "argument --seed: expected 0 or a positive integer, got '-1'"),
+        (["--sweep", "2", "--max-mib", "0"], "argument --max-mib: expected a positive integer"),
+    ],
+)
 def test_bad_sweep_flags_are_one_line_and_exit_2(argv, message):
     import subprocess
     import sys
 
-    proc = subprocess.run([sys.executable, "-m", "pybuild", "bench", "img2gray", *argv], capture_output=True,
-                          text=True, check=False)
+    proc = subprocess.run(
+        [sys.executable, "-m", "pybuild", "bench", "img2gray", *argv], capture_output=True, text=True, check=False
+    )
     assert proc.returncode == 2
     assert message in proc.stderr and "Traceback" not in proc.stderr
 

@@ -56,8 +56,7 @@ def test_every_name_parses_in_the_kernels_loader() -> None:
 
 def test_exclusions_and_order() -> None:
     data = {
-        "torch": [{"version": "2.13", "cuda": ["13.0", "12.8"], "cpu": True},
-                  {"version": "2.9", "cpu": True}],
+        "torch": [{"version": "2.13", "cuda": ["13.0", "12.8"], "cpu": True}, {"version": "2.9", "cpu": True}],
         "cxx-abi": ["cxx11"],
         "systems": ["x86_64-linux", "aarch64-linux"],
         "exclude": [{"backend": "cuda", "backend-version": "12.8", "system": "aarch64-linux", "reason": "none"}],
@@ -77,16 +76,31 @@ def test_exclusions_and_order() -> None:
 
 BAD = [
     ({"torch": [], "cxx-abi": ["cxx11"], "systems": ["x86_64-linux"]}, "torch: must be a non-empty list"),
-    ({"torch": [{"version": "213", "cpu": True}], "cxx-abi": ["cxx11"], "systems": ["x86_64-linux"]},
-     'torch[0].version: must be "major.minor"'),
-    ({"torch": [{"version": "2.13", "cuda": "13.0"}], "cxx-abi": ["cxx11"], "systems": ["x86_64-linux"]},
-     "torch[0].cuda: must be a list of strings"),
-    ({"torch": [{"version": "2.13", "cdua": ["13.0"]}], "cxx-abi": ["cxx11"], "systems": ["x86_64-linux"]},
-     "unknown key(s) ['cdua']"),
-    ({"torch": [{"version": "2.13", "cpu": True}], "cxx-abi": ["cxx11"], "systems": ["x86_64-windows"]},
-     "systems: invalid entry 'x86_64-windows'"),
-    ({"torch": [{"version": "2.13", "cpu": True}], "cxx-abi": ["cxx11"], "systems": ["x86_64-linux"],
-      "exclude": [{"sytem": "x"}]}, "exclude[0]: must be an object with keys"),
+    (
+        {"torch": [{"version": "213", "cpu": True}], "cxx-abi": ["cxx11"], "systems": ["x86_64-linux"]},
+        'torch[0].version: must be "major.minor"',
+    ),
+    (
+        {"torch": [{"version": "2.13", "cuda": "13.0"}], "cxx-abi": ["cxx11"], "systems": ["x86_64-linux"]},
+        "torch[0].cuda: must be a list of strings",
+    ),
+    (
+        {"torch": [{"version": "2.13", "cdua": ["13.0"]}], "cxx-abi": ["cxx11"], "systems": ["x86_64-linux"]},
+        "unknown key(s) ['cdua']",
+    ),
+    (
+        {"torch": [{"version": "2.13", "cpu": True}], "cxx-abi": ["cxx11"], "systems": ["x86_64-windows"]},
+        "systems: invalid entry 'x86_64-windows'",
+    ),
+    (
+        {
+            "torch": [{"version": "2.13", "cpu": True}],
+            "cxx-abi": ["cxx11"],
+            "systems": ["x86_64-linux"],
+            "exclude": [{"sytem": "x"}],
+        },
+        "exclude[0]: must be an object with keys",
+    ),
 ]
 
 
@@ -115,8 +129,12 @@ def test_variants_json_is_documented() -> None:
     for key in ("cxx-abi", "systems", "exclude"):
         assert key in data
     undocumented = [key for key in data if not re.search(rf"^\| `{key}(\[\][.\w]*)?`", page, re.M)]
-    undocumented += [f"torch[].{key}" for entry in data["torch"] for key in entry if key not in backends.names()
-                     and f"`.{key}`" not in page and f"`torch[].{key}`" not in page]
+    undocumented += [
+        f"torch[].{key}"
+        for entry in data["torch"]
+        for key in entry
+        if key not in backends.names() and f"`.{key}`" not in page and f"`torch[].{key}`" not in page
+    ]
     if "| `torch[].<backend>` |" not in page:  # one row for every backend's key: a new one needs no other
         undocumented += sorted({f"torch[].{k}" for entry in data["torch"] for k in entry if k in backends.names()})
     assert undocumented == [], f"docs/variants.md's key table lacks {undocumented}"
@@ -125,18 +143,21 @@ def test_variants_json_is_documented() -> None:
 _BASE = {"torch": [{"version": "2.13", "cpu": True}], "cxx-abi": ["cxx11"], "systems": ["x86_64-linux"]}
 
 
-@pytest.mark.parametrize("change, message", [
-    ({"exclude": [{"reason": "oops"}]}, "has only a reason"),
-    ({"exclude": [{"torch": 2.13}]}, "values must be strings"),
-    ({"cxx-abi": []}, "cxx-abi: is empty"),
-    ({"systems": []}, "systems: is empty"),
-    ({"schema": 99}, "reads schema 1"),
-    ({"exclude": [{"backend": "cpuu"}]}, r"exclude\[0\]: matches no variant \(\{\"backend\":\"cpuu\"\}\)"),
-    ({"exclude": [{"backend": "cpu", "reason": "r"}, {"torch": "2.12"}]}, r"exclude\[1\]: matches no variant"),
-    ({"exclude": [{"backend": "cpu"}]}, "top level: expands to no variant"),
-    ({"torch": [{"version": "2.13"}]}, "top level: expands to no variant"),
-    ({"torch": [{"version": "2.13", "metal": True}]}, "top level: expands to no variant"),  # metal: darwin only
-])
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        ({"exclude": [{"reason": "oops"}]}, "has only a reason"),
+        ({"exclude": [{"torch": 2.13}]}, "values must be strings"),
+        ({"cxx-abi": []}, "cxx-abi: is empty"),
+        ({"systems": []}, "systems: is empty"),
+        ({"schema": 99}, "reads schema 1"),
+        ({"exclude": [{"backend": "cpuu"}]}, r"exclude\[0\]: matches no variant \(\{\"backend\":\"cpuu\"\}\)"),
+        ({"exclude": [{"backend": "cpu", "reason": "r"}, {"torch": "2.12"}]}, r"exclude\[1\]: matches no variant"),
+        ({"exclude": [{"backend": "cpu"}]}, "top level: expands to no variant"),
+        ({"torch": [{"version": "2.13"}]}, "top level: expands to no variant"),
+        ({"torch": [{"version": "2.13", "metal": True}]}, "top level: expands to no variant"),  # metal: darwin only
+    ],
+)
 def test_matrix_mistakes_that_would_silently_drop_variants(change: dict, message: str) -> None:
     with pytest.raises(VariantsError, match=message):
         expand_matrix({**_BASE, **change})

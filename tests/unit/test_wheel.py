@@ -23,15 +23,18 @@ pytest.importorskip("kernel_abi_check")
 REPO = Path(__file__).resolve().parents[2]
 
 
-@pytest.mark.parametrize("name, label", [
-    ("torch213-cxx11-cpu-x86_64-linux", "torch213cpucxx11"),
-    ("torch27-cxx11-cu128-x86_64-linux", "torch27cu128cxx11"),  # the guide's wheel name
-    ("torch211-cxx11-rocm71-x86_64-linux", "torch211rocm71cxx11"),
-    ("torch212-metal-aarch64-darwin", "torch212metal"),
-    ("torch-stable-abi211-cu130-x86_64-linux", "torchstableabi211cu130"),
-    ("torch-neuron", "torchneuron"),
-    ("tvm-ffi01-cpu-x86_64-linux", "tvmffi01cpu"),
-])
+@pytest.mark.parametrize(
+    "name, label",
+    [
+        ("torch213-cxx11-cpu-x86_64-linux", "torch213cpucxx11"),
+        ("torch27-cxx11-cu128-x86_64-linux", "torch27cu128cxx11"),  # the guide's wheel name
+        ("torch211-cxx11-rocm71-x86_64-linux", "torch211rocm71cxx11"),
+        ("torch212-metal-aarch64-darwin", "torch212metal"),
+        ("torch-stable-abi211-cu130-x86_64-linux", "torchstableabi211cu130"),
+        ("torch-neuron", "torchneuron"),
+        ("tvm-ffi01-cpu-x86_64-linux", "tvmffi01cpu"),
+    ],
+)
 def test_local_version_label(name: str, label: str) -> None:
     assert local_label(parse_variant_name(name)) == label
 
@@ -50,10 +53,16 @@ def test_wheel_name_metadata_and_record(tmp_path: Path) -> None:
     assert whl.name == f"tinyk-1.1.2+{local_label(v)}-cp39-abi3-manylinux_2_28_{arch}.whl"
     files = read_wheel(whl)
     di = f"tinyk-1.1.2+{local_label(v)}.dist-info"
-    assert sorted(files) == sorted([
-        "tinyk/__init__.py", "tinyk/_tinyk_ext.abi3.so",
-        f"{di}/METADATA", f"{di}/WHEEL", f"{di}/kernel-metadata.json", f"{di}/RECORD",
-    ])
+    assert sorted(files) == sorted(
+        [
+            "tinyk/__init__.py",
+            "tinyk/_tinyk_ext.abi3.so",
+            f"{di}/METADATA",
+            f"{di}/WHEEL",
+            f"{di}/kernel-metadata.json",
+            f"{di}/RECORD",
+        ]
+    )
     assert list(files)[-1] == f"{di}/RECORD"
     meta = Metadata.from_email(files[f"{di}/METADATA"])  # validates, as installers read it (names any case)
     assert (meta.name, str(meta.version)) == ("tinyk", f"1.1.2+{local_label(v)}")
@@ -150,12 +159,16 @@ def test_a_tampered_build_is_not_packed(tmp_path: Path, capsys: pytest.CaptureFi
     assert not (tmp_path / "dist").exists()
 
 
-@pytest.mark.parametrize("metadata, message", [
-    ([1], "not a kernel metadata object"),
-    ({"name": "tinyk", "python-depends": "einops"}, '"python-depends" must be a list'),
-])
-def test_malformed_metadata_is_one_line(tmp_path: Path, metadata, message: str,
-                                        capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.mark.parametrize(
+    "metadata, message",
+    [
+        ([1], "not a kernel metadata object"),
+        ({"name": "tinyk", "python-depends": "einops"}, '"python-depends" must be a list'),
+    ],
+)
+def test_malformed_metadata_is_one_line(
+    tmp_path: Path, metadata, message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
     import json
 
     kernel = make_kernel(tmp_path)
@@ -168,8 +181,9 @@ def test_malformed_metadata_is_one_line(tmp_path: Path, metadata, message: str,
 
 
 @pytest.mark.parametrize("depends, bad", [(["einops[bad"], "einops[bad"), (["pyyaml", "numpy>="], "numpy>=")])
-def test_invalid_wheel_metadata_names_the_key_to_fix(tmp_path: Path, depends: list[str], bad: str,
-                                                       capsys: pytest.CaptureFixture[str]) -> None:
+def test_invalid_wheel_metadata_names_the_key_to_fix(
+    tmp_path: Path, depends: list[str], bad: str, capsys: pytest.CaptureFixture[str]
+) -> None:
     kernel = make_kernel(tmp_path)
     make_variant(kernel, metadata={"python-depends": depends})
     assert main(["wheel", str(kernel), "--version", "1.0.0", "-o", str(tmp_path / "dist")]) != 0

@@ -51,8 +51,9 @@ def actionlint(paths: list[Path]) -> dict[str, list[dict]]:
     """``{path: [problems]}`` from actionlint; skips the test where no actionlint is installed."""
     binary = shutil.which("actionlint")
     if binary:
-        proc = subprocess.run([binary, "-format", "{{json .}}", *map(str, paths)], capture_output=True, text=True,
-                              timeout=120)
+        proc = subprocess.run(
+            [binary, "-format", "{{json .}}", *map(str, paths)], capture_output=True, text=True, timeout=120
+        )
         found: dict[str, list[dict]] = {str(p): [] for p in paths}
         for e in json.loads(proc.stdout or "[]"):
             found.setdefault(e["filepath"], []).append(e)
@@ -66,8 +67,9 @@ def actionlint(paths: list[Path]) -> dict[str, list[dict]]:
     runner = Path(tempfile.mkdtemp(prefix="actionlint-")) / "lint.cjs"
     runner.write_text(NODE_RUNNER)
     try:
-        proc = subprocess.run([node, str(runner), str(package), *map(str, paths)], capture_output=True, text=True,
-                              timeout=120)
+        proc = subprocess.run(
+            [node, str(runner), str(package), *map(str, paths)], capture_output=True, text=True, timeout=120
+        )
     finally:
         shutil.rmtree(runner.parent, ignore_errors=True)
     assert proc.returncode == 0, proc.stderr
@@ -83,7 +85,8 @@ def test_actionlint_finds_nothing() -> None:
 
 def test_actionlint_does_catch_mistakes(tmp_path: Path) -> None:
     bad = tmp_path / "bad.yml"
-    bad.write_text(textwrap.dedent("""
+    bad.write_text(
+        textwrap.dedent("""
         on: push
         jobs:
           a:
@@ -91,7 +94,8 @@ def test_actionlint_does_catch_mistakes(tmp_path: Path) -> None:
             needs: missing
             steps:
               - run: echo ${{ matrix.nothing }}
-    """))
+    """)
+    )
     kinds = {p["kind"] for p in actionlint([bad])[str(bad)]}
     assert {"job-needs", "expression"} <= kinds
 
@@ -107,8 +111,9 @@ def test_build_matrix_comes_from_variants_json(tmp_path: Path) -> None:
     step = next(s for s in wf["jobs"]["matrix"]["steps"] if s.get("id") == "matrix")
     out = tmp_path / "github_output"
     env = {**os.environ, "GITHUB_OUTPUT": str(out), "KERNEL": ""}
-    proc = subprocess.run(["bash", "-e", "-c", step["run"]], cwd=REPO, env=env, capture_output=True, text=True,
-                          timeout=60)
+    proc = subprocess.run(
+        ["bash", "-e", "-c", step["run"]], cwd=REPO, env=env, capture_output=True, text=True, timeout=60
+    )
     assert proc.returncode == 0, proc.stderr
     include = json.loads(out.read_text().removeprefix("include=").strip())
     matrix = load_matrix(REPO / "variants.json")
@@ -130,23 +135,33 @@ def test_build_matrix_comes_from_variants_json(tmp_path: Path) -> None:
     assert any(s.get("uses", "").startswith("actions/upload-artifact") for s in build["steps"])
 
     env["KERNEL"] = "no-such-kernel"
-    proc = subprocess.run(["bash", "-e", "-c", step["run"]], cwd=REPO, env=env, capture_output=True, text=True,
-                          timeout=60)
+    proc = subprocess.run(
+        ["bash", "-e", "-c", step["run"]], cwd=REPO, env=env, capture_output=True, text=True, timeout=60
+    )
     assert proc.returncode != 0 and "no kernel folder matches 'no-such-kernel'" in proc.stderr
 
 
-@pytest.mark.parametrize("tag, kernel, version", [
-    ("img2gray-v1.1.2", "img2gray", "1.1.2"),
-    ("img2gray-v1.1", None, None),
-    ("nokernel-v1.0.0", None, None),
-])
+@pytest.mark.parametrize(
+    "tag, kernel, version",
+    [
+        ("img2gray-v1.1.2", "img2gray", "1.1.2"),
+        ("img2gray-v1.1", None, None),
+        ("nokernel-v1.0.0", None, None),
+    ],
+)
 def test_release_tag_parsing(tag: str, kernel: str | None, version: str | None, tmp_path: Path) -> None:
     wf = load("release.yml")
     assert wf[True]["push"]["tags"] == ["*-v[0-9]+.[0-9]+.[0-9]+"]  # YAML 1.1 reads `on` as True
     step = next(s for s in wf["jobs"]["tag"]["steps"] if s.get("id") == "tag")
     out = tmp_path / "github_output"
-    proc = subprocess.run(["bash", "-e", "-c", step["run"]], cwd=REPO, capture_output=True, text=True,
-                          env={**os.environ, "GITHUB_OUTPUT": str(out), "TAG": tag}, timeout=30)
+    proc = subprocess.run(
+        ["bash", "-e", "-c", step["run"]],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "GITHUB_OUTPUT": str(out), "TAG": tag},
+        timeout=30,
+    )
     if kernel is None:
         assert proc.returncode != 0 and "::error::" in proc.stdout
         return

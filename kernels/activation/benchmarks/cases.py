@@ -45,6 +45,7 @@ def cases(kernel, device: str, quick: bool) -> list[Case]:
     out = []
     for op, dtype in combos:
         for tokens, d in shapes:
+
             def make(seed: int, tokens: int = tokens, d: int = d, dtype: torch.dtype = dtype) -> tuple[torch.Tensor]:
                 g = torch.Generator(device=device).manual_seed(seed)
                 return (torch.randn(tokens, 2 * d, device=device, dtype=dtype, generator=g),)
@@ -52,9 +53,21 @@ def cases(kernel, device: str, quick: bool) -> list[Case]:
             nbytes = 3 * tokens * d * torch.empty((), dtype=dtype).element_size()
             targets = (Target("compile", 1.0),) + ((Target("copy_large", 0.85),) if nbytes >= LARGE_BYTES else ())
             atol, rtol = TOL[dtype]
-            out.append(Case(kernel="activation", op=op, label=f"{tokens}x{d}", dtype=str(dtype).removeprefix("torch."),
-                            bytes=nbytes, make=make, ours=getattr(kernel, op), eager=_eager(op), targets=targets,
-                            atol=atol, rtol=rtol))
+            out.append(
+                Case(
+                    kernel="activation",
+                    op=op,
+                    label=f"{tokens}x{d}",
+                    dtype=str(dtype).removeprefix("torch."),
+                    bytes=nbytes,
+                    make=make,
+                    ours=getattr(kernel, op),
+                    eager=_eager(op),
+                    targets=targets,
+                    atol=atol,
+                    rtol=rtol,
+                )
+            )
     return out
 
 
@@ -73,6 +86,18 @@ def sweep_ops(kernel, device: str) -> list:
         return lambda x: getattr(kernel, op)(x)
 
     tol = {str(k).removeprefix("torch."): v for k, v in TOL.items()}
-    return [SweepOp(kernel="activation", op=op, kind="rows", dtypes=("bfloat16", "float16", "float32"), make=make,
-                    ours=ours(op), eager=_eager(op), bytes_of=nbytes, step=2, tol=tol)
-            for op in ("silu_and_mul", "gelu_and_mul", "gelu_tanh_and_mul")]
+    return [
+        SweepOp(
+            kernel="activation",
+            op=op,
+            kind="rows",
+            dtypes=("bfloat16", "float16", "float32"),
+            make=make,
+            ours=ours(op),
+            eager=_eager(op),
+            bytes_of=nbytes,
+            step=2,
+            tol=tol,
+        )
+        for op in ("silu_and_mul", "gelu_and_mul", "gelu_tanh_and_mul")
+    ]

@@ -85,8 +85,9 @@ def test_non_contiguous_and_unaligned(kernel, dtype, device):
     for name, x in views.items():
         for op in OPS:
             got = call(kernel, op, x)
-            torch.testing.assert_close(got.cpu(), reference(op, x.cpu()), **TOL[dtype],
-                                       msg=lambda m, name=name: f"{name}: {m}")
+            torch.testing.assert_close(
+                got.cpu(), reference(op, x.cpu()), **TOL[dtype], msg=lambda m, name=name: f"{name}: {m}"
+            )
     # An output at an odd offset (not 16-byte aligned) takes the scalar path.
     x = randn((6, 512), dtype, device, seed=4)
     out = torch.full((6 * 256 + 1,), float("nan"), dtype=dtype, device=device)[1:].view(6, 256)
@@ -217,8 +218,11 @@ def test_cuda_without_pdl(kernel, tmp_path):
         "print('ok')\n"
     )
     root = KERNEL_DIR.parents[1]
-    env = {**os.environ, "KERNEL_FARM_PDL": "0", "PYTHONPATH": os.pathsep.join(
-        p for p in (str(root), os.environ.get("PYTHONPATH", "")) if p)}
+    env = {
+        **os.environ,
+        "KERNEL_FARM_PDL": "0",
+        "PYTHONPATH": os.pathsep.join(p for p in (str(root), os.environ.get("PYTHONPATH", "")) if p),
+    }
     run = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=300)
     lines = run.stdout.strip().splitlines()
     assert run.returncode == 0 and lines and lines[-1] == "ok", run.stdout + run.stderr
@@ -226,25 +230,43 @@ def test_cuda_without_pdl(kernel, tmp_path):
 
 # (call, exception type, exact message fragment)
 ERRORS = [
-    (lambda k: k.silu_and_mul(torch.ones(4, 4, dtype=torch.int32)), TypeError,
-     "silu_and_mul: expected a float32, float16 or bfloat16 tensor, got torch.int32"),
+    (
+        lambda k: k.silu_and_mul(torch.ones(4, 4, dtype=torch.int32)),
+        TypeError,
+        "silu_and_mul: expected a float32, float16 or bfloat16 tensor, got torch.int32",
+    ),
     (lambda k: k.silu_and_mul(torch.ones(4, 4, dtype=torch.float64)), TypeError, "got torch.float64"),
     (lambda k: k.gelu_and_mul(torch.ones(4, 5)), ValueError, "gelu_and_mul: expected input of shape [..., 2 * d]"),
     (lambda k: k.silu_and_mul(torch.tensor(1.0)), ValueError, "(even last dimension), got ()"),
-    (lambda k: k.silu_and_mul(torch.ones(4, 8), out=torch.empty(4, 8)), ValueError,
-     "silu_and_mul: out must be torch.float32 of shape (4, 4)"),
-    (lambda k: k.silu_and_mul(torch.ones(4, 8), out=torch.empty(4, 4, dtype=torch.float16)), ValueError,
-     "got torch.float16 (4, 4)"),
+    (
+        lambda k: k.silu_and_mul(torch.ones(4, 8), out=torch.empty(4, 8)),
+        ValueError,
+        "silu_and_mul: out must be torch.float32 of shape (4, 4)",
+    ),
+    (
+        lambda k: k.silu_and_mul(torch.ones(4, 8), out=torch.empty(4, 4, dtype=torch.float16)),
+        ValueError,
+        "got torch.float16 (4, 4)",
+    ),
     (lambda k: k.silu_and_mul(torch.ones(4, 8), out=torch.empty(4, 4).t()), ValueError, "out must be contiguous"),
-    (lambda k: k.gelu_and_mul(torch.ones(4, 8), approximate="fast"), ValueError,
-     "gelu_and_mul: approximate must be 'none' or 'tanh', got 'fast'"),
+    (
+        lambda k: k.gelu_and_mul(torch.ones(4, 8), approximate="fast"),
+        ValueError,
+        "gelu_and_mul: approximate must be 'none' or 'tanh', got 'fast'",
+    ),
     (lambda k: k.silu_and_mul([1.0, 2.0]), TypeError, "silu_and_mul: expected a torch.Tensor, got list"),
     (lambda k: k.silu_and_mul(torch.ones(4, 8, requires_grad=True)), RuntimeError, "silu_and_mul: has no backward"),
     # The op itself checks too (callers that skip the wrapper).
-    (lambda k: k.ops.silu_and_mul(torch.ones(4, 8), torch.empty(4, 3)), RuntimeError,
-     "silu_and_mul: expected out of shape [..., 4] matching input [4, 8], got [4, 3]"),
-    (lambda k: k.ops.gelu_and_mul(torch.ones(4, 8, dtype=torch.float64), torch.empty(4, 4, dtype=torch.float64)),
-     RuntimeError, "gelu_and_mul: expected float32, float16 or bfloat16 input, got Double"),
+    (
+        lambda k: k.ops.silu_and_mul(torch.ones(4, 8), torch.empty(4, 3)),
+        RuntimeError,
+        "silu_and_mul: expected out of shape [..., 4] matching input [4, 8], got [4, 3]",
+    ),
+    (
+        lambda k: k.ops.gelu_and_mul(torch.ones(4, 8, dtype=torch.float64), torch.empty(4, 4, dtype=torch.float64)),
+        RuntimeError,
+        "gelu_and_mul: expected float32, float16 or bfloat16 input, got Double",
+    ),
 ]
 
 

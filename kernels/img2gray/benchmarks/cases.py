@@ -28,8 +28,11 @@ from pybuild.bench import Case, Target
 LARGE = ((4320, 7680), (8640, 15360))
 SMALL = ((1080, 1920), (2160, 3840))
 LARGE_TARGETS = (Target("copy_large", 0.90), Target("dynamic-compile", 1.6))
-SMALL_TARGETS = (Target("copy_same", 0.90), Target("compile", 1.0, strict=True),
-                 Target("dynamic-compile", 1.0, strict=True))
+SMALL_TARGETS = (
+    Target("copy_same", 0.90),
+    Target("compile", 1.0, strict=True),
+    Target("dynamic-compile", 1.0, strict=True),
+)
 
 
 def eager(image: torch.Tensor) -> torch.Tensor:
@@ -69,9 +72,22 @@ def cases(kernel, device: str, quick: bool) -> list[Case]:
         pixels = 1
         for d in dims:
             pixels *= d
-        out.append(Case(kernel="img2gray", op="img2gray", label="x".join(map(str, dims)), dtype="uint8",
-                        bytes=4 * pixels, make=make, ours=kernel.img2gray, eager=eager, targets=targets,
-                        extra={"guide": guide}, extra_timed={"dynamic-compile": dynamic}, exact=True))
+        out.append(
+            Case(
+                kernel="img2gray",
+                op="img2gray",
+                label="x".join(map(str, dims)),
+                dtype="uint8",
+                bytes=4 * pixels,
+                make=make,
+                ours=kernel.img2gray,
+                eager=eager,
+                targets=targets,
+                extra={"guide": guide},
+                extra_timed={"dynamic-compile": dynamic},
+                exact=True,
+            )
+        )
     return out
 
 
@@ -84,5 +100,16 @@ def sweep_ops(kernel, device: str) -> list:
         g = torch.Generator(device=device).manual_seed(seed)
         return (torch.randint(0, 256, (*shape.dims, 3), dtype=torch.uint8, device=device, generator=g),)
 
-    return [SweepOp(kernel="img2gray", op="img2gray", kind="image", dtypes=("uint8",), make=make,
-                    ours=lambda image: kernel.img2gray(image), eager=eager, bytes_per_pixel=4, exact=True)]
+    return [
+        SweepOp(
+            kernel="img2gray",
+            op="img2gray",
+            kind="image",
+            dtypes=("uint8",),
+            make=make,
+            ours=lambda image: kernel.img2gray(image),
+            eager=eager,
+            bytes_per_pixel=4,
+            exact=True,
+        )
+    ]

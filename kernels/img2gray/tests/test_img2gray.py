@@ -38,8 +38,10 @@ def test_matches_reference(img2gray, shape: tuple[int, ...], device: str) -> Non
 
 
 def test_extremes_and_rounding(img2gray) -> None:  # noqa: ANN001
-    values = torch.tensor([[[0, 0, 0], [255, 255, 255], [255, 0, 0], [0, 255, 0], [0, 0, 255], [1, 1, 1],
-                            [50, 50, 50], [3, 1, 4]]], dtype=torch.uint8)
+    values = torch.tensor(
+        [[[0, 0, 0], [255, 255, 255], [255, 0, 0], [0, 255, 0], [0, 0, 255], [1, 1, 1], [50, 50, 50], [3, 1, 4]]],
+        dtype=torch.uint8,
+    )
     assert img2gray.img2gray(values).tolist() == [[0, 255, 54, 184, 18, 1, 50, 2]]
 
 

@@ -24,8 +24,21 @@ def reference(image: torch.Tensor) -> torch.Tensor:
 
 # Widths around the 16-pixel group (tails of 0..15 pixels), odd sizes, batches (N x H x W x 3),
 # and the benchmark sizes.
-SHAPES = [(1, 1, 3), (1, 15, 3), (1, 16, 3), (1, 17, 3), (3, 5, 3), (37, 53, 3), (7, 1, 3), (255, 257, 3),
-          (4, 33, 17, 3), (2, 3, 64, 64, 3), (8, 1080, 1920, 3), (4320, 7680, 3), (0, 5, 3)]
+SHAPES = [
+    (1, 1, 3),
+    (1, 15, 3),
+    (1, 16, 3),
+    (1, 17, 3),
+    (3, 5, 3),
+    (37, 53, 3),
+    (7, 1, 3),
+    (255, 257, 3),
+    (4, 33, 17, 3),
+    (2, 3, 64, 64, 3),
+    (8, 1080, 1920, 3),
+    (4320, 7680, 3),
+    (0, 5, 3),
+]
 
 
 @pytest.fixture(scope="module")

@@ -17,13 +17,18 @@ LARGE_BYTES = 200e6
 # (panel, dtype, [(rows, hidden), ...])
 GRID = (
     ("rms_norm bfloat16 hidden 4096", torch.bfloat16, ((64, 4096), (512, 4096), (4096, 4096), (32768, 4096))),
-    ("rms_norm bfloat16 268 MB", torch.bfloat16,
-     ((524288, 128), (65536, 1024), (16384, 4096), (8192, 8192), (4096, 16384))),
+    (
+        "rms_norm bfloat16 268 MB",
+        torch.bfloat16,
+        ((524288, 128), (65536, 1024), (16384, 4096), (8192, 8192), (4096, 16384)),
+    ),
     ("rms_norm float16 hidden 4096", torch.float16, ((512, 4096), (32768, 4096))),
     ("rms_norm float32 hidden 4096", torch.float32, ((512, 4096), (32768, 4096))),
 )
-CPU_GRID = (("rms_norm float32", torch.float32, ((64, 4096), (512, 4096))),
-            ("rms_norm bfloat16", torch.bfloat16, ((512, 4096),)))
+CPU_GRID = (
+    ("rms_norm float32", torch.float32, ((64, 4096), (512, 4096))),
+    ("rms_norm bfloat16", torch.bfloat16, ((512, 4096),)),
+)
 TOL = {torch.float32: (1e-4, 1e-4), torch.float16: (2e-3, 4e-3), torch.bfloat16: (2e-2, 3.2e-2)}
 
 
@@ -38,6 +43,7 @@ def cases(kernel, device: str, quick: bool) -> list[Case]:
     out = []
     for panel, dtype, shapes in grid:
         for rows, hidden in shapes:
+
             def make(seed: int, rows: int = rows, hidden: int = hidden, dtype: torch.dtype = dtype):
                 g = torch.Generator(device=device).manual_seed(seed)
                 x = torch.randn(rows, hidden, device=device, dtype=dtype, generator=g)
@@ -48,10 +54,22 @@ def cases(kernel, device: str, quick: bool) -> list[Case]:
             nbytes = (2 * rows * hidden + hidden) * esize
             targets = (Target("compile", 1.0),) + ((Target("copy_large", 0.85),) if nbytes >= LARGE_BYTES else ())
             atol, rtol = TOL[dtype]
-            out.append(Case(kernel="rms_norm", op="rms_norm", label=f"{rows}x{hidden}",
-                            dtype=str(dtype).removeprefix("torch."), bytes=nbytes, make=make,
-                            ours=lambda x, w: kernel.rms_norm(x, w, EPS), eager=eager, targets=targets,
-                            atol=atol, rtol=rtol, panel=panel))
+            out.append(
+                Case(
+                    kernel="rms_norm",
+                    op="rms_norm",
+                    label=f"{rows}x{hidden}",
+                    dtype=str(dtype).removeprefix("torch."),
+                    bytes=nbytes,
+                    make=make,
+                    ours=lambda x, w: kernel.rms_norm(x, w, EPS),
+                    eager=eager,
+                    targets=targets,
+                    atol=atol,
+                    rtol=rtol,
+                    panel=panel,
+                )
+            )
     return out
 
 
@@ -70,6 +88,16 @@ def sweep_ops(kernel, device: str) -> list:
     def nbytes(rows: int, hidden: int, dtype: str) -> int:
         return (2 * rows * hidden + hidden) * torch.empty((), dtype=getattr(torch, dtype)).element_size()
 
-    return [SweepOp(kernel="rms_norm", op="rms_norm", kind="rows", dtypes=("bfloat16", "float16", "float32"),
-                    make=make, ours=lambda x, w: kernel.rms_norm(x, w, EPS), eager=eager, bytes_of=nbytes,
-                    tol={str(k).removeprefix("torch."): v for k, v in TOL.items()})]
+    return [
+        SweepOp(
+            kernel="rms_norm",
+            op="rms_norm",
+            kind="rows",
+            dtypes=("bfloat16", "float16", "float32"),
+            make=make,
+            ours=lambda x, w: kernel.rms_norm(x, w, EPS),
+            eager=eager,
+            bytes_of=nbytes,
+            tol={str(k).removeprefix("torch."): v for k, v in TOL.items()},
+        )
+    ]

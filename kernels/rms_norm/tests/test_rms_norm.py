@@ -81,8 +81,9 @@ def test_non_contiguous_and_unaligned(kernel, dtype, device):
     }
     for name, x in views.items():
         got = kernel.rms_norm(x, w)
-        torch.testing.assert_close(got.cpu(), reference(x.cpu(), w.cpu(), 1e-6), **TOL[dtype],
-                                   msg=lambda m, name=name: f"{name}: {m}")
+        torch.testing.assert_close(
+            got.cpu(), reference(x.cpu(), w.cpu(), 1e-6), **TOL[dtype], msg=lambda m, name=name: f"{name}: {m}"
+        )
     # Weight and output at odd offsets (not 16-byte aligned) take the two-pass path.
     x = randn((8, 512), dtype, device, seed=17)
     w_odd = randn((513,), dtype, device, seed=18, shift=1.0)[1:]
@@ -97,8 +98,11 @@ def test_eps_and_extremes(kernel, device):
     w = torch.ones(128, device=device)
     assert torch.equal(kernel.rms_norm(x, w, eps=1e-6), x)  # 0 / sqrt(eps) = 0
     big = randn((4, 4096), torch.float32, device, seed=19, scale=1e4)
-    torch.testing.assert_close(kernel.rms_norm(big, w.new_ones(4096), eps=0.0).cpu(),
-                               reference(big.cpu(), torch.ones(4096), 0.0), **TOL[torch.float32])
+    torch.testing.assert_close(
+        kernel.rms_norm(big, w.new_ones(4096), eps=0.0).cpu(),
+        reference(big.cpu(), torch.ones(4096), 0.0),
+        **TOL[torch.float32],
+    )
 
 
 @pytest.mark.gpu
@@ -193,8 +197,25 @@ def test_cuda_back_to_back_launches(kernel, graph, hidden):
 # divide them (odd, prime and even-unaligned widths), rows too few to fill the device shared by a
 # cluster of blocks (8x16384, 2x6717, 1x9358) or, wider still, by two kernels meeting in a
 # workspace (1x327680, 3x151936, 7x65544), and long rows read twice (300x40000).
-WIDE = [(1000, 2), (999, 4), (5, 1), (64, 3), (809, 5), (1159, 42), (1420, 137), (100, 2286), (8, 16384), (2, 6717),
-        (1, 9358), (1, 327680), (3, 151936), (7, 65544), (33, 100003), (300, 40000), (6000, 3)]
+WIDE = [
+    (1000, 2),
+    (999, 4),
+    (5, 1),
+    (64, 3),
+    (809, 5),
+    (1159, 42),
+    (1420, 137),
+    (100, 2286),
+    (8, 16384),
+    (2, 6717),
+    (1, 9358),
+    (1, 327680),
+    (3, 151936),
+    (7, 65544),
+    (33, 100003),
+    (300, 40000),
+    (6000, 3),
+]
 
 
 @pytest.mark.gpu
@@ -232,27 +253,54 @@ def test_cuda_back_to_back_rows_of_any_width(kernel, graph, rows, hidden):
 
 # (call, exception type, exact message fragment)
 ERRORS = [
-    (lambda k: k.rms_norm(torch.ones(2, 4, dtype=torch.int32), torch.ones(4, dtype=torch.int32)), TypeError,
-     "rms_norm: expected a float32, float16 or bfloat16 tensor, got torch.int32"),
-    (lambda k: k.rms_norm(torch.ones(2, 4), torch.ones(4, dtype=torch.float16)), TypeError,
-     "rms_norm: weight must have x's dtype torch.float32, got torch.float16"),
-    (lambda k: k.rms_norm(torch.ones(2, 4), torch.ones(5)), ValueError,
-     "rms_norm: expected weight of shape (4,), got (5,)"),
+    (
+        lambda k: k.rms_norm(torch.ones(2, 4, dtype=torch.int32), torch.ones(4, dtype=torch.int32)),
+        TypeError,
+        "rms_norm: expected a float32, float16 or bfloat16 tensor, got torch.int32",
+    ),
+    (
+        lambda k: k.rms_norm(torch.ones(2, 4), torch.ones(4, dtype=torch.float16)),
+        TypeError,
+        "rms_norm: weight must have x's dtype torch.float32, got torch.float16",
+    ),
+    (
+        lambda k: k.rms_norm(torch.ones(2, 4), torch.ones(5)),
+        ValueError,
+        "rms_norm: expected weight of shape (4,), got (5,)",
+    ),
     (lambda k: k.rms_norm(torch.ones(2, 0), torch.ones(0)), ValueError, "with hidden > 0, got (2, 0)"),
     (lambda k: k.rms_norm(torch.ones(2, 4), torch.ones(4), eps=-1.0), ValueError, "rms_norm: eps must be >= 0"),
-    (lambda k: k.rms_norm(torch.ones(2, 4), torch.ones(4), out=torch.empty(4, 2)), ValueError,
-     "rms_norm: out must be torch.float32 of shape (2, 4)"),
-    (lambda k: k.rms_norm(torch.ones(2, 4), torch.ones(4), out=torch.empty(4, 2).t()), ValueError,
-     "rms_norm: out must be contiguous"),
+    (
+        lambda k: k.rms_norm(torch.ones(2, 4), torch.ones(4), out=torch.empty(4, 2)),
+        ValueError,
+        "rms_norm: out must be torch.float32 of shape (2, 4)",
+    ),
+    (
+        lambda k: k.rms_norm(torch.ones(2, 4), torch.ones(4), out=torch.empty(4, 2).t()),
+        ValueError,
+        "rms_norm: out must be contiguous",
+    ),
     (lambda k: k.rms_norm("x", torch.ones(4)), TypeError, "rms_norm: expected torch.Tensor x and weight, got str"),
-    (lambda k: k.rms_norm(torch.ones(2, 4), torch.ones(4), eps="1e-6"), TypeError,
-     "rms_norm: eps must be a float, got str"),
-    (lambda k: k.rms_norm(torch.ones(2, 4, requires_grad=True), torch.ones(4)), RuntimeError,
-     "rms_norm: has no backward"),
-    (lambda k: k.ops.rms_norm(torch.ones(2, 4), torch.ones(3), 1e-6, torch.empty(2, 4)), RuntimeError,
-     "rms_norm: expected weight of shape [4], got [3]"),
-    (lambda k: k.ops.rms_norm(torch.ones(2, 4), torch.ones(4), 1e-6, torch.empty(2, 4, dtype=torch.float16)),
-     RuntimeError, "rms_norm: expected out of dtype Float, got Half"),
+    (
+        lambda k: k.rms_norm(torch.ones(2, 4), torch.ones(4), eps="1e-6"),
+        TypeError,
+        "rms_norm: eps must be a float, got str",
+    ),
+    (
+        lambda k: k.rms_norm(torch.ones(2, 4, requires_grad=True), torch.ones(4)),
+        RuntimeError,
+        "rms_norm: has no backward",
+    ),
+    (
+        lambda k: k.ops.rms_norm(torch.ones(2, 4), torch.ones(3), 1e-6, torch.empty(2, 4)),
+        RuntimeError,
+        "rms_norm: expected weight of shape [4], got [3]",
+    ),
+    (
+        lambda k: k.ops.rms_norm(torch.ones(2, 4), torch.ones(4), 1e-6, torch.empty(2, 4, dtype=torch.float16)),
+        RuntimeError,
+        "rms_norm: expected out of dtype Float, got Half",
+    ),
 ]
 
 

@@ -19,8 +19,20 @@ from . import farm, v3, v4, v5
 from .base import CURRENT_EDITION, FARM_DEPENDS, KNOWN_DEPENDS, NOARCH_SPELLINGS, UPSTREAM_DEPENDS, Edition, Schema
 from .base import framework_tables as framework_tables
 
-__all__ = ["CURRENT_EDITION", "EDITIONS", "FARM_DEPENDS", "KNOWN_DEPENDS", "SCHEMAS", "UPSTREAM_DEPENDS", "Edition",
-           "Schema", "detect", "did_you_mean", "edition_label", "validate"]
+__all__ = [
+    "CURRENT_EDITION",
+    "EDITIONS",
+    "FARM_DEPENDS",
+    "KNOWN_DEPENDS",
+    "SCHEMAS",
+    "UPSTREAM_DEPENDS",
+    "Edition",
+    "Schema",
+    "detect",
+    "did_you_mean",
+    "edition_label",
+    "validate",
+]
 
 SCHEMAS: dict[Edition, Schema] = {s.edition: s for s in (v5.SCHEMA, v4.SCHEMA, v3.SCHEMA, farm.SCHEMA)}
 EDITIONS: tuple[Edition, ...] = tuple(SCHEMAS)
@@ -34,9 +46,11 @@ def edition_label(edition: Edition) -> str:
 def _check_frameworks(data: dict[str, Any], schema: Schema) -> str | None:
     present = [f for f in schema.frameworks if f in data]
     if schema.one_framework and len(present) != 1:
-        return (f"{'no' if not present else 'more than one'} framework table ({', '.join(present) or 'none found'}); "
-                "a kernel has exactly one of [torch], [torch-noarch], [tvm-ffi] (an empty [torch-noarch] for a "
-                "pure-Python kernel)")
+        return (
+            f"{'no' if not present else 'more than one'} framework table ({', '.join(present) or 'none found'}); "
+            "a kernel has exactly one of [torch], [torch-noarch], [tvm-ffi] (an empty [torch-noarch] for a "
+            "pure-Python kernel)"
+        )
     if not schema.one_framework and len(present) > 1:
         return "both [torch] and [tvm-ffi]; a kernel has exactly one framework table"
     for f in present:
@@ -46,8 +60,7 @@ def _check_frameworks(data: dict[str, Any], schema: Schema) -> str | None:
     noarch = data.get("torch-noarch")
     for key in NOARCH_SPELLINGS:
         if isinstance(noarch, dict) and key in noarch and key.replace("_", "-") in noarch:
-            return (f"both `{key}` and `{key.replace('_', '-')}` in [torch-noarch]; they are the same key, "
-                    "keep one")
+            return f"both `{key}` and `{key.replace('_', '-')}` in [torch-noarch]; they are the same key, keep one"
     return None
 
 
@@ -62,8 +75,11 @@ def _check_kernels(data: dict[str, Any], schema: Schema) -> str | None:
             return f"[{section}] must be a table; found {table!r}"
         backend = table.get("backend")
         if not isinstance(backend, str):
-            return f'missing `backend` in [{section}]; add it, e.g. backend = "cuda"' if backend is None else \
-                f"`backend` in [{section}] must be a string; found {backend!r}"
+            return (
+                f'missing `backend` in [{section}]; add it, e.g. backend = "cuda"'
+                if backend is None
+                else f"`backend` in [{section}] must be a string; found {backend!r}"
+            )
         if backend not in tables:
             close = difflib.get_close_matches(backend, tuple(KERNEL_TYPES), n=1)
             hint = f"did you mean {close[0]!r}?" if close else f"use one of {', '.join(KERNEL_TYPES)}"
@@ -82,8 +98,11 @@ def validate(data: dict[str, Any], edition: Edition) -> str | None:
             return f"unknown key `{key}` in [top level]; {did_you_mean(key, schema.top)}"
     if "general" not in data:
         return 'missing [general] table; add it with at least name = "..."'
-    return check_table(data["general"], schema.general, "general") or _check_frameworks(data, schema) \
+    return (
+        check_table(data["general"], schema.general, "general")
+        or _check_frameworks(data, schema)
         or _check_kernels(data, schema)
+    )
 
 
 def _likeliest(data: dict[str, Any]) -> Edition:
@@ -107,16 +126,23 @@ def detect(data: dict[str, Any]) -> tuple[Edition | None, str | None]:
     edition = general.get("edition")
     if edition is not None:
         if edition != CURRENT_EDITION or isinstance(edition, bool):
-            return None, (f"`edition` in [general] is {edition!r}; this farm reads edition {CURRENT_EDITION} "
-                          f"(and the pre-edition formats); set edition = {CURRENT_EDITION} and run "
-                          "`python -m pybuild check-config`")
+            return None, (
+                f"`edition` in [general] is {edition!r}; this farm reads edition {CURRENT_EDITION} "
+                f"(and the pre-edition formats); set edition = {CURRENT_EDITION} and run "
+                "`python -m pybuild check-config`"
+            )
         err = validate(data, 5)
         return (5, None) if err is None else (None, err)
     errors: dict[Edition, str] = {}
     for candidate in (4, 3, "farm"):
         err = validate(data, candidate)
-        if err is None and candidate == 3 and "license" not in general and validate(data, "farm") is None \
-                and all(b in KERNEL_TYPES for b in general.get("backends", ())):
+        if (
+            err is None
+            and candidate == 3
+            and "license" not in general
+            and validate(data, "farm") is None
+            and all(b in KERNEL_TYPES for b in general.get("backends", ()))
+        ):
             return "farm", None  # v3 needs a license; without one it is the farm's format, whose default is Apache-2.0
         if err is None:
             return candidate, None

@@ -14,8 +14,19 @@ Edition = Literal[5, 4, 3, "farm"]
 CURRENT_EDITION: Literal[5] = 5
 
 #: Upstream's `depends` of a kernel section (its deps.rs), and the farm's own names.
-UPSTREAM_DEPENDS = ("cutlass_2_10", "cutlass_3_5", "cutlass_3_6", "cutlass_3_8", "cutlass_3_9", "cutlass_4_0",
-                    "cutlass_4_4", "cutlass_4_5", "sycl_tla", "metal-cpp", "torch")
+UPSTREAM_DEPENDS = (
+    "cutlass_2_10",
+    "cutlass_3_5",
+    "cutlass_3_6",
+    "cutlass_3_8",
+    "cutlass_3_9",
+    "cutlass_4_0",
+    "cutlass_4_4",
+    "cutlass_4_5",
+    "sycl_tla",
+    "metal-cpp",
+    "torch",
+)
 FARM_DEPENDS = ("torch", "cutlass", "cub")
 KNOWN_DEPENDS = (*FARM_DEPENDS, *(d for d in UPSTREAM_DEPENDS if d not in FARM_DEPENDS))
 #: [torch-noarch] keys upstream spells with underscores (also read with dashes here).
@@ -59,17 +70,28 @@ class Schema:
 
 def framework_tables(edition: Edition) -> dict[str, Table]:
     """[torch], [tvm-ffi] and (editions 4 and 5) [torch-noarch] as ``edition`` writes them."""
-    torch: dict[str, Kind] = {"src": "str_list", "include": "str_list", "minver": "version", "maxver": "version",
-                              "pyext": "str_list"}
+    torch: dict[str, Kind] = {
+        "src": "str_list",
+        "include": "str_list",
+        "minver": "version",
+        "maxver": "version",
+        "pyext": "str_list",
+    }
     tvm: dict[str, Kind] = {"src": "str_list", "include": "str_list", "pyext": "str_list"}
     if edition in (4, 5):
-        torch.update({"cxx-flags": "str_list",
-                      "stable-abi": "version" if edition == 4 else "version_or_backend_table"})
+        torch.update({"cxx-flags": "str_list", "stable-abi": "version" if edition == 4 else "version_or_backend_table"})
         tvm["cxx-flags"] = "str_list"
     out = {"torch": Table(torch), "tvm-ffi": Table(tvm, required=("src",))}
     if edition in (4, 5):
         # upstream's TorchNoarch has no kebab-case renaming: it reads `cuda_capabilities`, `rocm_archs`;
         # the farm also takes the dashed spelling of every other table (not both at once)
-        out["torch-noarch"] = Table({"pyext": "str_list", "cuda-capabilities": "str_list", "rocm-archs": "str_list",
-                                     "cuda_capabilities": "str_list", "rocm_archs": "str_list"})
+        out["torch-noarch"] = Table(
+            {
+                "pyext": "str_list",
+                "cuda-capabilities": "str_list",
+                "rocm-archs": "str_list",
+                "cuda_capabilities": "str_list",
+                "rocm_archs": "str_list",
+            }
+        )
     return out

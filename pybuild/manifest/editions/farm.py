@@ -11,10 +11,23 @@ from .base import HUB, KNOWN_DEPENDS, Schema
 SCHEMA = Schema(
     edition="farm",
     label="the farm's pre-edition format",
-    general=Table({"name": "str", "universal": "bool", "version": "int", "license": "str", "backends": "str_list",
-                   "python-depends": "str_list"}, required=("name",), tables={"hub": HUB}),
-    frameworks={"torch": Table({"src": "str_list", "include": "str_list", "minver": "version", "maxver": "version",
-                                "pyext": "str_list"})},
+    general=Table(
+        {
+            "name": "str",
+            "universal": "bool",
+            "version": "int",
+            "license": "str",
+            "backends": "str_list",
+            "python-depends": "str_list",
+        },
+        required=("name",),
+        tables={"hub": HUB},
+    ),
+    frameworks={
+        "torch": Table(
+            {"src": "str_list", "include": "str_list", "minver": "version", "maxver": "version", "pyext": "str_list"}
+        )
+    },
     kernels=lambda: kernel_tables(depends_required=False, farm=True),
     depends=KNOWN_DEPENDS,
     compiled_backends_only=True,

@@ -13,10 +13,18 @@ _PYDEPS: dict[str, Kind] = {"python-depends": "str_list"}
 SCHEMA = Schema(
     edition=3,
     label="pre-edition format v3",
-    general=Table({"name": "str", "version": "int", "license": "str", "upstream": "git_url", "backends": "str_list",
-                   "python-depends": "str_list"}, required=("name", "backends"),
-                  tables={"hub": HUB, "cuda": general_cuda(_PYDEPS),
-                          "neuron": Table(dict(_PYDEPS)), "xpu": Table(dict(_PYDEPS))}),
+    general=Table(
+        {
+            "name": "str",
+            "version": "int",
+            "license": "str",
+            "upstream": "git_url",
+            "backends": "str_list",
+            "python-depends": "str_list",
+        },
+        required=("name", "backends"),
+        tables={"hub": HUB, "cuda": general_cuda(_PYDEPS), "neuron": Table(dict(_PYDEPS)), "xpu": Table(dict(_PYDEPS))},
+    ),
     frameworks=framework_tables(3),
     kernels=lambda: kernel_tables(depends_required=True),
     license_required=True,

@@ -31,8 +31,14 @@ def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float = 1e-6, out: torc
     # writes anything: a plain call then costs about what torch's own F.rms_norm does. Whatever the
     # op refuses, and every other call, takes the checks below, which name the problem.
     try:
-        if (out is None and eps.__class__ is float and eps >= 0.0 and not torch.compiler.is_compiling()
-                and x.is_contiguous() and not (x.requires_grad or weight.requires_grad)):
+        if (
+            out is None
+            and eps.__class__ is float
+            and eps >= 0.0
+            and not torch.compiler.is_compiling()
+            and x.is_contiguous()
+            and not (x.requires_grad or weight.requires_grad)
+        ):
             out = torch.empty_like(x)
             ops.rms_norm(x, weight, eps, out)
             return out
@@ -43,8 +49,9 @@ def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float = 1e-6, out: torc
 
 def _checked(x: torch.Tensor, weight: torch.Tensor, eps: float, out: torch.Tensor | None) -> torch.Tensor:
     if not isinstance(x, torch.Tensor) or not isinstance(weight, torch.Tensor):
-        raise TypeError(f"rms_norm: expected torch.Tensor x and weight, got {type(x).__name__} and "
-                        f"{type(weight).__name__}")
+        raise TypeError(
+            f"rms_norm: expected torch.Tensor x and weight, got {type(x).__name__} and {type(weight).__name__}"
+        )
     if x.dtype not in _DTYPES:
         raise TypeError(f"rms_norm: expected a float32, float16 or bfloat16 tensor, got {x.dtype}")
     if weight.dtype != x.dtype:
