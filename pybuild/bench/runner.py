@@ -14,7 +14,8 @@ wall-clock medians.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -250,20 +251,12 @@ def _log_case(name: str, case: Case, r: CaseResult, seconds: float, log: Callabl
     )
 
 
-def _run_checked(
-    module: Any,
-    case: Case,
-    device: str,
-    l2_bytes: int,
-    compile_: bool,
-    reps: int,
-    copy_large: Timing | None,
-    log: Callable[[str], None],
-) -> CaseResult:
-    """``run_case``; a failure of the benchmark file's code (``make``, ``ours``, ``eager``) is one
+@contextmanager
+def _blamed_on(module: Any, case: Case) -> Iterator[None]:
+    """A failure of the benchmark file's code (``make``, ``ours``, ``eager``) inside becomes one
     UsageError naming the file and the case, as ``cases_of`` does for ``cases()``."""
     try:
-        return run_case(case, device, l2_bytes, compile_, reps, copy_large, log)
+        yield
     except Exception as e:
         path = getattr(module, "__file__", None) or getattr(module, "__name__", "benchmarks/cases.py")
         message = (str(e).strip().splitlines() or [""])[0]
@@ -304,7 +297,8 @@ def run(
     for name, kernel, module in kernels:
         for case in cases_of(module, kernel, device, quick):
             t0 = time.monotonic()
-            r = _run_checked(module, case, device, l2, compile_, reps, copy_first, log)
+            with _blamed_on(module, case):
+                r = run_case(case, device, l2, compile_, reps, copy_first, log)
             results.append(r)
             _log_case(name, case, r, time.monotonic() - t0, log)
             doc["results"] = [result_dict(x) for x in results]

@@ -33,6 +33,16 @@ KNOWN_DEPENDS = (*FARM_DEPENDS, *(d for d in UPSTREAM_DEPENDS if d not in FARM_D
 NOARCH_SPELLINGS = ("cuda_capabilities", "rocm_archs")
 
 HUB = Table({"repo-id": "str", "branch": "str"})
+PYDEPS: dict[str, Kind] = {"python-depends": "str_list"}
+#: The [general] keys every upstream edition (v3 on) takes, in the order messages list them.
+UPSTREAM_GENERAL: dict[str, Kind] = {
+    "name": "str",
+    "version": "int",
+    "license": "str",
+    "upstream": "git_url",
+    "backends": "str_list",
+    **PYDEPS,
+}
 
 
 def general_cuda(extra: dict[str, Kind]) -> Table:

@@ -5,25 +5,16 @@ that upstream's conversion requires."""
 from __future__ import annotations
 
 from ..kernels import kernel_tables
-from ..schema import Kind, Table
-from .base import HUB, Schema, framework_tables, general_cuda
-
-_PYDEPS: dict[str, Kind] = {"python-depends": "str_list"}
+from ..schema import Table
+from .base import HUB, PYDEPS, UPSTREAM_GENERAL, Schema, framework_tables, general_cuda
 
 SCHEMA = Schema(
     edition=3,
     label="pre-edition format v3",
     general=Table(
-        {
-            "name": "str",
-            "version": "int",
-            "license": "str",
-            "upstream": "git_url",
-            "backends": "str_list",
-            "python-depends": "str_list",
-        },
+        dict(UPSTREAM_GENERAL),
         required=("name", "backends"),
-        tables={"hub": HUB, "cuda": general_cuda(_PYDEPS), "neuron": Table(dict(_PYDEPS)), "xpu": Table(dict(_PYDEPS))},
+        tables={"hub": HUB, "cuda": general_cuda(PYDEPS), "neuron": Table(dict(PYDEPS)), "xpu": Table(dict(PYDEPS))},
     ),
     frameworks=framework_tables(3),
     kernels=lambda: kernel_tables(depends_required=True),

@@ -5,9 +5,8 @@ from __future__ import annotations
 
 from ..kernels import kernel_tables
 from ..schema import Kind, Table
-from .base import HUB, Schema, framework_tables, general_cuda
+from .base import HUB, PYDEPS, UPSTREAM_GENERAL, Schema, framework_tables, general_cuda
 
-_PYDEPS: dict[str, Kind] = {"python-depends": "str_list"}
 _KDEPS: dict[str, Kind] = {"kernel-depends": "kernel_deps"}
 
 SCHEMA = Schema(
@@ -15,12 +14,7 @@ SCHEMA = Schema(
     label="edition 5",
     general=Table(
         {
-            "name": "str",
-            "version": "int",
-            "license": "str",
-            "upstream": "git_url",
-            "backends": "str_list",
-            "python-depends": "str_list",
+            **UPSTREAM_GENERAL,
             "source": "git_url",
             "edition": "int",
             **_KDEPS,
@@ -29,10 +23,10 @@ SCHEMA = Schema(
         examples={"edition": "5"},
         tables={
             "hub": HUB,
-            "cuda": general_cuda({**_PYDEPS, **_KDEPS}),
-            "neuron": Table({**_PYDEPS, **_KDEPS}),
-            "tpu": Table(dict(_PYDEPS)),
-            "xpu": Table({**_PYDEPS, **_KDEPS}),
+            "cuda": general_cuda({**PYDEPS, **_KDEPS}),
+            "neuron": Table({**PYDEPS, **_KDEPS}),
+            "tpu": Table(dict(PYDEPS)),
+            "xpu": Table({**PYDEPS, **_KDEPS}),
         },
     ),
     frameworks=framework_tables(5),
