@@ -26,7 +26,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Validate build.toml files without building: edition, keys, files, and the variants they give."""
-    from ..editions import CURRENT_EDITION, edition_label
+    from ..manifest.editions import CURRENT_EDITION, edition_label
 
     rep = Reporter(quiet=args.quiet, json_mode=args.json)
     manifests = load_manifests(args.kernel_dirs)  # the first broken one raises its one-line error

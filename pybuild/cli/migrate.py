@@ -27,7 +27,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """Rewrite older-edition build.toml files as the current edition (diff shown; --check for CI)."""
     from ..generate import write_atomic
-    from ..migrate import migrate_text
+    from ..manifest.migrate import migrate_text
 
     rep = Reporter(quiet=args.quiet)
     migrations = []

@@ -10,7 +10,7 @@ import pytest
 from pybuild.__main__ import main
 from pybuild.errors import ManifestError
 from pybuild.manifest import load_manifest, parse_manifest
-from pybuild.migrate import migrate_text
+from pybuild.manifest.migrate import migrate_text
 from pybuild.variants import parse_variant_name
 
 FILES = (
