@@ -23,20 +23,23 @@
 #   bash benchmarks/run_gpu.sh --wheels wheelhouse/   # with the packages in wheelhouse/*.whl
 #   bash benchmarks/run_gpu.sh --sweep 200 --seed 0   # then N seeded random shapes per op (pybuild bench --sweep)
 #   bash benchmarks/run_gpu.sh --no-bench --sweep 200 # build, test and sweep, without the fixed cases
+#   bash benchmarks/run_gpu.sh --no-tests --no-bench --sweep 200  # build and sweep only
 set -uo pipefail
 quick=()
 bench=1
+tests=1
 wheels=
 sweep=
 seed=0
 kernels_swept=(img2gray activation rms_norm)
-usage="usage: $0 [--quick] [--no-bench] [--wheels DIR] [--sweep N [--seed S] [--sweep-kernels 'K ...']]"
+usage="usage: $0 [--quick] [--no-bench] [--no-tests] [--wheels DIR] [--sweep N [--seed S] [--sweep-kernels 'K ...']]"
 recorded="bash benchmarks/run_gpu.sh"  # the command as given, for the JSON
 [ $# -gt 0 ] && recorded+=$(printf ' %q' "$@")
 while [ $# -gt 0 ]; do
   case "$1" in
     --quick) quick=(--quick) ;;
     --no-bench) bench=0 ;;
+    --no-tests) tests=0 ;;
     --wheels)
       [ $# -ge 2 ] || { echo "$0: --wheels needs a folder of .whl files; $usage" >&2; exit 2; }
       wheels=$2; shift
@@ -66,6 +69,10 @@ fi
 cd "$(dirname "$0")/.."
 if [ -n "$sweep" ] && ! [[ "$sweep" =~ ^[1-9][0-9]*$ && "$seed" =~ ^[0-9]+$ ]]; then
   echo "$0: --sweep takes a positive number of shapes per op and --seed a number >= 0; $usage" >&2
+  exit 2
+fi
+if [ $tests = 0 ] && [ $bench = 0 ] && [ -z "$sweep" ]; then
+  echo "$0: --no-tests --no-bench leaves nothing to run after the build; add --sweep N or drop one" >&2
   exit 2
 fi
 if [ $bench = 0 ] && [ ${#quick[@]} -gt 0 ]; then
@@ -130,7 +137,7 @@ if [ $build_ok = 0 ]; then
 fi
 tar czf "$dest/build-logs.tar.gz" kernels/*/.pybuild/*/build.log 2>/dev/null
 
-if [ $build_ok = 1 ]; then
+if [ $build_ok = 1 ] && [ $tests = 1 ]; then
   step "tests (pytest, one process per kernel)"
   for t in kernels/*/tests; do
     echo "-- $t"
@@ -140,7 +147,8 @@ if [ $build_ok = 1 ]; then
   python3 -m pytest -q -p no:cacheprovider -m gpu tests
   rc=$?
   [ $rc = 0 ] || [ $rc = 5 ] || status=1  # 5: all skipped (no kernels package), not a failure
-
+fi
+if [ $build_ok = 1 ]; then
   if [ $bench = 1 ]; then
     step "bench"
     python3 -m pybuild bench img2gray activation rms_norm "${quick[@]}" --out "$dest" \
