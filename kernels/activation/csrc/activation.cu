@@ -12,11 +12,12 @@
 // (pdl.cuh). Packs are kept as raw registers (uint4 / uint2) and read as elements only to compute.
 // The row of pack c is c / (d / VEC), a multiply-high and a shift with a divisor prepared on the
 // host; no per-element integer division. Half rows of whole 8-byte packs take the same kernel with
-// 8-byte packs. Other widths (odd, prime, unaligned d) with 16-byte aligned pointers take
-// act_direct_kernel (a 16-byte pack of output per thread, element loads) below kStagedFrom bytes
-// and act_staged_kernel (16-byte loads and stores through shared memory) from there: element loads
-// had run them at 0.45-0.70x torch.compile on an H200 (docs/performance.md). Unaligned pointers
-// take 4-byte packs or single elements, several per thread.
+// 8-byte packs, 16-bit half rows of whole 4-byte packs 4-byte packs. Odd d with 16-byte aligned
+// pointers takes act_direct_kernel (a 16-byte pack of output per thread, element loads) below
+// kStagedFrom bytes and, in 16-bit dtypes, act_staged_kernel (16-byte loads and stores through
+// shared memory) from there: element loads had run them at 0.45-0.70x torch.compile on an H200
+// (docs/performance.md). Other widths and unaligned pointers take single elements, several per
+// thread.
 // Arithmetic is fp32: exp is __expf, the logistic division __fdividef (x / inf = 0 as needed for
 // large negative inputs). erf is the branch-free Abramowitz & Stegun 7.1.26 formula (|error| <
 // 1.5e-7, about one fp32 ulp of 1): erff branches on |x|, which diverges within warps on real
@@ -173,8 +174,8 @@ void launch_unrolled(T* out, const T* in, int64_t rows, int64_t d, cudaStream_t 
   }
 }
 
-// Half widths that are not whole 8-byte packs (odd, prime and other unaligned d), with 16-byte
-// aligned pointers, from kStagedFrom bytes on (act_direct_kernel below that): staged through
+// Odd half widths in 16-bit dtypes, with 16-byte aligned pointers, from kStagedFrom bytes on
+// (act_direct_kernel below that; launch_typed says what the other widths take): staged through
 // shared memory, so that every global access is a 16-byte one
 // except at the ends of a range. A block owns kStageThreads 16-byte packs of output; it loads the
 // input those need as aligned 16-byte vectors (whatever d), computes from shared memory, and
@@ -417,14 +418,19 @@ void launch_typed(void* out, const void* in, int64_t rows, int64_t d, cudaStream
   const int64_t half_bytes = d * static_cast<int64_t>(sizeof(T));
   // The widest pack that the half-row width and both pointers allow: 16 bytes, else 8 or 4 (rows
   // of, say, 4098 bf16 elements), else one element.
+  // Half rows of whole 4-byte packs (16-bit d = 4 k + 2) keep the 4-byte packs: the staged kernel
+  // ran them at 0.55-0.71x the 4-byte packs' speed from 64 MB on an H200, the direct kernel at
+  // 0.62-1.18x (median 0.84) below (sweep, seed 0). Odd fp32 half rows take the direct kernel below
+  // 64 MB and single elements from there (the staged kernel ran them at 0.74-0.90x).
+  const bool staged_pays = sizeof(T) < 4 || 3 * rows * half_bytes < kStagedFrom;
   if (addresses % 16 == 0 && d % kVec == 0) {
     launch_packs16<T, A>(o, i, rows, d, stream, pdl);
   } else if (addresses % 8 == 0 && half_bytes % 8 == 0) {
     launch_unrolled<T, A, 8, 256, 2>(o, i, rows, d, stream, pdl);
-  } else if (addresses % 16 == 0) {
-    launch_staged<T, A>(o, i, rows, d, stream, pdl);
   } else if (sizeof(T) < 4 && addresses % 4 == 0 && half_bytes % 4 == 0) {
     launch_unrolled<T, A, 4, 256, 4>(o, i, rows, d, stream, pdl);
+  } else if (addresses % 16 == 0 && staged_pays) {
+    launch_staged<T, A>(o, i, rows, d, stream, pdl);
   } else {  // 4 elements of each half per thread (8 in 16-bit dtypes spilled registers)
     launch_unrolled<T, A, sizeof(T), 256, 4>(o, i, rows, d, stream, pdl);
   }
