@@ -724,7 +724,7 @@ Plan plan_of(int elem, uintptr_t out, uintptr_t in, uintptr_t weight, int64_t ro
     if (fill < 1) fill = 1;
   }
   // Staged: rows of single 16-bit elements only. Rows of whole 4- or 8-byte units ran staged at
-  // 0.47-1.09x (median 0.70x) the speed of the group and rows kernels on an H200 (sweep, seed 0).
+  // 0.47-1.09x (median 0.72x) the speed of the group and rows kernels on an H200 (sweep, seed 0).
   if (p.bytes < 4 && row_bytes <= kStageCapacity && fill == 1 && (addresses & 15u) == 0 &&
       rows * row_bytes >= kStagedFrom) {
     p.path = Path::kStaged;
