@@ -217,9 +217,22 @@ in
     chmod -R u+w kernel
     PYTHONPATH="$pybuild" "$python" -m pybuild.manifest.lock --variants "$variantsFile" kernel
     cp kernel/variants.lock.json "$out"
-    # Nix (seen with 2.8) kills the builder's process group when the log reaches EOF, and a
-    # builder that ends as fast as this one is then often reported killed ("signal 9") though it
-    # finished: a child that holds the log a moment longer lets the builder exit first.
+  ''
+  + lib.holdLog;
+
+  /**
+    The last lines of a builder script that ends in well under a second. Nix (seen with 2.8) kills
+    the builder's process group when the log reaches EOF, and a builder that ends that fast is
+    then often reported killed ("signal 9") though it finished: a child that holds the log a
+    moment longer lets the builder exit first.
+
+    # Type
+
+    ```
+    holdLog :: String
+    ```
+  */
+  holdLog = ''
     sleep 1 &
   '';
 

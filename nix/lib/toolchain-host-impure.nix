@@ -113,7 +113,7 @@ in
         mk "${variant.name}-impure-host" {
           args = [
             "-c"
-            "echo \"$variant: $python with pybuild from $PYTHONPATH\" > $out"
+            ("echo \"$variant: $python with pybuild from $PYTHONPATH\" > $out\n" + lib.holdLog)
           ];
           variant = variant.name;
           inherit python;
@@ -129,7 +129,7 @@ in
         mk "${name}-impure-host" {
           args = [
             "-c"
-            (concatStringsSep "\n" ([ "mkdir -p $out" ] ++ mapAttrsToList (n: p: "ln -s ${p} $out/${n}") entries))
+            (concatStringsSep "\n" ([ "mkdir -p $out" ] ++ mapAttrsToList (n: p: "ln -s ${p} $out/${n}") entries ++ [ lib.holdLog ]))
           ];
         };
 
@@ -139,7 +139,7 @@ in
           mk "${name}-impure-host" {
             args = [
               "-c"
-              "echo passed > $out"
+              ("echo passed > $out\n" + lib.holdLog)
             ];
           }
         else
