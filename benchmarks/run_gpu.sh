@@ -76,7 +76,7 @@ if [ $tests = 0 ] && [ $bench = 0 ] && [ -z "$sweep" ]; then
   exit 2
 fi
 if [ $bench = 0 ] && [ ${#quick[@]} -gt 0 ]; then
-  echo "$0: --no-bench builds and tests only; drop --quick" >&2
+  echo "$0: --quick trims the bench, which --no-bench leaves out; drop --quick" >&2
   exit 2
 fi
 dest=${OUT:-benchmarks/results}

@@ -129,7 +129,7 @@ in
         mk "${name}-impure-host" {
           args = [
             "-c"
-            (concatStringsSep "\n" ([ "mkdir -p $out" ] ++ mapAttrsToList (n: p: "ln -s ${p} $out/${n}") entries ++ [ lib.holdLog ]))
+            (concatStringsSep "\n" ([ "set -e" "mkdir -p $out" ] ++ mapAttrsToList (n: p: "ln -s ${p} $out/${n}") entries ++ [ lib.holdLog ]))
           ];
         };
 

@@ -26,7 +26,7 @@ def test_the_script_parses() -> None:
     "args, message",
     [
         (["--explore"], "usage: "),  # the research runs are not part of the GPU run
-        (["--no-bench", "--quick"], "--no-bench builds and tests only; drop --quick"),
+        (["--no-bench", "--quick"], "--quick trims the bench, which --no-bench leaves out; drop --quick"),
         (["--no-tests", "--no-bench"], "--no-tests --no-bench leaves nothing to run after the build"),
         (["--sweep", "0"], "--sweep takes a positive number of shapes per op"),
         (["--sweep", "5", "--seed", "-1"], "--seed a number >= 0"),

@@ -180,8 +180,9 @@ void launch_unrolled(T* out, const T* in, int64_t rows, int64_t d, cudaStream_t 
 // except at the ends of a range. A block owns kStageThreads 16-byte packs of output; it loads the
 // input those need as aligned 16-byte vectors (whatever d), computes from shared memory, and
 // stores its output as aligned vectors. Two layouts: kRows, a block's output is a run of whole
-// or partial rows and its input one contiguous range (rows of up to about 1000 bf16 / 500 fp32
-// elements); otherwise a block owns a chunk of one row, whose gate and up halves are two ranges.
+// or partial rows and its input one contiguous range (rows of up to about 1000 elements);
+// otherwise a block owns a chunk of one row, whose gate and up halves are two ranges. (fp32 never
+// comes here: launch_typed sends odd fp32 rows from 64 MB to single elements.)
 // (Element loads had run odd d at 0.45-0.60x torch.compile on an H200: 2 bytes per load left
 // too few bytes in flight.)
 constexpr int kStageThreads = 256;
@@ -420,8 +421,11 @@ void launch_typed(void* out, const void* in, int64_t rows, int64_t d, cudaStream
   // of, say, 4098 bf16 elements), else one element.
   // Half rows of whole 4-byte packs (16-bit d = 4 k + 2) keep the 4-byte packs: the staged kernel
   // ran them at 0.55-0.71x the 4-byte packs' speed from 64 MB on an H200, the direct kernel at
-  // 0.62-1.18x (median 0.84) below (sweep, seed 0). Odd fp32 half rows take the direct kernel below
-  // 64 MB and single elements from there (the staged kernel ran them at 0.74-0.90x).
+  // 0.62-1.18x (median 0.85) below (sweep, seed 0). Odd fp32 half rows take the direct kernel below
+  // 64 MB and single elements from there (the staged kernel ran them at 0.74-0.90x). Odd 16-bit
+  // half rows are staged from 64 MB: bf16 ran at 1.14-1.49x the element path then in use (8
+  // elements per thread), fp16 at 0.79-0.91x; that path spilled registers and now takes 4 per
+  // thread, not yet timed against staged fp16.
   const bool staged_pays = sizeof(T) < 4 || 3 * rows * half_bytes < kStagedFrom;
   if (addresses % 16 == 0 && d % kVec == 0) {
     launch_packs16<T, A>(o, i, rows, d, stream, pdl);

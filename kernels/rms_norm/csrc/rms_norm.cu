@@ -426,7 +426,7 @@ __global__ void __launch_bounds__(256) rms_norm_tiny_kernel(T* __restrict__ out,
   }
 }
 
-// Rows that are not whole 16-byte packs (odd, prime and other unaligned widths) of up to
+// 16-bit rows of odd width (no 4-byte unit) of up to
 // kStageCapacity bytes, with 16-byte aligned x, y and weight: staged through shared memory, so that every
 // global access is a 16-byte one except at the two ends of a block's range. A block owns `rpb`
 // whole rows (one contiguous range of x and of y), loads them as aligned 16-byte vectors, reduces
