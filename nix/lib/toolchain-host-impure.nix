@@ -71,6 +71,19 @@ in
           }
           // attrs
         );
+      # A builder that runs a short script: it stops at the first failing command, and holds the
+      # log a moment at the end (lib.holdLog) so that Nix does not report it killed.
+      quick =
+        name: script: attrs:
+        mk name (
+          {
+            args = [
+              "-c"
+              "set -e\n${script}\n${lib.holdLog}"
+            ];
+          }
+          // attrs
+        );
     in
     {
       name = "host-impure";
@@ -110,11 +123,7 @@ in
       # `nix develop` runs this builder with its own script; a plain build just records the setup.
       mkDevShell =
         { variant, pybuild }:
-        mk "${variant.name}-impure-host" {
-          args = [
-            "-c"
-            ("echo \"$variant: $python with pybuild from $PYTHONPATH\" > $out\n" + lib.holdLog)
-          ];
+        quick "${variant.name}-impure-host" "echo \"$variant: $python with pybuild from $PYTHONPATH\" > $out" {
           variant = variant.name;
           inherit python;
           PYTHONPATH = pybuild;
@@ -126,22 +135,14 @@ in
 
       mkJoin =
         { name, entries, ... }:
-        mk "${name}-impure-host" {
-          args = [
-            "-c"
-            (concatStringsSep "\n" ([ "set -e" "mkdir -p $out" ] ++ mapAttrsToList (n: p: "ln -s ${p} $out/${n}") entries ++ [ lib.holdLog ]))
-          ];
-        };
+        quick "${name}-impure-host" (concatStringsSep "\n" (
+          [ "mkdir -p $out" ] ++ mapAttrsToList (n: p: "ln -s ${p} $out/${n}") entries
+        )) { };
 
       mkCheck =
         { name, failures, ... }:
         if failures == [ ] then
-          mk "${name}-impure-host" {
-            args = [
-              "-c"
-              ("echo passed > $out\n" + lib.holdLog)
-            ];
-          }
+          quick "${name}-impure-host" "echo passed > $out" { }
         else
           throw "mkCheck: ${name} has failing tests ${toJSON failures}; run nix-instantiate --eval --strict nix/tests to see them";
     };
