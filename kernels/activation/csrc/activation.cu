@@ -13,11 +13,9 @@
 // The row of pack c is c / (d / VEC), a multiply-high and a shift with a divisor prepared on the
 // host; no per-element integer division. Half rows of whole 8-byte packs take the same kernel with
 // 8-byte packs, 16-bit half rows of whole 4-byte packs 4-byte packs. Odd d with 16-byte aligned
-// pointers takes act_direct_kernel (a 16-byte pack of output per thread, element loads) below
-// kStagedFrom bytes and, in 16-bit dtypes, act_staged_kernel (16-byte loads and stores through
-// shared memory) from there: element loads had run them at 0.45-0.70x torch.compile on an H200
-// (docs/performance.md). Other widths and unaligned pointers take single elements, several per
-// thread.
+// pointers takes act_direct_kernel (an 8- or 16-byte pack of output per thread, element loads;
+// launch_direct says what it measured). Other widths and unaligned pointers take single elements,
+// several per thread.
 // Arithmetic is fp32: exp is __expf, the logistic division __fdividef (x / inf = 0 as needed for
 // large negative inputs). erf is the branch-free Abramowitz & Stegun 7.1.26 formula (|error| <
 // 1.5e-7, about one fp32 ulp of 1): erff branches on |x|, which diverges within warps on real
@@ -33,7 +31,6 @@
 #include <kernel_farm/dtypes.cuh>
 #include <kernel_farm/memory.cuh>
 #include <kernel_farm/pdl.cuh>
-#include <kernel_farm/stage.cuh>
 
 #include "activation.h"
 
@@ -174,174 +171,6 @@ void launch_unrolled(T* out, const T* in, int64_t rows, int64_t d, cudaStream_t 
   }
 }
 
-// Odd half widths in 16-bit dtypes, with 16-byte aligned pointers, from kStagedFrom bytes on
-// (act_direct_kernel below that; launch_typed says what the other widths take): staged through
-// shared memory, so that every global access is a 16-byte one
-// except at the ends of a range. A block owns kStageThreads 16-byte packs of output; it loads the
-// input those need as aligned 16-byte vectors (whatever d), computes from shared memory, and
-// stores its output as aligned vectors. Two layouts: kRows, a block's output is a run of whole
-// or partial rows and its input one contiguous range (rows of up to about 1000 elements);
-// otherwise a block owns a chunk of one row, whose gate and up halves are two ranges. (fp32 never
-// comes here: launch_typed sends odd fp32 rows from 64 MB to single elements.)
-// (Element loads had run odd d at 0.45-0.60x torch.compile on an H200: 2 bytes per load left
-// too few bytes in flight.)
-constexpr int kStageThreads = 256;
-constexpr int kStageLoads = 4;  // 16-byte input vectors per thread at most (kernel_farm/stage.cuh)
-
-template <typename T, Act A, bool kRows, typename Div>
-__global__ void __launch_bounds__(kStageThreads) act_staged_kernel(T* __restrict__ out, const T* __restrict__ in,
-                                                                   int64_t n_out, int64_t d, Div row_of,
-                                                                   int64_t chunks, int64_t chunk, bool trigger) {
-  constexpr int kVec = 16 / sizeof(T);
-  constexpr int kTile = kStageThreads * kVec;  // output elements of a block
-  __shared__ uint4 s_in[kStageLoads * kStageThreads];
-  __shared__ uint4 s_out[kStageThreads + 2];
-  const T* xin = reinterpret_cast<const T*>(s_in);
-  T* xout = reinterpret_cast<T*>(s_out);
-  const int64_t n_in = 2 * n_out;
-  uint4 r[kStageLoads];
-  int64_t os, ot;            // the block's output range
-  int64_t gate, up, obase;   // shared-memory offsets: output os + i reads xin[gate + i], xin[up + i]
-  farm_pdl::wait_for_previous_grid();
-  if constexpr (kRows) {
-    os = static_cast<int64_t>(blockIdx.x) * kTile;
-    ot = os + kTile < n_out ? os + kTile : n_out;
-    const int64_t s = static_cast<int64_t>(row_of.div(os)) * 2 * d;
-    const int64_t t = (static_cast<int64_t>(row_of.div(ot - 1)) + 1) * 2 * d;
-    farm_stage::load_range<kStageThreads, /*kStream=*/false>(r, in, s, t, n_in);
-    farm_pdl::allow_next_grid(trigger);
-    farm_stage::stage_range<kStageThreads>(s_in, r, in, s, t, n_in);
-    gate = -(s / kVec * kVec);
-    up = 0;
-    obase = os;
-  } else {
-    const int64_t row = blockIdx.x / chunks;
-    const int64_t c0 = (blockIdx.x - row * chunks) * chunk;
-    const int64_t c1 = c0 + chunk < d ? c0 + chunk : d;
-    const int64_t gs = row * 2 * d + c0, gt = row * 2 * d + c1;
-    constexpr int kHalf = kStageLoads / 2;
-    uint4 rg[kHalf], ru[kHalf];
-    farm_stage::load_range<kStageThreads, /*kStream=*/false>(rg, in, gs, gt, n_in);
-    farm_stage::load_range<kStageThreads, /*kStream=*/false>(ru, in, gs + d, gt + d, n_in);
-    farm_pdl::allow_next_grid(trigger);
-    farm_stage::stage_range<kStageThreads>(s_in, rg, in, gs, gt, n_in);
-    farm_stage::stage_range<kStageThreads>(s_in + kHalf * kStageThreads, ru, in, gs + d, gt + d, n_in);
-    os = row * d + c0;
-    ot = row * d + c1;
-    gate = gs - gs / kVec * kVec;
-    up = kHalf * kStageThreads * kVec + (gs + d) - (gs + d) / kVec * kVec;
-    obase = os / kVec * kVec;
-  }
-  __syncthreads();
-  T g[kVec], u[kVec];  // every read from shared memory first, then the stores (no aliasing to fear)
-#pragma unroll
-  for (int k = 0; k < kVec; ++k) {
-    const int64_t i = threadIdx.x + k * kStageThreads;
-    const int64_t e = os + i;
-    if (e < ot) {
-      if constexpr (kRows) {
-        const int64_t row = row_of.div(e);
-        const int64_t at = e + row * d + gate;  // row * 2 d + (e - row * d)
-        g[k] = xin[at];
-        u[k] = xin[at + d];
-      } else {
-        g[k] = xin[gate + i];
-        u[k] = xin[up + i];
-      }
-    }
-  }
-#pragma unroll
-  for (int k = 0; k < kVec; ++k) {
-    const int64_t e = os + threadIdx.x + k * kStageThreads;
-    if (e < ot) xout[e - obase] = from_float<T>(act<A>(to_float(g[k])) * to_float(u[k]));
-  }
-  __syncthreads();
-  farm_stage::store_range<kStageThreads, 2>(out, s_out, os, ot);
-}
-
-// The same widths below kStagedFrom bytes: one 16-byte pack of output per thread (kVec consecutive
-// outputs), its 2 x kVec inputs loaded element by element (neighbouring threads share their cache
-// lines), no shared memory. On an H100 it ran as fast as the staged kernel or faster from 4 KB to
-// 82 MB (silu bf16 191614x6: 3.48 us a call against 3.91; gelu bf16 86x30180: 5.36 against 6.89;
-// gelu bf16 133513x206: 40.29 against 42.83), and slower at 117 MB (silu fp16 3194x12230: 47.61
-// against 45.57).
-constexpr int64_t kStagedFrom = int64_t{64} << 20;
-
-template <typename T, Act A>
-__global__ void __launch_bounds__(kStageThreads) act_direct_kernel(T* __restrict__ out, const T* __restrict__ in,
-                                                                   int64_t n_out, int64_t d, FastDiv32 row_of,
-                                                                   bool trigger) {
-  constexpr int kVec = 16 / sizeof(T);
-  const int64_t o0 = (static_cast<int64_t>(blockIdx.x) * kStageThreads + threadIdx.x) * kVec;
-  T g[kVec], u[kVec];
-  farm_pdl::wait_for_previous_grid();
-  if (o0 < n_out) {
-    int64_t row = row_of.div(static_cast<uint32_t>(o0));
-    int64_t c = o0 - row * d;
-#pragma unroll
-    for (int k = 0; k < kVec; ++k) {
-      const T* p = in + row * 2 * d + c;
-      g[k] = o0 + k < n_out ? p[0] : from_float<T>(0.0f);
-      u[k] = o0 + k < n_out ? p[d] : from_float<T>(0.0f);
-      if (++c == d) {
-        c = 0;
-        ++row;
-      }
-    }
-  }
-  farm_pdl::allow_next_grid(trigger);
-  if (o0 < n_out) {
-    uint4 pack;
-    T* r = reinterpret_cast<T*>(&pack);
-#pragma unroll
-    for (int k = 0; k < kVec; ++k) r[k] = from_float<T>(act<A>(to_float(g[k])) * to_float(u[k]));
-    if (o0 + kVec <= n_out) {
-      __stcs(reinterpret_cast<uint4*>(out) + o0 / kVec, pack);
-    } else {
-#pragma unroll
-      for (int k = 0; k < kVec; ++k) {
-        if (o0 + k < n_out) out[o0 + k] = r[k];
-      }
-    }
-  }
-}
-
-// Whether the rows layout fits a block: the input of kTile outputs spans at most
-// 2 (kTile - 1 + 2 d) elements, plus the alignment of its start.
-template <typename T>
-bool staged_rows_fit(int64_t d) {
-  constexpr int64_t kVec = 16 / sizeof(T);
-  constexpr int64_t kTile = kStageThreads * kVec;
-  return 2 * (kTile + 2 * d) + 2 * kVec <= int64_t{kStageLoads} * kStageThreads * kVec;
-}
-
-template <typename T, Act A>
-void launch_staged(T* out, const T* in, int64_t rows, int64_t d, cudaStream_t stream, bool pdl) {
-  constexpr int64_t kTile = kStageThreads * (16 / sizeof(T));
-  const int64_t n_out = rows * d;
-  const bool trigger = pdl && farm_pdl::trigger_pays(3 * kTile * static_cast<int64_t>(sizeof(T)));
-  if (3 * n_out * static_cast<int64_t>(sizeof(T)) < kStagedFrom && n_out < (int64_t{1} << 31)) {
-    const auto blocks = static_cast<unsigned>((n_out + kTile - 1) / kTile);
-    farm_pdl::launch(act_direct_kernel<T, A>, blocks, kStageThreads, stream, pdl, out, in, n_out, d,
-                     FastDiv32(static_cast<uint32_t>(d)), trigger);
-  } else if (staged_rows_fit<T>(d)) {
-    const auto blocks = static_cast<unsigned>((n_out + kTile - 1) / kTile);
-    if (n_out < (int64_t{1} << 31)) {
-      farm_pdl::launch(act_staged_kernel<T, A, true, FastDiv32>, blocks, kStageThreads, stream, pdl, out, in, n_out, d,
-                       FastDiv32(static_cast<uint32_t>(d)), int64_t{1}, d, trigger);
-    } else {
-      farm_pdl::launch(act_staged_kernel<T, A, true, Div64>, blocks, kStageThreads, stream, pdl, out, in, n_out, d,
-                       Div64(static_cast<uint64_t>(d)), int64_t{1}, d, trigger);
-    }
-  } else {
-    const int64_t chunks = (d + kTile - 1) / kTile;
-    const int64_t chunk = (d + chunks - 1) / chunks;
-    const auto blocks = static_cast<unsigned>(rows * chunks);
-    farm_pdl::launch(act_staged_kernel<T, A, false, Div64>, blocks, kStageThreads, stream, pdl, out, in, n_out, d,
-                     Div64(static_cast<uint64_t>(d)), chunks, chunk, trigger);
-  }
-}
-
 // What the launch shape depends on, looked up once per device: threads resident at once (SMs x
 // 2048 on Hopper), the L2 size and the peak memory bandwidth per SM (2 x memory clock x bus width
 // / SMs; 0 when the device does not report it). Defaults are an H100's.
@@ -363,6 +192,80 @@ DeviceShape device_shape() {
     if (sms > 0) shape.peak_gbps_per_sm = farm_device::peak_memory_gbps(dev) / sms;
     return shape;
   });
+}
+
+// Odd half widths (no 4-byte pack in 16-bit dtypes, no 8-byte pack in fp32) with aligned pointers:
+// one pack of kBytes of output per thread (kVec consecutive outputs, which may cross rows), its
+// 2 x kVec inputs loaded element by element (neighbouring threads share their cache lines), no
+// shared memory. launch_direct picks the pack. (Element loads of a few elements per thread had
+// run odd d at 0.45-0.70x torch.compile on an H200.)
+constexpr int kDirectThreads = 256;
+
+template <typename T, Act A, int kBytes>
+__global__ void __launch_bounds__(kDirectThreads) act_direct_kernel(T* __restrict__ out, const T* __restrict__ in,
+                                                                    int64_t n_out, int64_t d, FastDiv32 row_of,
+                                                                    bool trigger) {
+  constexpr int kVec = kBytes / sizeof(T);
+  using R = Raw<kBytes>;
+  const int64_t o0 = (static_cast<int64_t>(blockIdx.x) * kDirectThreads + threadIdx.x) * kVec;
+  T g[kVec], u[kVec];
+  farm_pdl::wait_for_previous_grid();
+  if (o0 < n_out) {
+    int64_t row = row_of.div(static_cast<uint32_t>(o0));
+    int64_t c = o0 - row * d;
+#pragma unroll
+    for (int k = 0; k < kVec; ++k) {
+      const T* p = in + row * 2 * d + c;
+      g[k] = o0 + k < n_out ? p[0] : from_float<T>(0.0f);
+      u[k] = o0 + k < n_out ? p[d] : from_float<T>(0.0f);
+      if (++c == d) {
+        c = 0;
+        ++row;
+      }
+    }
+  }
+  farm_pdl::allow_next_grid(trigger);
+  if (o0 < n_out) {
+    R pack;
+    T* r = reinterpret_cast<T*>(&pack);
+#pragma unroll
+    for (int k = 0; k < kVec; ++k) r[k] = from_float<T>(act<A>(to_float(g[k])) * to_float(u[k]));
+    if (o0 + kVec <= n_out) {
+      store_stream(reinterpret_cast<R*>(out) + o0 / kVec, pack);
+    } else {
+#pragma unroll
+      for (int k = 0; k < kVec; ++k) {
+        if (o0 + k < n_out) out[o0 + k] = r[k];
+      }
+    }
+  }
+}
+
+// 8-byte packs of output while they all fit in one resident wave (as launch_packs16 does for even
+// widths), 16-byte packs past it. Picked-shape runs on an H200 (same method as the sweep):
+//   - 8-byte packs within a wave: 31 small and medium odd shapes ran at 0.93-1.95x the fastest
+//     peer (gelu fp16 2301x10: 1.05 us a call), where 16-byte packs had left 20 of them under
+//     0.95x in the sweep before (gelu fp16 2301x10: 1.60 us);
+//   - 16-byte packs from 64 MB: 17 odd 16-bit shapes at 0.88-1.24x the fastest peer, where a
+//     kernel staging 16-byte vectors through shared memory ran 0.66-1.04x, 4 elements per thread
+//     0.64-1.14x and 8 per thread 0.54-1.21x (gelu bf16 3608x12398: 52.9 us against 71.7, 72.4
+//     and 84.4).
+// Needs fewer than 2^31 outputs (FastDiv32) and out aligned to the pack.
+template <typename T, Act A>
+void launch_direct(T* out, const T* in, int64_t rows, int64_t d, cudaStream_t stream, bool pdl) {
+  const int64_t n_out = rows * d;
+  const FastDiv32 row_of(static_cast<uint32_t>(d));
+  constexpr int64_t kTile8 = kDirectThreads * (8 / sizeof(T));
+  constexpr int64_t kTile16 = kDirectThreads * (16 / sizeof(T));
+  if ((n_out + 8 / sizeof(T) - 1) / (8 / sizeof(T)) <= device_shape().resident_threads) {
+    const bool trigger = pdl && farm_pdl::trigger_pays(3 * kTile8 * static_cast<int64_t>(sizeof(T)));
+    farm_pdl::launch(act_direct_kernel<T, A, 8>, static_cast<unsigned>((n_out + kTile8 - 1) / kTile8), kDirectThreads,
+                     stream, pdl, out, in, n_out, d, row_of, trigger);
+  } else {
+    const bool trigger = pdl && farm_pdl::trigger_pays(3 * kTile16 * static_cast<int64_t>(sizeof(T)));
+    farm_pdl::launch(act_direct_kernel<T, A, 16>, static_cast<unsigned>((n_out + kTile16 - 1) / kTile16),
+                     kDirectThreads, stream, pdl, out, in, n_out, d, row_of, trigger);
+  }
 }
 
 // Devices whose memory delivers less than this per SM (an H100 SXM: 25.4 GB/s; an H200: 36.5 GB/s)
@@ -419,22 +322,21 @@ void launch_typed(void* out, const void* in, int64_t rows, int64_t d, cudaStream
   const int64_t half_bytes = d * static_cast<int64_t>(sizeof(T));
   // The widest pack that the half-row width and both pointers allow: 16 bytes, else 8 or 4 (rows
   // of, say, 4098 bf16 elements), else one element.
-  // Half rows of whole 4-byte packs (16-bit d = 4 k + 2) keep the 4-byte packs: the staged kernel
-  // ran them at 0.55-0.71x the 4-byte packs' speed from 64 MB on an H200, the direct kernel at
-  // 0.62-1.18x (median 0.85) below (sweep, seed 0). Odd fp32 half rows take the direct kernel below
-  // 64 MB and single elements from there (the staged kernel ran them at 0.74-0.90x). Odd 16-bit
-  // half rows are staged from 64 MB: bf16 ran at 1.14-1.49x the element path then in use (8
-  // elements per thread), fp16 at 0.79-0.91x; that path spilled registers and now takes 4 per
-  // thread, not yet timed against staged fp16.
-  const bool staged_pays = sizeof(T) < 4 || 3 * rows * half_bytes < kStagedFrom;
+  // Half rows of whole 4-byte packs (16-bit d = 4 k + 2) keep the 4-byte packs: a kernel staging
+  // 16-byte vectors through shared memory ran them at 0.55-0.71x the 4-byte packs' speed from 64 MB
+  // on an H200, the direct kernel at 0.62-1.18x (median 0.85) (sweep, seed 0). Odd widths take the
+  // direct kernel, but odd fp32 from 64 MB single elements (the staged kernel had run them at
+  // 0.74-0.90x those).
+  const bool direct = addresses % 16 == 0 && rows * d < (int64_t{1} << 31) &&
+                      (sizeof(T) < 4 || 3 * rows * half_bytes < (int64_t{64} << 20));
   if (addresses % 16 == 0 && d % kVec == 0) {
     launch_packs16<T, A>(o, i, rows, d, stream, pdl);
   } else if (addresses % 8 == 0 && half_bytes % 8 == 0) {
     launch_unrolled<T, A, 8, 256, 2>(o, i, rows, d, stream, pdl);
   } else if (sizeof(T) < 4 && addresses % 4 == 0 && half_bytes % 4 == 0) {
     launch_unrolled<T, A, 4, 256, 4>(o, i, rows, d, stream, pdl);
-  } else if (addresses % 16 == 0 && staged_pays) {
-    launch_staged<T, A>(o, i, rows, d, stream, pdl);
+  } else if (direct) {
+    launch_direct<T, A>(o, i, rows, d, stream, pdl);
   } else {  // 4 elements of each half per thread (8 in 16-bit dtypes spilled registers)
     launch_unrolled<T, A, sizeof(T), 256, 4>(o, i, rows, d, stream, pdl);
   }
