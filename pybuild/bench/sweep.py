@@ -304,7 +304,10 @@ def run(
             )
             if on_shape is not None and (done % 25 == 0 or done == total):
                 doc["summary"] = summarize(doc)
+                # a checkpoint says so: a run stopped early leaves this file behind
+                doc["partial"] = {"shapes_done": done, "shapes_planned": total}
                 on_shape(doc)
+    doc.pop("partial", None)
     doc["summary"] = summarize(doc)
     doc["seconds"] = round(time.monotonic() - t_start, 1)
     return doc

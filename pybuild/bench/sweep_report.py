@@ -104,9 +104,16 @@ def markdown_table(doc: dict[str, Any]) -> list[str]:
     out += [
         "",
         f"{env['device']['name']}; seed {dist['seed']}, {dist['n_per_op']} shapes per op; "
-        f"{doc.get('seconds', 0):.0f} s; source {env.get('git')}",
+        + (f"{doc['seconds']:.0f} s; " if "seconds" in doc else "")
+        + f"source {env.get('git')}{partial_note(doc)}",
     ]
     return out
+
+
+def partial_note(doc: dict[str, Any]) -> str:
+    """'' for a whole run; for a checkpoint left by a run that stopped early, how far it got."""
+    p = doc.get("partial")
+    return f"; partial: {p['shapes_done']} of {p['shapes_planned']} shapes" if p else ""
 
 
 # --------------------------------------------------------------------------------------------
@@ -183,7 +190,7 @@ def svg(doc: dict[str, Any]) -> str:
     dist = doc["distribution"]
     head = (
         f"{env['device']['name']} · torch {env['torch']} · seed {dist['seed']}, {dist['n_per_op']} shapes per op "
-        f"· source {str(env.get('git'))[:10]}"
+        f"· source {str(env.get('git'))[:10]}{partial_note(doc).replace(';', ' ·')}"
     )
     body = [f'<text x="{W / 2}" y="18" text-anchor="middle" font-size="13">{escape(head)}</text>']
     body += _panel(

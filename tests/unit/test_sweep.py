@@ -139,6 +139,34 @@ def test_a_cpu_sweep_checks_times_and_summarizes(tmp_path, wrong):
         assert any(e.tag.endswith("path") for e in marks)
 
 
+def test_a_checkpoint_says_it_is_partial_and_the_finished_run_does_not():
+    # A run stopped by a time limit leaves its last checkpoint: the file, its table line and its
+    # plot must say how far it got, and a finished run must not carry the mark.
+    import copy
+
+    saved = []
+    dist = Distribution(seed=5, n=30, max_bytes=1 << 14)
+    doc = sweep.run(
+        [("k", None, _Module(_op()))],
+        "cpu",
+        dist,
+        compile_=False,
+        workers=0,
+        command="test",
+        log=lambda _: None,
+        on_shape=lambda d: saved.append(copy.deepcopy(d)),
+    )
+    assert [d["partial"] for d in saved] == [
+        {"shapes_done": 25, "shapes_planned": 30},
+        {"shapes_done": 30, "shapes_planned": 30},
+    ]
+    assert len(saved[0]["results"]) == 25 and saved[0]["summary"]["k double"]["shapes"] == 25
+    assert "partial" not in doc and "seconds" in doc
+    assert sweep_report.markdown_table(saved[0])[-1].endswith("; partial: 25 of 30 shapes")
+    assert "partial" not in sweep_report.markdown_table(doc)[-1]
+    assert "partial: 25 of 30 shapes" in sweep_report.svg(saved[0])
+
+
 def test_summary_finds_the_minimum_and_counts_below_thresholds():
     def res(ratio, plain, ok=True, label="1x2"):
         return {
