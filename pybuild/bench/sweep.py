@@ -105,9 +105,15 @@ def n_sets(nbytes: int, l2_bytes: int) -> int:
 
 
 def _time_rounds(
-    impls: dict[str, Callable[..., Any]], arg_sets: list, device: str, rounds: int, reps: int
+    impls: dict[str, Callable[..., Any]],
+    arg_sets: list,
+    device: str,
+    rounds: int,
+    sets_of: dict[str, int],
+    reps_of: dict[str, int],
 ) -> tuple[dict[str, list[float]], dict[str, list[float]], dict[str, str]]:
     """Per implementation: graph ms and plain-call ms of its rounds, and how the graph was timed.
+    Each implementation runs on its first ``sets_of[name]`` input sets, ``reps_of[name]`` replays.
     Plain calls of ours and eager (the plain-call ratio) are timed every round, the compiled ones
     (information only; Dynamo's guards make them slow on the host) in the first round."""
     import torch
@@ -117,33 +123,53 @@ def _time_rounds(
     method = {k: "cuda-graph" if device == "cuda" else "wall-clock" for k in impls}
     for round_ in range(rounds):
         for name, fn in round_order(list(impls.items()), round_):
+            args, reps = arg_sets[: sets_of[name]], reps_of[name]
             if device != "cuda":
-                ms = time_wall(fn, arg_sets, reps)
+                ms = time_wall(fn, args, reps)
                 graph[name].append(ms)
                 plain[name].append(ms)
                 continue
             if method[name] == "cuda-graph":
                 try:
-                    graph[name].append(time_cuda_graph(fn, arg_sets, reps))
+                    graph[name].append(time_cuda_graph(fn, args, reps))
                 except Exception:  # noqa: BLE001 - not capturable: timed by launches, and said so
                     torch.cuda.synchronize()
                     method[name] = "launch"
             if name in ("ours", "eager") or round_ == 0 or method[name] == "launch":
-                plain[name].append(time_cuda_launch(fn, arg_sets, max(3, reps // 4)))
+                plain[name].append(time_cuda_launch(fn, args, max(3, reps // 4)))
             if method[name] == "launch":
                 graph[name].append(plain[name][-1])
     return graph, plain, method
 
 
-def _slowest_call_ms(impls: dict[str, Callable[..., Any]], args: tuple[Any, ...]) -> float:
+def plan_timing(
+    names: Sequence[str], sets: int, reps: int, call_ms: dict[str, float], graph_ms: Callable[[str], float]
+) -> tuple[dict[str, int], dict[str, int]]:
+    """Input sets and replays per implementation. Only one whose calls take over SLOW_MS on the
+    device, and whose graph would take more than ROUND_BUDGET_MS a round, gets fewer (3 replays and
+    2 sets at least); the others keep them all, so that the graph's own launch stays spread over
+    many calls. ``call_ms`` is a call's time as issued from Python (the host's, for small inputs:
+    it only picks whom to ask); ``graph_ms(name)`` the device's, asked of those over SLOW_MS."""
+    sets_of, reps_of = dict.fromkeys(names, sets), dict.fromkeys(names, reps)
+    for name in names:
+        if call_ms[name] <= SLOW_MS:
+            continue
+        ms = graph_ms(name)
+        if ms > SLOW_MS and sets * ms * reps > ROUND_BUDGET_MS:
+            sets_of[name] = max(2, min(sets, int(ROUND_BUDGET_MS / (ms * reps))))
+            reps_of[name] = max(3, min(reps, int(ROUND_BUDGET_MS / (sets_of[name] * ms))))
+    return sets_of, reps_of
+
+
+def _call_ms(impls: dict[str, Callable[..., Any]], args: tuple[Any, ...]) -> dict[str, float]:
     """Each implementation called once (compiling it where it compiles), then three times back to
-    back between device events: the slowest per-call time. Where the device takes longer than the
-    host to issue a call this is the device's time; else (small inputs) it is the host's."""
+    back between device events: ms per call. Where the device takes longer than the host to issue
+    a call this is the device's time; else (small inputs) it is the host's."""
     import torch
 
-    worst = 0.0
+    out = {}
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    for fn in impls.values():
+    for name, fn in impls.items():
         fn(*args)
         torch.cuda.synchronize()
         start.record()
@@ -151,8 +177,20 @@ def _slowest_call_ms(impls: dict[str, Callable[..., Any]], args: tuple[Any, ...]
             fn(*args)
         end.record()
         end.synchronize()
-        worst = max(worst, start.elapsed_time(end) / 3)
-    return worst
+        out[name] = start.elapsed_time(end) / 3
+    return out
+
+
+def _graph_ms(fn: Callable[..., Any], arg_sets: list) -> float:
+    """A call's device time: a graph of two calls, replayed once after warm-up (launches where the
+    call cannot be captured)."""
+    import torch
+
+    try:
+        return time_cuda_graph(fn, arg_sets[:2], 1)
+    except Exception:  # noqa: BLE001 - not capturable: its launches are what it costs
+        torch.cuda.synchronize()
+        return time_cuda_launch(fn, arg_sets[:2], 1)
 
 
 def run_shape(
@@ -165,19 +203,20 @@ def run_shape(
     large = shape.bytes >= LARGE
     rounds = (3 if large else 5) if device == "cuda" else 1
     reps = (10 if large else 20) if device == "cuda" else 3
-    sets = 2
-    if device == "cuda":
-        sets = n_sets(shape.bytes, l2_bytes)
-        # Fewer sets and replays where a peer is slow (torch eager on some shapes: ms per call). Below
-        # SLOW_MS a call's time may be the host's (Dynamo's guards), which says nothing here.
-        slowest = _slowest_call_ms(impls, first)
-        if slowest > SLOW_MS and sets * slowest * reps > ROUND_BUDGET_MS:
-            sets = max(2, min(sets, int(ROUND_BUDGET_MS / (slowest * reps))))
-            reps = max(3, min(reps, int(ROUND_BUDGET_MS / (sets * slowest))))
+    sets = n_sets(shape.bytes, l2_bytes) if device == "cuda" else 2
     arg_sets = [first] + [op.make(shape, seed) for seed in range(1, sets)]
     del first
-    graph, plain, method = _time_rounds(impls, arg_sets, device, rounds, reps)
-    del arg_sets
+    names = list(impls)
+    if device == "cuda":
+        # Fewer sets and replays for a slow implementation only (torch eager or the default compile
+        # on some shapes: ms per call); the fast ones keep theirs.
+        sets_of, reps_of = plan_timing(
+            names, sets, reps, _call_ms(impls, arg_sets[0]), lambda name: _graph_ms(impls[name], arg_sets)
+        )
+    else:
+        sets_of, reps_of = dict.fromkeys(names, sets), dict.fromkeys(names, reps)
+    graph, plain, method = _time_rounds(impls, arg_sets, device, rounds, sets_of, reps_of)
+    arg_sets.clear()  # the inputs go before the cache is emptied
     if device == "cuda":
         import torch
 
@@ -196,14 +235,14 @@ def run_shape(
         "bytes": shape.bytes,
         "correct": ok,
         "check": note,
-        "sets": sets,
+        "sets": sets_of,
         "rounds": rounds,
         "graph_us": g,
         "plain_us": p,
         "graph_method": method,
         "graph_rounds_us": {k: [x * 1e3 for x in v] for k, v in graph.items()},
         "plain_rounds_us": {k: [x * 1e3 for x in v] for k, v in plain.items()},
-        "reps": reps,
+        "reps": reps_of,
         "best_peer": best,
         "graph_ratio": g[best] / g["ours"],
         "plain_ratio": p["eager"] / p["ours"],
@@ -231,8 +270,9 @@ def _method(device: str, compile_: bool) -> dict[str, Any]:
         },
         "graph": f"CUDA graph of one call per input set ({MAX_SETS} sets at most, past {L2_MULTIPLE}x L2 "
         f"where that fits), median of replays / calls; 20 replays per round, 10 from "
-        f"{LARGE >> 20} MiB; fewer sets and replays (3 at least) where an implementation takes over "
-        f"{SLOW_MS:g} ms a call and would take more than {ROUND_BUDGET_MS:g} ms a round"
+        f"{LARGE >> 20} MiB; an implementation whose calls take over {SLOW_MS:g} ms on the device and "
+        f"would take more than {ROUND_BUDGET_MS:g} ms a round gets fewer sets and replays (2 and 3 at "
+        "least), the others keep theirs (sets and reps per implementation in each result)"
         if device == "cuda"
         else "median wall-clock per call",
         "plain": "calls from Python on the current stream, device events, median; ours and eager every round, "

@@ -167,6 +167,28 @@ def test_a_checkpoint_says_it_is_partial_and_the_finished_run_does_not():
     assert "partial: 25 of 30 shapes" in sweep_report.svg(saved[0])
 
 
+def test_only_a_slow_implementation_gets_fewer_sets_and_replays():
+    # A graph of two calls carries the graph's own launch (4-6 us a call): a fast kernel timed
+    # that way reads as slow as its launch. Only an implementation slow on the device is cut; one
+    # slow only on the host (Dynamo's guards) keeps its sets, and so do the fast ones.
+    asked = []
+
+    def graph_ms(name):
+        asked.append(name)
+        return {"eager": 4.6, "compile": 0.012}[name]
+
+    call_ms = {"ours": 0.004, "eager": 4.6, "compile": 1.1, "compile-static": 0.005}
+    sets_of, reps_of = sweep.plan_timing(list(call_ms), 32, 20, call_ms, graph_ms)
+    assert sorted(asked) == ["compile", "eager"]  # only those slow as issued from Python
+    assert (sets_of["eager"], reps_of["eager"]) == (2, 3)
+    for name in ("ours", "compile", "compile-static"):
+        assert (sets_of[name], reps_of[name]) == (32, 20), name
+    # a peer slow on the device, but whose round fits the budget, keeps everything too
+    sets_of, reps_of = sweep.plan_timing(["eager"], 2, 3, {"eager": 0.6}, lambda _: 0.6)
+    assert (sets_of, reps_of) == ({"eager": 2}, {"eager": 3})
+    assert sweep.ROUND_BUDGET_MS >= 2 * 0.6 * 3
+
+
 def test_summary_finds_the_minimum_and_counts_below_thresholds():
     def res(ratio, plain, ok=True, label="1x2"):
         return {
