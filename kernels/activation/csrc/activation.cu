@@ -13,9 +13,9 @@
 // The row of pack c is c / (d / VEC), a multiply-high and a shift with a divisor prepared on the
 // host; no per-element integer division. Half rows of whole 8-byte packs take the same kernel with
 // 8-byte packs, 16-bit half rows of whole 4-byte packs 4-byte packs. Odd d with 16-byte aligned
-// pointers takes act_direct_kernel (an 8- or 16-byte pack of output per thread, element loads;
-// launch_direct says what it measured). Other widths and unaligned pointers take single elements,
-// several per thread.
+// pointers and fewer than 2^31 outputs takes act_direct_kernel (an 8- or 16-byte pack of output
+// per thread, element loads; launch_direct says what it measured), except odd fp32 from 64 MB.
+// Those, other widths and unaligned pointers take single elements, several per thread.
 // Arithmetic is fp32: exp is __expf, the logistic division __fdividef (x / inf = 0 as needed for
 // large negative inputs). erf is the branch-free Abramowitz & Stegun 7.1.26 formula (|error| <
 // 1.5e-7, about one fp32 ulp of 1): erff branches on |x|, which diverges within warps on real
@@ -325,8 +325,8 @@ void launch_typed(void* out, const void* in, int64_t rows, int64_t d, cudaStream
   // Half rows of whole 4-byte packs (16-bit d = 4 k + 2) keep the 4-byte packs: a kernel staging
   // 16-byte vectors through shared memory ran them at 0.55-0.71x the 4-byte packs' speed from 64 MB
   // on an H200, the direct kernel at 0.62-1.18x (median 0.85) (sweep, seed 0). Odd widths take the
-  // direct kernel, but odd fp32 from 64 MB single elements (the staged kernel had run them at
-  // 0.74-0.90x those).
+  // direct kernel, but odd fp32 from 64 MB single elements: a staged kernel had run them at
+  // 0.74-0.90x those; the direct kernel has not been timed there.
   const bool direct = addresses % 16 == 0 && rows * d < (int64_t{1} << 31) &&
                       (sizeof(T) < 4 || 3 * rows * half_bytes < (int64_t{64} << 20));
   if (addresses % 16 == 0 && d % kVec == 0) {

@@ -140,6 +140,27 @@ def test_cuda_either_side_of_one_wave(kernel, dtype):
 
 @pytest.mark.gpu
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_cuda_odd_widths_either_side_of_one_wave_and_from_64_mb(kernel, dtype):
+    """Odd half widths take the direct kernel in 8-byte packs of output while those fit one resident
+    wave, 16-byte packs past it, and from 64 MB 16-bit dtypes keep the direct kernel while fp32 takes
+    single elements: every op on the last shape that fits a wave, the first that does not, and one
+    past 64 MB."""
+    props = torch.cuda.get_device_properties(0)
+    resident = props.multi_processor_count * props.max_threads_per_multi_processor
+    size = torch.empty((), dtype=dtype).element_size()
+    d = 1001
+    rows = resident * (8 // size) // d
+    big = (64 << 20) // (3 * d * size) + 1
+    for r in (rows, rows + 1, big):
+        x = torch.randn(r, 2 * d, device="cuda", dtype=dtype)
+        for op in OPS:
+            torch.testing.assert_close(call(kernel, op, x), reference(op, x), **TOL[dtype])
+        del x
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32], ids=str)
 def test_cuda_inputs_of_four_l2_or_more(kernel, dtype):
     """Inputs of 4x L2 or more are loaded with an L2 evict-last policy (where 16-byte packs are used):
