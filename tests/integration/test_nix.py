@@ -35,8 +35,10 @@ pytestmark = [
 ]
 
 
-def run(cmd: list[str], cwd: Path = REPO, timeout: int = 600) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=timeout)
+def run(
+    cmd: list[str], cwd: Path = REPO, timeout: int = 600, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=timeout, env=env)
 
 
 # Measured on the Debian nix-bin 2.8 VMs this runs on: with the sandbox off, Nix SIGKILLs the builder's
@@ -47,9 +49,9 @@ def run(cmd: list[str], cwd: Path = REPO, timeout: int = 600) -> subprocess.Comp
 KILLED = "failed due to signal 9 (Killed)"
 
 
-def nix(*args: str, cwd: Path = REPO, timeout: int = 600, attempts: int = 8) -> str:
+def nix(*args: str, cwd: Path = REPO, timeout: int = 600, attempts: int = 8, env: dict[str, str] | None = None) -> str:
     for _ in range(attempts):
-        proc = run(["nix", *FEATURES, *args], cwd=cwd, timeout=timeout)
+        proc = run(["nix", *FEATURES, *args], cwd=cwd, timeout=timeout, env=env)
         if proc.returncode == 0 or KILLED not in proc.stderr:
             break
     assert proc.returncode == 0, f"nix {' '.join(args)} failed:\n{proc.stderr[-4000:]}"
@@ -648,9 +650,11 @@ def test_nix_build_of_a_pure_python_kernel(farm: Path, tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-def test_dev_shell_has_pybuild(kernel_repo: tuple[Path, str]) -> None:
+def test_dev_shell_has_pybuild(kernel_repo: tuple[Path, str], tmp_path: Path) -> None:
     """Both spellings resolve to the variant's shell, and the shell runs the store's pybuild."""
     repo, variant = kernel_repo
+    # `nix develop --command` (Nix 2.8) leaves its nix-shell.* folder behind in TMPDIR: keep it in ours
+    env = {**os.environ, "TMPDIR": str(tmp_path)}
     for attr in (variant, f"devShells.{variant}"):
         out = nix(
             "develop",
@@ -663,6 +667,7 @@ def test_dev_shell_has_pybuild(kernel_repo: tuple[Path, str]) -> None:
             "import pybuild; print(pybuild.__file__)",
             cwd=repo,
             timeout=300,
+            env=env,
         )
         assert out.strip().startswith("/nix/store/") and out.strip().endswith("pybuild/__init__.py"), out
 
