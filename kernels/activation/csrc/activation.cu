@@ -242,7 +242,7 @@ __global__ void __launch_bounds__(kDirectThreads) act_direct_kernel(T* __restric
 }
 
 // 8-byte packs of output while they all fit in one resident wave (as launch_packs16 does for even
-// widths), 16-byte packs past it. Picked-shape runs on an H200 (same method as the sweep):
+// widths), 16-byte packs past it. Picked-shape runs on an H200 (sweep method; raw files at ac24c33):
 //   - 8-byte packs within a wave: 31 small and medium odd shapes ran at 0.93-1.95x the fastest
 //     peer (gelu fp16 2301x10: 1.05 us a call), where 16-byte packs had left 20 of them under
 //     0.95x in the sweep before (gelu fp16 2301x10: 1.60 us);

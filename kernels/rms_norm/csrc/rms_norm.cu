@@ -833,8 +833,8 @@ void launch_units(T* o, const T* x, const T* w, float* partial, int64_t rows, in
     const int upt = (units + group - 1) / group;
     // 4 to 8 units in flight per thread (UPT of each of RPT rows), but fewer rows per thread while
     // the blocks would not give every SM two: on an H200 that took bf16 1159x42 from 1.92 to 1.33 us
-    // a call, fp16 126x42 from 1.71 to 1.22 and fp16 5738x46 from 2.29 to 1.91 (0.81-0.91x the
-    // static torch.compile to 1.16-1.43x; picked shapes, sweep method).
+    // a call, fp16 126x42 from 1.71 to 1.22 and fp16 5738x46 from 2.29 to 1.91 (0.81-1.21x the
+    // static torch.compile to 1.16-1.43x; picked shapes, sweep method, raw files at ac24c33).
     const int64_t slice = 256 / group;  // rows of a block per RPT
     const int64_t enough = 2 * int64_t{device_info().sms};
     int rpt = upt <= 2 ? 4 : upt <= 4 ? 2 : 1;
