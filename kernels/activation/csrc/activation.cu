@@ -327,14 +327,26 @@ void launch_typed(void* out, const void* in, int64_t rows, int64_t d, cudaStream
   // on an H200, the direct kernel at 0.62-1.18x (median 0.85) (sweep, seed 0). Odd widths take the
   // direct kernel, but odd fp32 from 64 MB single elements: a staged kernel had run them at
   // 0.74-0.90x those; the direct kernel has not been timed there.
+  // 8- and 4-byte packs take one pack per thread while they all fit in one resident wave (more
+  // threads for one round trip), 2 or 4 past it. On an H200 (picked shapes, sweep method) that took
+  // 22 such shapes from 1.10-2.44 us a call (0.985-1.198x the fastest peer) to 0.91-2.10 us
+  // (1.253-1.491x), e.g. fp16 silu 177x52 from 1.28 to 0.93 us.
   const bool direct = addresses % 16 == 0 && rows * d < (int64_t{1} << 31) &&
                       (sizeof(T) < 4 || 3 * rows * half_bytes < (int64_t{64} << 20));
   if (addresses % 16 == 0 && d % kVec == 0) {
     launch_packs16<T, A>(o, i, rows, d, stream, pdl);
   } else if (addresses % 8 == 0 && half_bytes % 8 == 0) {
-    launch_unrolled<T, A, 8, 256, 2>(o, i, rows, d, stream, pdl);
+    if (rows * (d / (8 / sizeof(T))) <= device_shape().resident_threads) {
+      launch_unrolled<T, A, 8, 256, 1>(o, i, rows, d, stream, pdl);
+    } else {
+      launch_unrolled<T, A, 8, 256, 2>(o, i, rows, d, stream, pdl);
+    }
   } else if (sizeof(T) < 4 && addresses % 4 == 0 && half_bytes % 4 == 0) {
-    launch_unrolled<T, A, 4, 256, 4>(o, i, rows, d, stream, pdl);
+    if (rows * (d / (4 / sizeof(T))) <= device_shape().resident_threads) {
+      launch_unrolled<T, A, 4, 256, 1>(o, i, rows, d, stream, pdl);
+    } else {
+      launch_unrolled<T, A, 4, 256, 4>(o, i, rows, d, stream, pdl);
+    }
   } else if (direct) {
     launch_direct<T, A>(o, i, rows, d, stream, pdl);
   } else {  // 4 elements of each half per thread (8 in 16-bit dtypes spilled registers)

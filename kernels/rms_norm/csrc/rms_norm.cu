@@ -26,14 +26,16 @@
 // launch and for the workspace query):
 //   - rows of 2, 4 or 8 bytes (hidden 1, 2, 4 in 16-bit dtypes; 1, 2 in fp32): several rows to a
 //     16-byte pack (rms_norm_tiny_kernel);
-//   - 16-bit rows of odd width (no 4-byte unit), up to 16 KB, from 1 MB of x, with 16-byte aligned
-//     pointers: whole rows staged through shared memory as 16-byte vectors (rms_norm_staged_kernel);
+//   - 16-bit rows of odd width (no 4-byte unit) of 8 to 8184 elements, from 1 MB of x (16 MB for
+//     rows of more than 256), with 16-byte aligned pointers: whole rows staged through shared
+//     memory as 16-byte vectors (rms_norm_staged_kernel);
 //   - other rows that are not whole 16-byte packs or not 16-byte aligned take the widest unit their
 //     width and pointers allow (8, 4 bytes or one element): up to 256 units in coalesced lane
 //     groups with several rows per group (rms_norm_group_kernel), longer ones as below;
 //   - a row per block, or shared by a thread-block cluster of up to 8 blocks (sm_90) when the row
 //     is more than a block holds in registers or the rows are too few to give every SM about two
-//     blocks (rms_norm_rows_kernel); wider still, two kernels that meet in a workspace
+//     blocks (rms_norm_rows_kernel; 16 units of 4 bytes or less a thread where that still fills
+//     the device, else 8); wider still, two kernels that meet in a workspace
 //     (rms_norm_partial_kernel, rms_norm_apply_kernel). Found by `python -m pybuild bench
 //     rms_norm --sweep`: 3 rows of 151936 bf16 had taken one block each.
 #include <cuda_bf16.h>
@@ -258,8 +260,10 @@ struct Unit {
 // own part.
 // The first CPT units of a thread stay in registers from the load to the store; units past those
 // (rows longer than the block holds) are read again for the store, from L2.
+// With CPT 16 one block per SM is the bound ptxas is given: left to itself it kept 64 registers and
+// spilled (bf16, 4-byte units); with 8 or less it picks the registers itself (0: no bound).
 template <typename T, int BYTES, int CPT>
-__global__ void __launch_bounds__(kRowsThreads) rms_norm_rows_kernel(T* __restrict__ out, const T* __restrict__ in,
+__global__ void __launch_bounds__(kRowsThreads, CPT > 8 ? 1 : 0) rms_norm_rows_kernel(T* __restrict__ out, const T* __restrict__ in,
                                                                     const T* __restrict__ weight, int64_t rows,
                                                                     int64_t hidden, int64_t units, int split, int64_t chunk, float inv_hidden,
                                                                     float eps, bool trigger) {
@@ -291,7 +295,7 @@ __global__ void __launch_bounds__(kRowsThreads) rms_norm_rows_kernel(T* __restri
   for (int c = 0; c < CPT; ++c) ss += U::sumsq(v[c]);
   const int64_t rest = lo + lane + static_cast<int64_t>(CPT) * group;  // units past the registers
   if (row_ok) {
-#pragma unroll 4
+#pragma unroll(CPT > 8 ? 1 : 4)
     for (int64_t i = rest; i < hi; i += group) ss += U::sumsq(x[i]);
   }
   ss = block_sum(ss, scratch);
@@ -436,7 +440,8 @@ __global__ void __launch_bounds__(256) rms_norm_tiny_kernel(T* __restrict__ out,
 constexpr int kStageThreads = 256;
 constexpr int kStageLoads = 4;  // 16-byte vectors of x per thread at most (kernel_farm/stage.cuh)
 constexpr int64_t kStageCapacity = int64_t{kStageLoads} * kStageThreads * 16 - 16;  // bytes of rows per block
-constexpr int64_t kStagedFrom = int64_t{1} << 20;  // bytes of x; smaller inputs take the paths below
+constexpr int64_t kStagedFrom = int64_t{1} << 20;        // bytes of x; smaller inputs take the paths below
+constexpr int64_t kStagedWideFrom = int64_t{16} << 20;   // the same for rows of more than 256 elements
 
 // One row of the staged kernel: its sum of squares over the lanes' elements (lane, lane + group,
 // ...), two loads in flight per lane.
@@ -659,6 +664,7 @@ void launch_packs(T* o, const T* x, const T* w, int64_t rows, int64_t hidden, fl
 struct DeviceInfo {
   int sms = 132;
   int major = 9;
+  int threads_per_sm = 2048;
 };
 
 DeviceInfo device_info() {
@@ -666,6 +672,7 @@ DeviceInfo device_info() {
     DeviceInfo info;
     cudaDeviceGetAttribute(&info.sms, cudaDevAttrMultiProcessorCount, dev);
     cudaDeviceGetAttribute(&info.major, cudaDevAttrComputeCapabilityMajor, dev);
+    cudaDeviceGetAttribute(&info.threads_per_sm, cudaDevAttrMaxThreadsPerMultiProcessor, dev);
     return info;
   });
 }
@@ -675,15 +682,22 @@ constexpr int64_t kMinSplitBytes = 4 << 10;     // of x per block when rows are 
 constexpr int64_t kMinPartBytes = 8 << 10;      // of x per block of the two-kernel path
 constexpr int kGroupMaxUnits = 256;             // rows of up to this many units take the group kernel
 
-// Units of BYTES each thread of rms_norm_rows_kernel holds in registers.
+// Units of BYTES each thread of rms_norm_rows_kernel holds in registers: twice as many for units
+// of 4 bytes or less where the launch fills the device even so (Plan::deep).
 constexpr int rows_cpt(int bytes) { return bytes == 16 ? 4 : bytes == 8 ? 4 : 8; }
+
+// Threads per block of rms_norm_rows_kernel for `chunk` units at CPT a thread (whole warps).
+int64_t rows_threads(int64_t chunk, int cpt) {
+  const int64_t want = ((chunk + cpt - 1) / cpt + 31) / 32 * 32;
+  return want < kRowsThreads ? want : kRowsThreads;
+}
 
 enum class Path { kTiny, kStaged, kPacks, kGroup, kRows, kPartials };
 
 // What a launch does, from the shape and the pointers alone (the workspace query and the launch
 // agree on it):
 //   - kTiny: rows of 2, 4 or 8 bytes, several to a 16-byte pack;
-//   - kStaged: 16-bit rows of odd width, up to kStageCapacity bytes, staged through
+//   - kStaged: 16-bit rows of odd width, 8 elements to kStageCapacity bytes, staged through
 //     shared memory (16-byte aligned x, y and weight), unless the rows are too few to fill the device;
 //   - kPacks: rows of 16-byte packs held in registers by the tuned paths at the top, unless the
 //     rows are too few to fill the device and 16 KB or wider;
@@ -697,6 +711,7 @@ struct Plan {
   int bytes = 16;
   int split = 1;
   int parts = 0;
+  bool deep = false;  // kRows: 2 * rows_cpt(bytes) units a thread
 };
 
 Plan plan_of(int elem, uintptr_t out, uintptr_t in, uintptr_t weight, int64_t rows, int64_t hidden) {
@@ -725,8 +740,13 @@ Plan plan_of(int elem, uintptr_t out, uintptr_t in, uintptr_t weight, int64_t ro
   }
   // Staged: rows of single 16-bit elements only. Rows of whole 4- or 8-byte units ran staged at
   // 0.47-1.09x (median 0.72x) the speed of the group and rows kernels on an H200 (sweep, seed 0).
-  if (p.bytes < 4 && row_bytes <= kStageCapacity && fill == 1 && (addresses & 15u) == 0 &&
-      rows * row_bytes >= kStagedFrom) {
+  // Rows narrower than 8 elements, and rows wider than 256 in less than kStagedWideFrom of x, ran
+  // faster in the group and rows kernels (H200, picked shapes: fp16 124887x5 5.18 -> 3.85 us,
+  // bf16 1462x1471 8.21 -> 5.66 us, fp16 561x953 4.13 -> 2.80 us; bf16 24478x885, 43 MB, 41.2 ->
+  // 43.2 us unstaged, so it stays staged).
+  const int64_t x_bytes = rows * row_bytes;
+  if (p.bytes < 4 && row_bytes <= kStageCapacity && fill == 1 && (addresses & 15u) == 0 && hidden >= 8 &&
+      x_bytes >= (hidden <= 256 ? kStagedFrom : kStagedWideFrom)) {
     p.path = Path::kStaged;
     return p;
   }
@@ -738,7 +758,25 @@ Plan plan_of(int elem, uintptr_t out, uintptr_t in, uintptr_t weight, int64_t ro
     p.path = Path::kGroup;
     return p;
   }
-  const int64_t cap = int64_t{kRowsThreads} * rows_cpt(p.bytes) * p.bytes;  // bytes a block holds
+  // Units of 4 bytes or less: 16 a thread (twice rows_cpt) where the blocks, fewer or smaller for
+  // it, still give every SM a full load of threads. On an H200 (picked shapes, sweep method) that
+  // took fp32 1283x13063 from 79.0 to 55.5 us, fp32 675x20925 from 72.7 to 51.4, fp32 4293x3907
+  // from 50.8 to 38.9 and bf16 3869x4962 from 30.0 to 25.4 us (0.74-0.95x the fastest peer to
+  // 1.06-1.26x); rows whose smaller blocks would leave SMs idle were slower (fp32 406x453 2.35 ->
+  // 2.73 us, fp16 255x431 1.87 -> 2.18 us), so they keep 8. (Those runs built the 16-unit kernels
+  // at 64 registers with a small spill; the launch bound now gives them 78-96 and no spill.)
+  if (p.bytes <= 4) {
+    const int deep = 2 * rows_cpt(p.bytes);
+    const int64_t cap = int64_t{kRowsThreads} * deep * p.bytes;
+    const int64_t need = (row_bytes + cap - 1) / cap;
+    int64_t split = need > fill ? need : fill;
+    if (dev.major < 9) split = 1;
+    if (split <= kMaxSplit) {
+      const int64_t threads = rows_threads((units + split - 1) / split, deep);
+      p.deep = rows * split * threads >= int64_t{dev.sms} * dev.threads_per_sm;
+    }
+  }
+  const int64_t cap = int64_t{kRowsThreads} * rows_cpt(p.bytes) * (p.deep ? 2 : 1) * p.bytes;  // bytes a block holds
   const int64_t need = (row_bytes + cap - 1) / cap;
   int64_t split = need > fill ? need : fill;
   p.path = Path::kRows;
@@ -790,8 +828,7 @@ bool launch_rows_split(T* out, const T* in, const T* weight, int64_t rows, int64
                        float eps, cudaStream_t s, bool pdl) {
   const int64_t units = hidden / Unit<T, BYTES>::kVec;
   const int64_t chunk = (units + split - 1) / split;
-  const int64_t want = ((chunk + CPT - 1) / CPT + 31) / 32 * 32;
-  const int threads = static_cast<int>(want < kRowsThreads ? want : kRowsThreads);
+  const int threads = static_cast<int>(rows_threads(chunk, CPT));
   const int64_t blocks = rows * split;
   const bool trigger = pdl && farm_pdl::trigger_pays(2 * chunk * BYTES);
   cudaLaunchConfig_t config = {};
@@ -857,6 +894,14 @@ void launch_units(T* o, const T* x, const T* w, float* partial, int64_t rows, in
     launch_partials<T, BYTES>(o, x, w, partial, rows, hidden, p.parts, inv_h, eps, s, pdl);
   } else {
     const int split = p.path == Path::kPartials ? kMaxSplit : p.split;
+    if constexpr (BYTES <= 4) {
+      if (p.deep) {
+        if (!launch_rows_split<T, BYTES, 2 * kCpt>(o, x, w, rows, hidden, split, inv_h, eps, s, pdl)) {
+          launch_rows_split<T, BYTES, 2 * kCpt>(o, x, w, rows, hidden, 1, inv_h, eps, s, pdl);
+        }
+        return;
+      }
+    }
     if (!launch_rows_split<T, BYTES, kCpt>(o, x, w, rows, hidden, split, inv_h, eps, s, pdl)) {
       launch_rows_split<T, BYTES, kCpt>(o, x, w, rows, hidden, 1, inv_h, eps, s, pdl);
     }
@@ -889,13 +934,15 @@ void launch_tiny(T* o, const T* x, const T* w, int64_t rows, int64_t hidden, flo
 }
 
 // Rows per block: as many whole rows as kStageCapacity holds; lanes per row: a power of two with
-// about 8 elements each, up to a warp.
+// about 32 elements each, up to a warp. 32 rather than 8 took bf16 200924x167 from 73.2 to 59.6 us
+// and fp16 308020x11 from 11.4 to 10.7 us on an H200 (picked shapes, sweep method), and was even
+// (within 1%) on wider rows.
 template <typename T>
 void launch_staged(T* o, const T* x, const T* w, int64_t rows, int64_t hidden, float inv_h, float eps, cudaStream_t s,
                    bool pdl) {
   const int64_t fit = kStageCapacity / (hidden * static_cast<int64_t>(sizeof(T)));
   const int rpb = static_cast<int>(fit < rows ? fit : rows);
-  int group = next_pow2(static_cast<int>((hidden + 7) / 8));
+  int group = next_pow2(static_cast<int>((hidden + 31) / 32));
   if (group > 32) group = 32;
   const auto blocks = static_cast<unsigned>((rows + rpb - 1) / rpb);
   const bool trigger = pdl && farm_pdl::trigger_pays(2 * rpb * hidden * static_cast<int64_t>(sizeof(T)));

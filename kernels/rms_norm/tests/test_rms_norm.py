@@ -196,7 +196,10 @@ def test_cuda_back_to_back_launches(kernel, graph, hidden):
 # pack (1000x2, 999x4 in 16-bit dtypes, 5x1), rows in units of 8, 4 or 2 bytes where 16 do not
 # divide them (odd, prime and even-unaligned widths), rows too few to fill the device shared by a
 # cluster of blocks (8x16384, 2x6717, 1x9358) or, wider still, by two kernels meeting in a
-# workspace (1x327680, 3x151936, 7x65544), and long rows read twice (300x40000).
+# workspace (1x327680, 3x151936, 7x65544), and long rows read twice (300x40000). From 1 MB, odd
+# 16-bit rows are staged through shared memory (50000x11, 4000x167; wider than 256 from 16 MB:
+# 6000x1471); rows of 4-byte units or elements that fill the device take 16 a thread (1200x4097,
+# and 200x40001 in a cluster of blocks per row).
 WIDE = [
     (1000, 2),
     (999, 4),
@@ -215,6 +218,11 @@ WIDE = [
     (33, 100003),
     (300, 40000),
     (6000, 3),
+    (50000, 11),
+    (4000, 167),
+    (6000, 1471),
+    (1200, 4097),
+    (200, 40001),
 ]
 
 
