@@ -260,10 +260,13 @@ struct Unit {
 // own part.
 // The first CPT units of a thread stay in registers from the load to the store; units past those
 // (rows longer than the block holds) are read again for the store, from L2.
-// With CPT 16 one block per SM is the bound ptxas is given: left to itself it kept 64 registers and
-// spilled (bf16, 4-byte units); with 8 or less it picks the registers itself (0: no bound).
+// With CPT 16 the weight is read at the store (an L1/L2 hit) instead of held from the load, and
+// ptxas is bound to 64 registers (two 512-thread blocks an SM): holding it took 78-96 registers
+// without a bound, one block an SM, and fp16 344x19373 from 22.5 us a call (8 units) to 33.1 us on
+// an H200 (sweep at ab3abc9); bound to 64 with it held, ptxas spilled. This form has not been
+// timed yet. With CPT 8 or less, no bound (0).
 template <typename T, int BYTES, int CPT>
-__global__ void __launch_bounds__(kRowsThreads, CPT > 8 ? 1 : 0) rms_norm_rows_kernel(T* __restrict__ out, const T* __restrict__ in,
+__global__ void __launch_bounds__(kRowsThreads, CPT > 8 ? 2 : 0) rms_norm_rows_kernel(T* __restrict__ out, const T* __restrict__ in,
                                                                     const T* __restrict__ weight, int64_t rows,
                                                                     int64_t hidden, int64_t units, int split, int64_t chunk, float inv_hidden,
                                                                     float eps, bool trigger) {
@@ -280,14 +283,14 @@ __global__ void __launch_bounds__(kRowsThreads, CPT > 8 ? 1 : 0) rms_norm_rows_k
   const int64_t hi = lo + chunk < units ? lo + chunk : units;
   const R* x = reinterpret_cast<const R*>(in + row * hidden);
   const R* w = reinterpret_cast<const R*>(weight);
-  R v[CPT], wv[CPT];  // the weight too: loaded with x, it adds no round trip after the reduction
+  R v[CPT], wv[CPT];  // the weight too (CPT <= 8): loaded with x, it adds no round trip after the reduction
   farm_pdl::wait_for_previous_grid();
 #pragma unroll
   for (int c = 0; c < CPT; ++c) {
     const int64_t i = lo + lane + static_cast<int64_t>(c) * group;
     const bool in_row = row_ok && i < hi;
     v[c] = in_row ? x[i] : U::zero();
-    wv[c] = in_row ? w[i] : U::zero();
+    if constexpr (CPT <= 8) wv[c] = in_row ? w[i] : U::zero();
   }
   farm_pdl::allow_next_grid(trigger);
   float ss = 0.0f;
@@ -320,7 +323,11 @@ __global__ void __launch_bounds__(kRowsThreads, CPT > 8 ? 1 : 0) rms_norm_rows_k
 #pragma unroll
   for (int c = 0; c < CPT; ++c) {
     const int64_t i = lo + lane + static_cast<int64_t>(c) * group;
-    if (i < hi) y[i] = U::scale(v[c], wv[c], rstd);
+    if constexpr (CPT <= 8) {
+      if (i < hi) y[i] = U::scale(v[c], wv[c], rstd);
+    } else {
+      if (i < hi) y[i] = U::scale(v[c], w[i], rstd);
+    }
   }
   for (int64_t i = rest; i < hi; i += group) y[i] = U::scale(x[i], w[i], rstd);
 }
@@ -763,8 +770,8 @@ Plan plan_of(int elem, uintptr_t out, uintptr_t in, uintptr_t weight, int64_t ro
   // took fp32 1283x13063 from 79.0 to 55.5 us, fp32 675x20925 from 72.7 to 51.4, fp32 4293x3907
   // from 50.8 to 38.9 and bf16 3869x4962 from 30.0 to 25.4 us (0.74-0.95x the fastest peer to
   // 1.06-1.26x); rows whose smaller blocks would leave SMs idle were slower (fp32 406x453 2.35 ->
-  // 2.73 us, fp16 255x431 1.87 -> 2.18 us), so they keep 8. (Those runs built the 16-unit kernels
-  // at 64 registers with a small spill; the launch bound now gives them 78-96 and no spill.)
+  // 2.73 us, fp16 255x431 1.87 -> 2.18 us), so they keep 8. (Those runs held the weight in
+  // registers, at 64 registers with a small spill; see rms_norm_rows_kernel for what runs now.)
   if (p.bytes <= 4) {
     const int deep = 2 * rows_cpt(p.bytes);
     const int64_t cap = int64_t{kRowsThreads} * deep * p.bytes;
