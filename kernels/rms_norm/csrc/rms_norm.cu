@@ -263,8 +263,9 @@ struct Unit {
 // With CPT 16 the weight is read at the store (an L1/L2 hit) instead of held from the load, and
 // ptxas is bound to 64 registers (two 512-thread blocks an SM): holding it took 78-96 registers
 // without a bound, one block an SM, and fp16 344x19373 from 22.5 us a call (8 units) to 33.1 us on
-// an H200 (sweep at ab3abc9); bound to 64 with it held, ptxas spilled. This form has not been
-// timed yet. With CPT 8 or less, no bound (0).
+// an H200 (sweep at ab3abc9), fp32 1283x13063 to 85.5 us and fp32 675x20925 to 77.7 us where the
+// 64-register build had run them in 55.5 and 51.4 us (picked shapes); bound to 64 with the weight
+// held, ptxas spilled. This form has not been timed yet. With CPT 8 or less, no bound (0).
 template <typename T, int BYTES, int CPT>
 __global__ void __launch_bounds__(kRowsThreads, CPT > 8 ? 2 : 0) rms_norm_rows_kernel(T* __restrict__ out, const T* __restrict__ in,
                                                                     const T* __restrict__ weight, int64_t rows,
