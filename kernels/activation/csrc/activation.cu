@@ -328,9 +328,9 @@ void launch_typed(void* out, const void* in, int64_t rows, int64_t d, cudaStream
   // direct kernel, but odd fp32 from 64 MB single elements: a staged kernel had run them at
   // 0.74-0.90x those; the direct kernel has not been timed there.
   // 8- and 4-byte packs take one pack per thread while they all fit in one resident wave (more
-  // threads for one round trip), 2 or 4 past it. On an H200 (picked shapes, sweep method) that took
-  // 22 such shapes from 1.10-2.44 us a call (0.985-1.198x the fastest peer) to 0.91-2.10 us
-  // (1.253-1.491x), e.g. fp16 silu 177x52 from 1.28 to 0.93 us.
+  // threads for one round trip), 2 or 4 past it. On an H200 (picked shapes, sweep method; raw
+  // files at 9b4f38a) that took 22 such shapes from 1.10-2.44 us a call (0.985-1.198x the
+  // fastest peer) to 0.91-2.10 us (1.253-1.491x), e.g. fp16 silu 177x52 from 1.28 to 0.93 us.
   const bool direct = addresses % 16 == 0 && rows * d < (int64_t{1} << 31) &&
                       (sizeof(T) < 4 || 3 * rows * half_bytes < (int64_t{64} << 20));
   if (addresses % 16 == 0 && d % kVec == 0) {

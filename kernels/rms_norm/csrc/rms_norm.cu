@@ -261,11 +261,12 @@ struct Unit {
 // The first CPT units of a thread stay in registers from the load to the store; units past those
 // (rows longer than the block holds) are read again for the store, from L2.
 // With CPT 16 the weight is read at the store (an L1/L2 hit) instead of held from the load, and
-// ptxas is bound to 64 registers (two 512-thread blocks an SM): holding it took 78-96 registers
-// without a bound, one block an SM, and fp16 344x19373 from 22.5 us a call (8 units) to 33.1 us on
-// an H200 (sweep at ab3abc9), fp32 1283x13063 to 85.5 us and fp32 675x20925 to 77.7 us where the
-// 64-register build had run them in 55.5 and 51.4 us (picked shapes); bound to 64 with the weight
-// held, ptxas spilled. This form has not been timed yet. With CPT 8 or less, no bound (0).
+// ptxas is bound to 64 registers (two 512-thread blocks an SM). Holding it took 78-96 registers
+// without a bound, one block an SM: on an H200 (sweep at ab3abc9 and picked shapes; raw files at
+// 9b4f38a) fp16 344x19373 went from 22.5 us a call (8 units) to 33.1 us, and fp32 1283x13063 and
+// 675x20925 ran in 85.5 and 77.7 us where a 64-register build had taken 55.5 and 51.4 us. Bound
+// to 64 with the weight held, ptxas spilled. This form has not been timed yet. With CPT 8 or
+// less, no bound (0).
 template <typename T, int BYTES, int CPT>
 __global__ void __launch_bounds__(kRowsThreads, CPT > 8 ? 2 : 0) rms_norm_rows_kernel(T* __restrict__ out, const T* __restrict__ in,
                                                                     const T* __restrict__ weight, int64_t rows,
@@ -749,7 +750,8 @@ Plan plan_of(int elem, uintptr_t out, uintptr_t in, uintptr_t weight, int64_t ro
   // Staged: rows of single 16-bit elements only. Rows of whole 4- or 8-byte units ran staged at
   // 0.47-1.09x (median 0.72x) the speed of the group and rows kernels on an H200 (sweep, seed 0).
   // Rows narrower than 8 elements, and rows wider than 256 in less than kStagedWideFrom of x, ran
-  // faster in the group and rows kernels (H200, picked shapes: fp16 124887x5 5.18 -> 3.85 us,
+  // faster in the group and rows kernels (H200, picked shapes, raw files at 9b4f38a: fp16
+  // 124887x5 5.18 -> 3.85 us,
   // bf16 1462x1471 8.21 -> 5.66 us, fp16 561x953 4.13 -> 2.80 us; bf16 24478x885, 43 MB, 41.2 ->
   // 43.2 us unstaged, so it stays staged).
   const int64_t x_bytes = rows * row_bytes;
@@ -767,12 +769,12 @@ Plan plan_of(int elem, uintptr_t out, uintptr_t in, uintptr_t weight, int64_t ro
     return p;
   }
   // Units of 4 bytes or less: 16 a thread (twice rows_cpt) where the blocks, fewer or smaller for
-  // it, still give every SM a full load of threads. On an H200 (picked shapes, sweep method) that
-  // took fp32 1283x13063 from 79.0 to 55.5 us, fp32 675x20925 from 72.7 to 51.4, fp32 4293x3907
-  // from 50.8 to 38.9 and bf16 3869x4962 from 30.0 to 25.4 us (0.74-0.95x the fastest peer to
-  // 1.06-1.26x); rows whose smaller blocks would leave SMs idle were slower (fp32 406x453 2.35 ->
-  // 2.73 us, fp16 255x431 1.87 -> 2.18 us), so they keep 8. (Those runs held the weight in
-  // registers, at 64 registers with a small spill; see rms_norm_rows_kernel for what runs now.)
+  // it, still give every SM a full load of threads. On an H200 (picked shapes, sweep method; raw
+  // files at 9b4f38a) that took fp32 1283x13063 from 79.0 to 55.5 us, fp32 675x20925 from 72.7
+  // to 51.4, fp32 4293x3907 from 50.8 to 38.9 and bf16 3869x4962 from 30.0 to 25.4 us (0.74-0.95x
+  // the fastest peer to 1.06-1.26x); rows whose smaller blocks would leave SMs idle were slower
+  // (fp32 406x453 2.35 -> 2.73 us, fp16 255x431 1.87 -> 2.18 us), so they keep 8. (Those runs
+  // held the weight in registers, at 64 registers with a small spill; see rms_norm_rows_kernel.)
   if (p.bytes <= 4) {
     const int deep = 2 * rows_cpt(p.bytes);
     const int64_t cap = int64_t{kRowsThreads} * deep * p.bytes;
@@ -943,8 +945,8 @@ void launch_tiny(T* o, const T* x, const T* w, int64_t rows, int64_t hidden, flo
 
 // Rows per block: as many whole rows as kStageCapacity holds; lanes per row: a power of two with
 // about 32 elements each, up to a warp. 32 rather than 8 took bf16 200924x167 from 73.2 to 59.6 us
-// and fp16 308020x11 from 11.4 to 10.7 us on an H200 (picked shapes, sweep method), and was even
-// (within 1%) on wider rows.
+// and fp16 308020x11 from 11.4 to 10.7 us on an H200, and was even (within 1%) on wider rows
+// (picked shapes, sweep method; raw files at 9b4f38a).
 template <typename T>
 void launch_staged(T* o, const T* x, const T* w, int64_t rows, int64_t hidden, float inv_h, float eps, cudaStream_t s,
                    bool pdl) {
