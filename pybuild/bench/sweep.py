@@ -31,6 +31,7 @@ from .timing import (
     round_order,
     time_cuda_graph,
     time_cuda_launch,
+    time_cuda_launches,
     time_wall,
     warm_up_cuda,
 )
@@ -114,13 +115,15 @@ def _time_rounds(
 ) -> tuple[dict[str, list[float]], dict[str, list[float]], dict[str, str]]:
     """Per implementation: graph ms and plain-call ms of its rounds, and how the graph was timed.
     Each implementation runs on its first ``sets_of[name]`` input sets, ``reps_of[name]`` replays.
-    Plain calls of ours and eager (the plain-call ratio) are timed every round, the compiled ones
+    Plain calls of ours and eager (the plain-call ratio) are timed every round, their samples
+    interleaved (timing.time_cuda_launches: host noise falls on both alike), the compiled ones
     (information only; Dynamo's guards make them slow on the host) in the first round."""
     import torch
 
     graph: dict[str, list[float]] = {k: [] for k in impls}
     plain: dict[str, list[float]] = {k: [] for k in impls}
     method = {k: "cuda-graph" if device == "cuda" else "wall-clock" for k in impls}
+    paired = [n for n in ("ours", "eager") if n in impls]
     for round_ in range(rounds):
         for name, fn in round_order(list(impls.items()), round_):
             args, reps = arg_sets[: sets_of[name]], reps_of[name]
@@ -135,10 +138,19 @@ def _time_rounds(
                 except Exception:  # noqa: BLE001 - not capturable: timed by launches, and said so
                     torch.cuda.synchronize()
                     method[name] = "launch"
-            if name in ("ours", "eager") or round_ == 0 or method[name] == "launch":
-                plain[name].append(time_cuda_launch(fn, args, max(3, reps // 4)))
             if method[name] == "launch":
+                plain[name].append(time_cuda_launch(fn, args, max(3, reps // 4)))
                 graph[name].append(plain[name][-1])
+            elif name not in paired and round_ == 0:
+                plain[name].append(time_cuda_launch(fn, args, max(3, reps // 4)))
+        if device == "cuda":
+            # ours and eager (the plain-call ratio) every round, their samples interleaved
+            both = [(n, impls[n]) for n in paired if method[n] != "launch"]
+            if both:
+                sets = min(sets_of[n] for n, _ in both)
+                reps = max(3, min(reps_of[n] for n, _ in both) // 2)
+                for n, ms in time_cuda_launches(round_order(both, round_), arg_sets[:sets], reps).items():
+                    plain[n].append(ms)
     return graph, plain, method
 
 
@@ -276,7 +288,7 @@ def _method(device: str, compile_: bool) -> dict[str, Any]:
         if device == "cuda"
         else "median wall-clock per call",
         "plain": "calls from Python on the current stream, device events, median; ours and eager every round, "
-        "the compiled ones in the first"
+        "their samples interleaved, the compiled ones in the first"
         if device == "cuda"
         else None,
         "rounds": "5 interleaved rounds (3 from 16 MiB), odd rounds in reverse order; every figure is the median round"

@@ -100,6 +100,29 @@ def time_cuda_launch(fn: Callable[..., Any], arg_sets: Sequence[tuple[Any, ...]]
     return median_ms(samples)
 
 
+def time_cuda_launches(
+    fns: Sequence[tuple[str, Callable[..., Any]]], arg_sets: Sequence[tuple[Any, ...]], reps: int
+) -> dict[str, float]:
+    """:func:`time_cuda_launch` of several implementations with their samples interleaved (the
+    order reversed every other sample), so that a slow spell of the host falls on all of them
+    alike: median ms per call of each."""
+    import torch
+
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    samples: dict[str, list[float]] = {name: [] for name, _ in fns}
+    for i in range(reps + 2):
+        for name, fn in round_order(list(fns), i):
+            torch.cuda.synchronize()
+            start.record()
+            for args in arg_sets:
+                fn(*args)
+            end.record()
+            end.synchronize()
+            if i >= 2:
+                samples[name].append(start.elapsed_time(end) / len(arg_sets))
+    return {name: median_ms(v) for name, v in samples.items()}
+
+
 def time_wall(fn: Callable[..., Any], arg_sets: Sequence[tuple[Any, ...]], reps: int) -> float:
     """Median wall-clock ms per call (the CPU timing)."""
     samples = []

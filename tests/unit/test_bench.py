@@ -362,3 +362,28 @@ def test_the_sweep_action_exits_1_on_a_wrong_result(tmp_path: Path, wrong: bool)
     assert json.loads(next(tmp_path.glob("sweep-k-*.json")).read_text())["summary"]["k double"]["correct"] == (
         0 if wrong else 3
     )
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+def test_plain_calls_of_several_implementations_interleave_their_samples():
+    from pybuild.bench.timing import time_cuda_launches
+
+    calls: list[str] = []
+    x = torch.ones(1 << 20, device="cuda")
+
+    def light(t: torch.Tensor) -> torch.Tensor:
+        calls.append("light")
+        return t + 1
+
+    def heavy(t: torch.Tensor) -> torch.Tensor:
+        calls.append("heavy")
+        for _ in range(20):
+            t = t * 1.0001
+        return t
+
+    ms = time_cuda_launches([("light", light), ("heavy", heavy)], [(x,)], 4)
+    assert set(ms) == {"light", "heavy"}
+    assert 0 < ms["light"] < ms["heavy"]
+    # 6 samples each (2 warm-up), one call per sample, the order reversed every other sample
+    assert calls == ["light", "heavy", "heavy", "light"] * 3
