@@ -26,7 +26,7 @@
 // launch and for the workspace query):
 //   - rows of 2, 4 or 8 bytes (hidden 1, 2, 4 in 16-bit dtypes; 1, 2 in fp32): several rows to a
 //     16-byte pack (rms_norm_tiny_kernel);
-//   - 16-bit rows of odd width (no 4-byte unit) of 8 to 8184 elements, from 1 MB of x (16 MB for
+//   - 16-bit rows of odd width (no 4-byte unit) of 9 to 8183 elements, from 1 MB of x (16 MB for
 //     rows of more than 256), with 16-byte aligned pointers: whole rows staged through shared
 //     memory as 16-byte vectors (rms_norm_staged_kernel);
 //   - other rows that are not whole 16-byte packs or not 16-byte aligned take the widest unit their
@@ -285,7 +285,7 @@ __global__ void __launch_bounds__(kRowsThreads, CPT > 8 ? 2 : 0) rms_norm_rows_k
   const int64_t hi = lo + chunk < units ? lo + chunk : units;
   const R* x = reinterpret_cast<const R*>(in + row * hidden);
   const R* w = reinterpret_cast<const R*>(weight);
-  R v[CPT], wv[CPT];  // the weight too (CPT <= 8): loaded with x, it adds no round trip after the reduction
+  R v[CPT], wv[CPT <= 8 ? CPT : 1];  // the weight too (CPT <= 8): loaded with x, no round trip after the reduction
   farm_pdl::wait_for_previous_grid();
 #pragma unroll
   for (int c = 0; c < CPT; ++c) {
@@ -706,7 +706,7 @@ enum class Path { kTiny, kStaged, kPacks, kGroup, kRows, kPartials };
 // What a launch does, from the shape and the pointers alone (the workspace query and the launch
 // agree on it):
 //   - kTiny: rows of 2, 4 or 8 bytes, several to a 16-byte pack;
-//   - kStaged: 16-bit rows of odd width, 8 elements to kStageCapacity bytes, staged through
+//   - kStaged: 16-bit rows of odd width, 9 elements to kStageCapacity bytes, staged through
 //     shared memory (16-byte aligned x, y and weight), unless the rows are too few to fill the device;
 //   - kPacks: rows of 16-byte packs held in registers by the tuned paths at the top, unless the
 //     rows are too few to fill the device and 16 KB or wider;
@@ -769,7 +769,8 @@ Plan plan_of(int elem, uintptr_t out, uintptr_t in, uintptr_t weight, int64_t ro
     return p;
   }
   // Units of 4 bytes or less: 16 a thread (twice rows_cpt) where the blocks, fewer or smaller for
-  // it, still give every SM a full load of threads. On an H200 (picked shapes, sweep method; raw
+  // it, still bring as many threads as the SMs hold at once (two waves or more of the 16-unit
+  // kernel, which fits half as many). On an H200 (picked shapes, sweep method; raw
   // files at 9b4f38a) that took fp32 1283x13063 from 79.0 to 55.5 us, fp32 675x20925 from 72.7
   // to 51.4, fp32 4293x3907 from 50.8 to 38.9 and bf16 3869x4962 from 30.0 to 25.4 us (0.74-0.95x
   // the fastest peer to 1.06-1.26x); rows whose smaller blocks would leave SMs idle were slower
