@@ -83,29 +83,17 @@ def time_cuda_graph(fn: Callable[..., Any], arg_sets: Sequence[tuple[Any, ...]],
 
 
 def time_cuda_launch(fn: Callable[..., Any], arg_sets: Sequence[tuple[Any, ...]], reps: int) -> float:
-    """Median ms per call issued from Python on the current stream (host overhead included)."""
-    import torch
-
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    samples = []
-    for i in range(reps + 2):
-        torch.cuda.synchronize()
-        start.record()
-        for args in arg_sets:
-            fn(*args)
-        end.record()
-        end.synchronize()
-        if i >= 2:
-            samples.append(start.elapsed_time(end) / len(arg_sets))
-    return median_ms(samples)
+    """Median ms per call issued from Python on the current stream (host overhead included): ``reps``
+    samples of one call per arg set, after two warm-up samples."""
+    return time_cuda_launches([("fn", fn)], arg_sets, reps)["fn"]
 
 
 def time_cuda_launches(
     fns: Sequence[tuple[str, Callable[..., Any]]], arg_sets: Sequence[tuple[Any, ...]], reps: int
 ) -> dict[str, float]:
     """:func:`time_cuda_launch` of several implementations with their samples interleaved (the
-    order reversed every other sample), so that a slow spell of the host falls on all of them
-    alike: median ms per call of each."""
+    order reversed every other sample, :func:`round_order`), so that a slow spell of the host falls
+    on all of them alike: median ms per call of each."""
     import torch
 
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
