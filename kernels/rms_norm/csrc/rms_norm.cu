@@ -776,20 +776,21 @@ Plan plan_of(int elem, uintptr_t out, uintptr_t in, uintptr_t weight, int64_t ro
   // the fastest peer to 1.06-1.26x); rows whose smaller blocks would leave SMs idle were slower
   // (fp32 406x453 2.35 -> 2.73 us, fp16 255x431 1.87 -> 2.18 us), so they keep 8. (Those runs
   // held the weight in registers, at 64 registers with a small spill; see rms_norm_rows_kernel.)
+  // Blocks per row at `cpt` units a thread: as many as the row needs or `fill`, whichever is more.
+  const auto split_at = [&](int cpt) {
+    const int64_t cap = int64_t{kRowsThreads} * cpt * p.bytes;  // bytes a block holds
+    const int64_t need = (row_bytes + cap - 1) / cap;
+    return need > fill ? need : fill;
+  };
   if (p.bytes <= 4) {
     const int deep = 2 * rows_cpt(p.bytes);
-    const int64_t cap = int64_t{kRowsThreads} * deep * p.bytes;
-    const int64_t need = (row_bytes + cap - 1) / cap;
-    int64_t split = need > fill ? need : fill;
-    if (dev.major < 9) split = 1;
+    const int64_t split = dev.major < 9 ? 1 : split_at(deep);
     if (split <= kMaxSplit) {
       const int64_t threads = rows_threads((units + split - 1) / split, deep);
       p.deep = rows * split * threads >= int64_t{dev.sms} * dev.threads_per_sm;
     }
   }
-  const int64_t cap = int64_t{kRowsThreads} * rows_cpt(p.bytes) * (p.deep ? 2 : 1) * p.bytes;  // bytes a block holds
-  const int64_t need = (row_bytes + cap - 1) / cap;
-  int64_t split = need > fill ? need : fill;
+  int64_t split = split_at(rows_cpt(p.bytes) * (p.deep ? 2 : 1));
   p.path = Path::kRows;
   if (dev.major < 9) {
     split = 1;  // no clusters: a block per row, long rows read twice
