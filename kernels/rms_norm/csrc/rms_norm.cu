@@ -334,34 +334,51 @@ __global__ void __launch_bounds__(kRowsThreads, CPT > 8 ? 2 : 0) rms_norm_rows_k
   for (int64_t i = rest; i < hi; i += group) y[i] = U::scale(x[i], w[i], rstd);
 }
 
-// Short rows (up to 256 units of BYTES): `group` (a power of two <= 32) consecutive lanes per
-// row, UPT units each, and RPT rows per group, all loaded before any is reduced. Row k of a group
-// is k * (rows per RPT-slice of the block) away from row 0, so each load of a warp covers
-// 32 / group consecutive rows, one contiguous span.
+// Short rows (up to 256 units of BYTES): 2^lg (<= 32) consecutive lanes per row, UPT units each,
+// and RPT rows per group, all loaded before any is reduced. Row k of a group is k * (rows per
+// RPT-slice of the block) away from row 0, so each load of a warp covers 32 >> lg consecutive
+// rows, one contiguous span. The lanes and rows come from shifts and the addresses from one base
+// pointer and a stride. With a division by the group size and a 64-bit row product per load the
+// kernel was bound by instruction issue, not by memory: on an H200 (ncu, raw files at c4029b2)
+// fp16 205472x18 took 25.1k cycles issuing 0.77 instructions a cycle a scheduler, where Triton's
+// program of the same layout took 13.8k at 0.65. This form (picked shapes, sweep method): fp16
+// 205472x18 11.44 -> 9.55 us, bf16 78653x90 16.86 -> 12.21, fp32 110200x11 6.05 -> 5.18,
+// fp16 180x354 1.77 -> 1.43.
 template <typename T, int BYTES, int UPT, int RPT>
 __global__ void __launch_bounds__(256) rms_norm_group_kernel(T* __restrict__ out, const T* __restrict__ in,
-                                                             const T* __restrict__ weight, int64_t rows,
-                                                             int64_t hidden, int units, int group, float inv_hidden,
-                                                             float eps, bool trigger) {
+                                                             const T* __restrict__ weight, int64_t rows, int units,
+                                                             int lg, float inv_hidden, float eps, bool trigger) {
   using U = Unit<T, BYTES>;
   using R = typename U::R;
+  const int group = 1 << lg;
   const int lane = threadIdx.x & (group - 1);
-  const int per_slice = 256 / group;  // rows of the block per k
-  const int64_t row0 = static_cast<int64_t>(blockIdx.x) * RPT * per_slice + threadIdx.x / group;
-  const R* w = reinterpret_cast<const R*>(weight);
+  const int per_slice = 256 >> lg;  // rows of the block per k
+  const int64_t row0 = static_cast<int64_t>(blockIdx.x) * (RPT * per_slice) + (threadIdx.x >> lg);
+  const int64_t left = rows - row0;  // rows from this thread's first on
+  const int64_t step = static_cast<int64_t>(per_slice) * units;  // units between a thread's rows
+  // Every load is of an address inside x: rows past the end read the last row, lanes past the
+  // row's end its last unit (both cache hits), and neither is summed or stored. Loads that were
+  // predicated into a zeroed register got their 16-bit halves merged after each load, which made
+  // the next load wait (fp16 rows of 8 units a lane ran 1.77 -> 2.23 us).
+  const int64_t first = row0 < rows ? row0 : rows - 1;
+  const R* x = reinterpret_cast<const R*>(in) + first * units + lane;
+  const R* w = reinterpret_cast<const R*>(weight) + lane;
+  int off[UPT];  // lane-relative unit of column c, clamped to the row
+  bool col[UPT];
+#pragma unroll
+  for (int c = 0; c < UPT; ++c) {
+    col[c] = lane + c * group < units;
+    off[c] = col[c] ? c * group : units - 1 - lane;
+  }
   R v[RPT][UPT], wv[UPT];
   farm_pdl::wait_for_previous_grid();
 #pragma unroll
-  for (int c = 0; c < UPT; ++c) wv[c] = lane + c * group < units ? w[lane + c * group] : U::zero();
+  for (int c = 0; c < UPT; ++c) wv[c] = w[off[c]];
 #pragma unroll
   for (int k = 0; k < RPT; ++k) {
-    const int64_t row = row0 + static_cast<int64_t>(k) * per_slice;
-    const R* x = reinterpret_cast<const R*>(in + row * hidden);
+    const R* xk = x + (k * per_slice < left ? k * step : 0);
 #pragma unroll
-    for (int c = 0; c < UPT; ++c) {
-      const int i = lane + c * group;
-      v[k][c] = row < rows && i < units ? x[i] : U::zero();
-    }
+    for (int c = 0; c < UPT; ++c) v[k][c] = xk[off[c]];
   }
   farm_pdl::allow_next_grid(trigger);
   float ss[RPT];
@@ -369,22 +386,21 @@ __global__ void __launch_bounds__(256) rms_norm_group_kernel(T* __restrict__ out
   for (int k = 0; k < RPT; ++k) {
     ss[k] = 0.0f;
 #pragma unroll
-    for (int c = 0; c < UPT; ++c) ss[k] += U::sumsq(v[k][c]);
+    for (int c = 0; c < UPT; ++c) ss[k] += col[c] ? U::sumsq(v[k][c]) : 0.0f;
   }
   for (int o = group / 2; o > 0; o >>= 1) {
 #pragma unroll
     for (int k = 0; k < RPT; ++k) ss[k] += __shfl_xor_sync(0xffffffffu, ss[k], o);
   }
+  R* y = reinterpret_cast<R*>(out) + row0 * units + lane;
 #pragma unroll
   for (int k = 0; k < RPT; ++k) {
-    const int64_t row = row0 + static_cast<int64_t>(k) * per_slice;
-    if (row < rows) {
+    if (k * per_slice < left) {
       const float rstd = rsqrtf(ss[k] * inv_hidden + eps);
-      R* y = reinterpret_cast<R*>(out + row * hidden);
+      R* yk = y + k * step;
 #pragma unroll
       for (int c = 0; c < UPT; ++c) {
-        const int i = lane + c * group;
-        if (i < units) y[i] = U::scale(v[k][c], wv[c], rstd);
+        if (col[c]) yk[c * group] = U::scale(v[k][c], wv[c], rstd);
       }
     }
   }
@@ -826,11 +842,13 @@ template <typename T, int BYTES, int UPT, int RPT>
 void launch_group(T* out, const T* in, const T* weight, int64_t rows, int64_t hidden, int group, float inv_h,
                   float eps, cudaStream_t s, bool pdl) {
   const int units = static_cast<int>(hidden / Unit<T, BYTES>::kVec);
-  const int64_t per_block = int64_t{RPT} * (256 / group);
+  int lg = 0;
+  while ((1 << lg) < group) ++lg;
+  const int64_t per_block = int64_t{RPT} * (256 >> lg);
   const auto blocks = static_cast<unsigned>((rows + per_block - 1) / per_block);
   const bool trigger = pdl && farm_pdl::trigger_pays(2 * per_block * units * BYTES);
-  farm_pdl::launch(rms_norm_group_kernel<T, BYTES, UPT, RPT>, blocks, 256, s, pdl, out, in, weight, rows, hidden,
-                   units, group, inv_h, eps, trigger);
+  farm_pdl::launch(rms_norm_group_kernel<T, BYTES, UPT, RPT>, blocks, 256, s, pdl, out, in, weight, rows, units, lg,
+                   inv_h, eps, trigger);
 }
 
 // rms_norm_rows_kernel<T, BYTES, CPT> with `split` blocks per row (a cluster when > 1). False if
@@ -876,9 +894,19 @@ template <typename T, int BYTES>
 void launch_units(T* o, const T* x, const T* w, float* partial, int64_t rows, int64_t hidden, const Plan& p,
                   float inv_h, float eps, cudaStream_t s, bool pdl) {
   constexpr int kCpt = rows_cpt(BYTES);
-  if (p.path == Path::kGroup) {
+  if (p.path == Path::kGroup && BYTES < 16) {  // plan_of gives 16-byte rows the packs path
     const int units = static_cast<int>(hidden / Unit<T, BYTES>::kVec);
-    const int group = next_pow2(units < 32 ? units : 32);
+    int group = next_pow2(units < 32 ? units : 32);
+    // Units of 4 bytes or less: half the lanes a row, about two units each, where that still
+    // brings one resident wave of threads or more. Fewer lanes issue fewer instructions a byte
+    // (shuffles, row arithmetic, idle lanes of rows short of a power of two). On an H200 (picked
+    // shapes, sweep method, raw files at c4029b2): fp16 205472x18 9.55 -> 8.26 us, fp16 600409x3
+    // 6.18 -> 4.97, fp16 124887x5 3.43 -> 2.87, fp32 254239x29 21.00 -> 19.57, bf16 44587x30
+    // 3.61 -> 3.30; slower with 8-byte units (fp32 161591x26 10.97 -> 12.14) and on rows too few
+    // to fill the device (fp16 126x42 1.10 -> 1.16 us).
+    if (BYTES <= 4 && group > 1 && rows * (group / 2) >= int64_t{device_info().sms} * device_info().threads_per_sm) {
+      group /= 2;
+    }
     const int upt = (units + group - 1) / group;
     // 4 to 8 units in flight per thread (UPT of each of RPT rows), but fewer rows per thread while
     // the blocks would not give every SM two: on an H200 that took bf16 1159x42 from 1.92 to 1.33 us
@@ -888,19 +916,21 @@ void launch_units(T* o, const T* x, const T* w, float* partial, int64_t rows, in
     const int64_t enough = 2 * int64_t{device_info().sms};
     int rpt = upt <= 2 ? 4 : upt <= 4 ? 2 : 1;
     while (rpt > 1 && (rows + rpt * slice - 1) / (rpt * slice) < enough) rpt /= 2;
-    if (upt == 1) {
-      if (rpt == 4) launch_group<T, BYTES, 1, 4>(o, x, w, rows, hidden, group, inv_h, eps, s, pdl);
-      else if (rpt == 2) launch_group<T, BYTES, 1, 2>(o, x, w, rows, hidden, group, inv_h, eps, s, pdl);
-      else launch_group<T, BYTES, 1, 1>(o, x, w, rows, hidden, group, inv_h, eps, s, pdl);
-    } else if (upt == 2) {
-      if (rpt == 4) launch_group<T, BYTES, 2, 4>(o, x, w, rows, hidden, group, inv_h, eps, s, pdl);
-      else if (rpt == 2) launch_group<T, BYTES, 2, 2>(o, x, w, rows, hidden, group, inv_h, eps, s, pdl);
-      else launch_group<T, BYTES, 2, 1>(o, x, w, rows, hidden, group, inv_h, eps, s, pdl);
-    } else if (upt <= 4) {
-      if (rpt == 2) launch_group<T, BYTES, 4, 2>(o, x, w, rows, hidden, group, inv_h, eps, s, pdl);
-      else launch_group<T, BYTES, 4, 1>(o, x, w, rows, hidden, group, inv_h, eps, s, pdl);
-    } else {
-      launch_group<T, BYTES, 8, 1>(o, x, w, rows, hidden, group, inv_h, eps, s, pdl);
+    if constexpr (BYTES < 16) {
+      if (upt == 1) {
+        if (rpt == 4) launch_group<T, BYTES, 1, 4>(o, x, w, rows, hidden, group, inv_h, eps, s, pdl);
+        else if (rpt == 2) launch_group<T, BYTES, 1, 2>(o, x, w, rows, hidden, group, inv_h, eps, s, pdl);
+        else launch_group<T, BYTES, 1, 1>(o, x, w, rows, hidden, group, inv_h, eps, s, pdl);
+      } else if (upt == 2) {
+        if (rpt == 4) launch_group<T, BYTES, 2, 4>(o, x, w, rows, hidden, group, inv_h, eps, s, pdl);
+        else if (rpt == 2) launch_group<T, BYTES, 2, 2>(o, x, w, rows, hidden, group, inv_h, eps, s, pdl);
+        else launch_group<T, BYTES, 2, 1>(o, x, w, rows, hidden, group, inv_h, eps, s, pdl);
+      } else if (upt <= 4) {
+        if (rpt == 2) launch_group<T, BYTES, 4, 2>(o, x, w, rows, hidden, group, inv_h, eps, s, pdl);
+        else launch_group<T, BYTES, 4, 1>(o, x, w, rows, hidden, group, inv_h, eps, s, pdl);
+      } else {
+        launch_group<T, BYTES, 8, 1>(o, x, w, rows, hidden, group, inv_h, eps, s, pdl);
+      }
     }
   } else if (p.path == Path::kPartials && partial != nullptr) {
     launch_partials<T, BYTES>(o, x, w, partial, rows, hidden, p.parts, inv_h, eps, s, pdl);
