@@ -897,15 +897,16 @@ void launch_units(T* o, const T* x, const T* w, float* partial, int64_t rows, in
   if (p.path == Path::kGroup && BYTES < 16) {  // plan_of gives 16-byte rows the packs path
     const int units = static_cast<int>(hidden / Unit<T, BYTES>::kVec);
     int group = next_pow2(units < 32 ? units : 32);
-    // Units of 4 bytes or less: half the lanes a row, about two units each, where that still
-    // brings one resident wave of threads or more. Fewer lanes issue fewer instructions a byte
+    // Rows of 32 units or less, of 4 bytes or less: half the lanes a row, about two units each,
+    // where that still brings one resident wave of threads or more. Fewer lanes issue fewer instructions a byte
     // (shuffles, row arithmetic, idle lanes of rows short of a power of two). On an H200 (picked
     // shapes, sweep method, raw files at c4029b2): fp16 205472x18 9.55 -> 8.26 us, fp16 600409x3
     // 6.18 -> 4.97, fp16 124887x5 3.43 -> 2.87, fp32 254239x29 21.00 -> 19.57, bf16 44587x30
     // 3.61 -> 3.30; slower with 8-byte units (fp32 161591x26 10.97 -> 12.14) and on rows too few
     // to fill the device (fp16 126x42 1.10 -> 1.16 us).
-    if (BYTES <= 4 && group > 1 && rows * (group / 2) >= int64_t{device_info().sms} * device_info().threads_per_sm) {
-      group /= 2;
+    if (BYTES <= 4 && units <= 32 && group > 1 &&
+        rows * (group / 2) >= int64_t{device_info().sms} * device_info().threads_per_sm) {
+      group /= 2;  // next_pow2((units + 1) / 2): upt 2 at most
     }
     const int upt = (units + group - 1) / group;
     // 4 to 8 units in flight per thread (UPT of each of RPT rows), but fewer rows per thread while

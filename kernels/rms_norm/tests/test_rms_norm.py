@@ -199,7 +199,9 @@ def test_cuda_back_to_back_launches(kernel, graph, hidden):
 # workspace (1x327680, 3x151936, 7x65544), and long rows read twice (300x40000). From 1 MB, odd
 # 16-bit rows are staged through shared memory (50000x11, 4000x167; wider than 256 from 16 MB:
 # 6000x1471); rows of 4-byte units or elements that fill the device take 16 a thread (1200x4097,
-# and 200x40001 in a cluster of blocks per row).
+# and 200x40001 in a cluster of blocks per row). Rows of 32 units of 4 bytes or less, enough of
+# them to fill the device, take half the lanes a row (40000x18 in 16-bit dtypes, 150000x3); rows
+# of more units keep theirs (20000x223 in float32).
 WIDE = [
     (1000, 2),
     (999, 4),
@@ -223,6 +225,9 @@ WIDE = [
     (6000, 1471),
     (1200, 4097),
     (200, 40001),
+    (40000, 18),
+    (150000, 3),
+    (20000, 223),
 ]
 
 
