@@ -26,9 +26,9 @@
 // launch and for the workspace query):
 //   - rows of 2, 4 or 8 bytes (hidden 1, 2, 4 in 16-bit dtypes; 1, 2 in fp32): several rows to a
 //     16-byte pack (rms_norm_tiny_kernel);
-//   - 16-bit rows of odd width (no 4-byte unit) of 9 to 8183 elements, from 1 MB of x (16 MB for
-//     rows of more than 256), with 16-byte aligned pointers: whole rows staged through shared
-//     memory as 16-byte vectors (rms_norm_staged_kernel);
+//   - 16-bit rows of odd width (no 4-byte unit) of 9 to 256 elements, from 16 MB of x, with
+//     16-byte aligned pointers: whole rows staged through shared memory as 16-byte vectors
+//     (rms_norm_staged_kernel);
 //   - other rows that are not whole 16-byte packs or not 16-byte aligned take the widest unit their
 //     width and pointers allow (8, 4 bytes or one element): up to 256 units in coalesced lane
 //     groups with several rows per group (rms_norm_group_kernel), longer ones as below;
@@ -465,8 +465,8 @@ __global__ void __launch_bounds__(256) rms_norm_tiny_kernel(T* __restrict__ out,
 constexpr int kStageThreads = 256;
 constexpr int kStageLoads = 4;  // 16-byte vectors of x per thread at most (kernel_farm/stage.cuh)
 constexpr int64_t kStageCapacity = int64_t{kStageLoads} * kStageThreads * 16 - 16;  // bytes of rows per block
-constexpr int64_t kStagedFrom = int64_t{1} << 20;        // bytes of x; smaller inputs take the paths below
-constexpr int64_t kStagedWideFrom = int64_t{16} << 20;   // the same for rows of more than 256 elements
+constexpr int64_t kStagedFrom = int64_t{16} << 20;  // bytes of x; smaller inputs take the group kernel
+constexpr int64_t kStagedMaxHidden = 256;           // wider rows take the rows kernel
 
 // One row of the staged kernel: its sum of squares over the lanes' elements (lane, lane + group,
 // ...), two loads in flight per lane.
@@ -722,8 +722,8 @@ enum class Path { kTiny, kStaged, kPacks, kGroup, kRows, kPartials };
 // What a launch does, from the shape and the pointers alone (the workspace query and the launch
 // agree on it):
 //   - kTiny: rows of 2, 4 or 8 bytes, several to a 16-byte pack;
-//   - kStaged: 16-bit rows of odd width, 9 elements to kStageCapacity bytes, staged through
-//     shared memory (16-byte aligned x, y and weight), unless the rows are too few to fill the device;
+//   - kStaged: 16-bit rows of odd width, 9 to 256 elements in 16 MB of x or more, staged through
+//     shared memory (16-byte aligned x, y and weight);
 //   - kPacks: rows of 16-byte packs held in registers by the tuned paths at the top, unless the
 //     rows are too few to fill the device and 16 KB or wider;
 //   - kGroup: other short rows (up to kGroupMaxUnits units of `bytes`);
@@ -765,14 +765,17 @@ Plan plan_of(int elem, uintptr_t out, uintptr_t in, uintptr_t weight, int64_t ro
   }
   // Staged: rows of single 16-bit elements only. Rows of whole 4- or 8-byte units ran staged at
   // 0.47-1.09x (median 0.72x) the speed of the group and rows kernels on an H200 (sweep, seed 0).
-  // Rows narrower than 8 elements, and rows wider than 256 in less than kStagedWideFrom of x, ran
-  // faster in the group and rows kernels (H200, picked shapes, raw files at 9b4f38a: fp16
-  // 124887x5 5.18 -> 3.85 us,
-  // bf16 1462x1471 8.21 -> 5.66 us, fp16 561x953 4.13 -> 2.80 us; bf16 24478x885, 43 MB, 41.2 ->
-  // 43.2 us unstaged, so it stays staged).
+  // Only rows of 8 to 256 elements in 16 MB of x or more: since the group and rows kernels lost
+  // their extra instructions, smaller inputs and wider rows run faster there. On an H200 (24 odd
+  // 16-bit shapes, sweep method, raw files at 8502ac7), staged -> unstaged: bf16 10000x255 11.27
+  // -> 6.01 us, fp16 4000x167 5.39 -> 2.82, bf16 30000x255 (15 MB) 20.89 -> 14.22, fp16 500000x13
+  // (13 MB) 15.57 -> 14.36, bf16 24478x885 42.60 -> 37.06, bf16 6000x1471 18.95 -> 16.31; from
+  // 16 MB staged stays ahead: fp16 1000000x9 19.13 against 26.40 us, bf16 200924x167 60.68
+  // against 80.57, bf16 713923x47 58.82 against 77.50 (bf16 150000x33, 9.9 MB: 12.06 against
+  // 17.39, the one smaller shape where it was).
   const int64_t x_bytes = rows * row_bytes;
-  if (p.bytes < 4 && row_bytes <= kStageCapacity && fill == 1 && (addresses & 15u) == 0 && hidden >= 8 &&
-      x_bytes >= (hidden <= 256 ? kStagedFrom : kStagedWideFrom)) {
+  if (p.bytes < 4 && hidden <= kStagedMaxHidden && fill == 1 && (addresses & 15u) == 0 && hidden >= 8 &&
+      x_bytes >= kStagedFrom) {
     p.path = Path::kStaged;
     return p;
   }
@@ -917,6 +920,21 @@ void launch_units(T* o, const T* x, const T* w, float* partial, int64_t rows, in
     const int64_t enough = 2 * int64_t{device_info().sms};
     int rpt = upt <= 2 ? 4 : upt <= 4 ? 2 : 1;
     while (rpt > 1 && (rows + rpt * slice - 1) / (rpt * slice) < enough) rpt /= 2;
+    // 2-byte units (odd 16-bit rows): twice the rows a thread where the blocks still bring one
+    // resident wave, for as many bytes in flight as 4-byte units get. On an H200 (picked shapes,
+    // sweep method, raw files at 8502ac7): fp16 40000x77 8.76 -> 8.17 us, fp16 20000x167 9.01 ->
+    // 8.03, bf16 30000x255 14.22 -> 13.25, fp16 500000x13 14.36 -> 14.15; with fewer blocks it
+    // was slower (bf16 76519x11 3.13 -> 3.87 us, fp16 200000x13 6.85 -> 7.17).
+    if constexpr (BYTES == 2) {
+      const int64_t wave = int64_t{device_info().sms} * device_info().threads_per_sm / 256;
+      if (upt >= 2 && (rows + 2 * rpt * slice - 1) / (2 * rpt * slice) >= wave) {
+        // upt 1 never gets here: its rows halve their lanes first (upt 2) wherever this holds
+        if (upt == 2) launch_group<T, BYTES, 2, 8>(o, x, w, rows, hidden, group, inv_h, eps, s, pdl);
+        else if (upt <= 4) launch_group<T, BYTES, 4, 4>(o, x, w, rows, hidden, group, inv_h, eps, s, pdl);
+        else launch_group<T, BYTES, 8, 2>(o, x, w, rows, hidden, group, inv_h, eps, s, pdl);
+        return;
+      }
+    }
     if constexpr (BYTES < 16) {
       if (upt == 1) {
         if (rpt == 4) launch_group<T, BYTES, 1, 4>(o, x, w, rows, hidden, group, inv_h, eps, s, pdl);

@@ -196,10 +196,12 @@ def test_cuda_back_to_back_launches(kernel, graph, hidden):
 # pack (1000x2, 999x4 in 16-bit dtypes, 5x1), rows in units of 8, 4 or 2 bytes where 16 do not
 # divide them (odd, prime and even-unaligned widths), rows too few to fill the device shared by a
 # cluster of blocks (8x16384, 2x6717, 1x9358) or, wider still, by two kernels meeting in a
-# workspace (1x327680, 3x151936, 7x65544), and long rows read twice (300x40000). From 1 MB, odd
-# 16-bit rows are staged through shared memory (50000x11, 4000x167; wider than 256 from 16 MB:
-# 6000x1471); rows of 4-byte units or elements that fill the device take 16 a thread (1200x4097,
-# and 200x40001 in a cluster of blocks per row). Rows of 32 units of 4 bytes or less, enough of
+# workspace (1x327680, 3x151936, 7x65544), and long rows read twice (300x40000). From 16 MB, odd
+# 16-bit rows of up to 256 elements are staged through shared memory (60000x167, 1000000x9);
+# smaller ones take the group kernel (50000x11, 4000x167), with twice the rows a thread where
+# that still fills the device (20000x167, 40000x77, 300000x13), and wider ones the rows kernel
+# (6000x1471); rows of 4-byte units or elements that fill the device take 16 a thread
+# (1200x4097, and 200x40001 in a cluster of blocks per row). Rows of 32 units of 4 bytes or less, enough of
 # them to fill the device, take half the lanes a row (40000x18 in 16-bit dtypes, 150000x3); rows
 # of more units keep theirs (20000x223 in float32).
 WIDE = [
@@ -228,6 +230,11 @@ WIDE = [
     (40000, 18),
     (150000, 3),
     (20000, 223),
+    (60000, 167),
+    (1000000, 9),
+    (20000, 167),
+    (300000, 13),
+    (40000, 77),
 ]
 
 
