@@ -44,6 +44,7 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <type_traits>
 
 #include <kernel_farm/device.cuh>
 #include <kernel_farm/dtypes.cuh>
@@ -260,15 +261,25 @@ struct Unit {
 // own part.
 // The first CPT units of a thread stay in registers from the load to the store; units past those
 // (rows longer than the block holds) are read again for the store, from L2.
-// With CPT 16 the weight is read at the store (an L1/L2 hit) instead of held from the load, and
-// ptxas is bound to 64 registers (two 512-thread blocks an SM). Holding it took 78-96 registers
-// without a bound, one block an SM: on an H200 (sweep at ab3abc9 and picked shapes; raw files at
-// 9b4f38a) fp16 344x19373 went from 22.5 us a call (8 units) to 33.1 us, and fp32 1283x13063 and
-// 675x20925 ran in 85.5 and 77.7 us where a 64-register build had taken 55.5 and 51.4 us. Bound
-// to 64 with the weight held, ptxas spilled. This form has not been timed yet. With CPT 8 or
-// less, no bound (0).
+// Where a thread holds 64 bytes of x (CPT 16 of 4-byte units, or CPT 4 of 16-byte bf16 packs)
+// the weight is read at the store (an L1/L2 hit) instead of held from the load, and ptxas is
+// bound to 64 registers (two 512-thread blocks an SM). Holding it took 78-96 registers (100 for
+// bf16 packs) without a bound, one block an SM: on an H200 (sweep at ab3abc9 and picked shapes;
+// raw files at 9b4f38a) fp16 344x19373 went from 22.5 us a call (8 units) to 33.1 us, and fp32
+// 1283x13063 and 675x20925 ran in 85.5 and 77.7 us where a 64-register build had taken 55.5 and
+// 51.4 (this form: 23.1, 56.1 and 52.8 us in the sweep at 418ca33). bf16 packs (H200, picked
+// shapes, raw files at 3bf6137): 58x131072 18.95 -> 16.66 us, 255x131072 75.03 -> 61.60,
+// 2000x40960 195.8 -> 148.3, 300x40000 32.58 -> 27.84, but 16x32768, one wave, 3.23 -> 4.02. The
+// same for fp16 and fp32 packs, which fit 64 registers with the weight held, was slower (fp16
+// 100x65536 12.36 -> 15.05 us, fp32 1000x20000 60.8 -> 69.9), so they hold it. Bound to 64 with
+// the weight held, ptxas spilled.
 template <typename T, int BYTES, int CPT>
-__global__ void __launch_bounds__(kRowsThreads, CPT > 8 ? 2 : 0) rms_norm_rows_kernel(T* __restrict__ out, const T* __restrict__ in,
+constexpr bool hold_weight() {
+  return CPT <= 8 && !(BYTES == 16 && sizeof(T) == 2 && !std::is_same_v<T, __half>);
+}
+
+template <typename T, int BYTES, int CPT>
+__global__ void __launch_bounds__(kRowsThreads, hold_weight<T, BYTES, CPT>() ? 0 : 2) rms_norm_rows_kernel(T* __restrict__ out, const T* __restrict__ in,
                                                                     const T* __restrict__ weight, int64_t rows,
                                                                     int64_t hidden, int64_t units, int split, int64_t chunk, float inv_hidden,
                                                                     float eps, bool trigger) {
@@ -285,14 +296,15 @@ __global__ void __launch_bounds__(kRowsThreads, CPT > 8 ? 2 : 0) rms_norm_rows_k
   const int64_t hi = lo + chunk < units ? lo + chunk : units;
   const R* x = reinterpret_cast<const R*>(in + row * hidden);
   const R* w = reinterpret_cast<const R*>(weight);
-  R v[CPT], wv[CPT <= 8 ? CPT : 1];  // the weight too (CPT <= 8): loaded with x, no round trip after the reduction
+  constexpr bool kHoldWeight = hold_weight<T, BYTES, CPT>();  // loaded with x: no round trip after the reduction
+  R v[CPT], wv[kHoldWeight ? CPT : 1];
   farm_pdl::wait_for_previous_grid();
 #pragma unroll
   for (int c = 0; c < CPT; ++c) {
     const int64_t i = lo + lane + static_cast<int64_t>(c) * group;
     const bool in_row = row_ok && i < hi;
     v[c] = in_row ? x[i] : U::zero();
-    if constexpr (CPT <= 8) wv[c] = in_row ? w[i] : U::zero();
+    if constexpr (kHoldWeight) wv[c] = in_row ? w[i] : U::zero();
   }
   farm_pdl::allow_next_grid(trigger);
   float ss = 0.0f;
@@ -325,7 +337,7 @@ __global__ void __launch_bounds__(kRowsThreads, CPT > 8 ? 2 : 0) rms_norm_rows_k
 #pragma unroll
   for (int c = 0; c < CPT; ++c) {
     const int64_t i = lo + lane + static_cast<int64_t>(c) * group;
-    if constexpr (CPT <= 8) {
+    if constexpr (kHoldWeight) {
       if (i < hi) y[i] = U::scale(v[c], wv[c], rstd);
     } else {
       if (i < hi) y[i] = U::scale(v[c], w[i], rstd);
