@@ -834,6 +834,14 @@ Plan plan_of(int elem, uintptr_t out, uintptr_t in, uintptr_t weight, int64_t ro
       return p;
     }
     split = kMaxSplit;
+  } else if (split <= 3 && p.bytes >= 8 && rows >= 4 * int64_t{dev.sms}) {
+    // Units of 8 or 16 bytes, rows for several waves, 2 or 3 blocks a row: a block per row, the
+    // rest of the row read twice (from L2), beat the cluster. On an H200 (picked shapes, sweep
+    // method, raw files at 1d6fa14): fp32 940x4622 15.41 -> 14.05 us, fp32 1000x20000 61.18 ->
+    // 51.69, bf16 2000x40960 150.4 -> 130.3. It lost with fewer rows (bf16 300x40000 27.80 ->
+    // 28.58), more blocks a row (fp16 500x65536, 4: 48.0 -> 61.8) and smaller units (fp32
+    // 1283x13063, 4 bytes: 56.9 -> 63.3; fp16 344x19373, 2 bytes: 23.2 -> 37.6).
+    split = 1;
   }
   p.split = static_cast<int>(split);
   return p;

@@ -203,7 +203,9 @@ def test_cuda_back_to_back_launches(kernel, graph, hidden):
 # (6000x1471); rows of 4-byte units or elements that fill the device take 16 a thread
 # (1200x4097, and 200x40001 in a cluster of blocks per row). Rows of 32 units of 4 bytes or less, enough of
 # them to fill the device, take half the lanes a row (40000x18 in 16-bit dtypes, 150000x3); rows
-# of more units keep theirs (20000x223 in float32).
+# of more units keep theirs (20000x223 in float32). Rows of 8- or 16-byte units that would take
+# 2 or 3 blocks of a cluster take one block each where they are enough rows (600x10004 in 16-bit
+# dtypes, 600x20000 in float32).
 WIDE = [
     (1000, 2),
     (999, 4),
@@ -235,6 +237,8 @@ WIDE = [
     (20000, 167),
     (300000, 13),
     (40000, 77),
+    (600, 10004),
+    (600, 20000),
 ]
 
 
