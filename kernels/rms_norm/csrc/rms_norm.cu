@@ -274,7 +274,7 @@ struct Unit {
 // 100x65536 12.36 -> 15.05 us, fp32 1000x20000 60.8 -> 69.9), so they hold it. Bound to 64 with
 // the weight held, ptxas spilled.
 template <typename T, int BYTES, int CPT>
-constexpr bool hold_weight() {
+__host__ __device__ constexpr bool hold_weight() {
   return CPT <= 8 && !(BYTES == 16 && sizeof(T) == 2 && !std::is_same_v<T, __half>);
 }
 
