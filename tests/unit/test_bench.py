@@ -166,8 +166,9 @@ def test_run_writes_a_json_document(tmp_path):
         "gpu-nvidia-h100-80gb-hbm3.json",
         "sweep-activation-rms_norm-nvidia-h200.json",
         "sweep-img2gray-activation-rms_norm-nvidia-h200.json",
-        "sweep-activation-rms_norm-nvidia-h100-80gb-hbm3.json",
         "sweep-rms_norm-nvidia-h200.json",
+        "sweep-activation-nvidia-h100-80gb-hbm3.json",
+        "sweep-rms_norm-nvidia-h100-80gb-hbm3.json",
     ],
 )
 def test_the_performance_page_tables_are_the_committed_runs(result: str) -> None:
