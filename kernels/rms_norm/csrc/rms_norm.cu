@@ -515,10 +515,10 @@ __device__ __forceinline__ void staged_scale(T* xr, const T* ws, int hidden, int
 }
 
 template <typename T, int K>
-__global__ void __launch_bounds__(kStageThreads) rms_norm_staged_kernel(T* __restrict__ out, const T* __restrict__ in,
-                                                                        const T* __restrict__ weight, int64_t rows,
-                                                                        int hidden, int rpb, int group,
-                                                                        float inv_hidden, float eps, bool trigger) {
+__global__ void __launch_bounds__(kStageThreads, 5) rms_norm_staged_kernel(T* __restrict__ out, const T* __restrict__ in,
+                                                                           const T* __restrict__ weight, int64_t rows,
+                                                                           int hidden, int rpb, int group,
+                                                                           float inv_hidden, float eps, bool trigger) {
   constexpr int kVec = 16 / sizeof(T);
   __shared__ uint4 s_x[K * kStageThreads];
   __shared__ uint4 s_w[K * kStageThreads];
@@ -948,7 +948,8 @@ void launch_units(T* o, const T* x, const T* w, float* partial, int64_t rows, in
     if constexpr (BYTES == 2) {
       const int64_t wave = int64_t{device_info().sms} * device_info().threads_per_sm / 256;
       if (upt >= 2 && (rows + 2 * rpt * slice - 1) / (2 * rpt * slice) >= wave) {
-        // upt 1 never gets here: its rows halve their lanes first (upt 2) wherever this holds
+        // rpt is still its first value (4, 2, 1 for upt 2, 4, 8): a smaller one left fewer blocks
+        // than this needs. upt 1 never gets here: its rows halve their lanes first (upt 2).
         if (upt == 2) launch_group<T, BYTES, 2, 8>(o, x, w, rows, hidden, group, inv_h, eps, s, pdl);
         else if (upt <= 4) launch_group<T, BYTES, 4, 4>(o, x, w, rows, hidden, group, inv_h, eps, s, pdl);
         else launch_group<T, BYTES, 8, 2>(o, x, w, rows, hidden, group, inv_h, eps, s, pdl);
@@ -1014,17 +1015,24 @@ void launch_tiny(T* o, const T* x, const T* w, int64_t rows, int64_t hidden, flo
   }
 }
 
-// Rows per block: as many whole rows as kStageCapacity holds; lanes per row: a power of two with
-// about 32 elements each, up to a warp. 32 rather than 8 took bf16 200924x167 from 73.2 to 59.6 us
-// and fp16 308020x11 from 11.4 to 10.7 us on an H200, and was even (within 1%) on wider rows
-// (picked shapes, sweep method; raw files at 9b4f38a).
+// Lanes per row: a power of two with about 32 elements each, up to a warp. 32 rather than 8 took
+// bf16 200924x167 from 73.2 to 59.6 us and fp16 308020x11 from 11.4 to 10.7 us on an H200, and was
+// even (within 1%) on wider rows (picked shapes, sweep method; raw files at 9b4f38a). Rows per
+// block: as many whole rows as kStageCapacity holds, rounded down to a multiple of the block's row
+// slots (kStageThreads / group) so that no pass over the rows leaves lanes idle. With that and 5
+// blocks an SM (48 registers, was 52 and 4), on an H200 (12 staged shapes, sweep method, raw files
+// at 779a563): bf16 200924x167 61.07 -> 56.59 us, bf16 713923x47 60.05 -> 52.79, fp16 2000000x9
+// 33.80 -> 30.56, fp16 150000x101 29.71 -> 25.54, bf16 1000000x13 26.29 -> 23.57; bf16
+// 500000x33 30.63 -> 31.69 the one loss.
 template <typename T>
 void launch_staged(T* o, const T* x, const T* w, int64_t rows, int64_t hidden, float inv_h, float eps, cudaStream_t s,
                    bool pdl) {
   const int64_t fit = kStageCapacity / (hidden * static_cast<int64_t>(sizeof(T)));
-  const int rpb = static_cast<int>(fit < rows ? fit : rows);
+  int rpb = static_cast<int>(fit < rows ? fit : rows);
   int group = next_pow2(static_cast<int>((hidden + 31) / 32));
   if (group > 32) group = 32;
+  const int slots = kStageThreads / group;
+  if (rpb > slots) rpb = rpb / slots * slots;
   const auto blocks = static_cast<unsigned>((rows + rpb - 1) / rpb);
   const bool trigger = pdl && farm_pdl::trigger_pays(2 * rpb * hidden * static_cast<int64_t>(sizeof(T)));
   farm_pdl::launch(rms_norm_staged_kernel<T, kStageLoads>, blocks, kStageThreads, s, pdl, o, x, w, rows,
