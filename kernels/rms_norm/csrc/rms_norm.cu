@@ -43,6 +43,7 @@
 #include <cooperative_groups.h>
 #include <cuda_runtime.h>
 
+#include <array>
 #include <cstdint>
 #include <type_traits>
 
@@ -481,14 +482,21 @@ constexpr int64_t kStagedFrom = int64_t{16} << 20;  // bytes of x; smaller input
 constexpr int64_t kStagedMaxHidden = 256;           // wider rows take the rows kernel
 
 // One row of the staged kernel: its sum of squares over the lanes' elements (lane, lane + group,
-// ...), two loads in flight per lane.
-template <typename T>
-__device__ __forceinline__ float staged_sumsq(const T* xr, int hidden, int lane, int group) {
+// ... , each `off` further on, modulo hidden), two loads in flight per lane.
+template <typename T, bool kRot>
+__device__ __forceinline__ float staged_sumsq(const T* xr, int hidden, int lane, int group, int off) {
   float ss = 0.0f;
   for (int c = lane; c < hidden; c += 2 * group) {
     float f[2];
 #pragma unroll
-    for (int u = 0; u < 2; ++u) f[u] = c + u * group < hidden ? to_float(xr[c + u * group]) : 0.0f;
+    for (int u = 0; u < 2; ++u) {
+      int e = c + u * group;
+      if constexpr (kRot) {
+        e += off;
+        e -= e >= hidden ? hidden : 0;
+      }
+      f[u] = c + u * group < hidden ? to_float(xr[e]) : 0.0f;
+    }
 #pragma unroll
     for (int u = 0; u < 2; ++u) ss += f[u] * f[u];
   }
@@ -496,28 +504,35 @@ __device__ __forceinline__ float staged_sumsq(const T* xr, int hidden, int lane,
 }
 
 // y = x * rstd * weight over the lane's elements of a row, in place in shared memory.
-template <typename T>
-__device__ __forceinline__ void staged_scale(T* xr, const T* ws, int hidden, int lane, int group, float rstd) {
+template <typename T, bool kRot>
+__device__ __forceinline__ void staged_scale(T* xr, const T* ws, int hidden, int lane, int group, int off,
+                                             float rstd) {
   for (int c = lane; c < hidden; c += 2 * group) {
     T x[2], w[2];
+    int e[2];
 #pragma unroll
     for (int u = 0; u < 2; ++u) {
+      e[u] = c + u * group;
+      if constexpr (kRot) {
+        e[u] += off;
+        e[u] -= e[u] >= hidden ? hidden : 0;
+      }
       if (c + u * group < hidden) {
-        x[u] = xr[c + u * group];
-        w[u] = ws[c + u * group];
+        x[u] = xr[e[u]];
+        w[u] = ws[e[u]];
       }
     }
 #pragma unroll
     for (int u = 0; u < 2; ++u) {
-      if (c + u * group < hidden) xr[c + u * group] = from_float<T>(to_float(x[u]) * rstd * to_float(w[u]));
+      if (c + u * group < hidden) xr[e[u]] = from_float<T>(to_float(x[u]) * rstd * to_float(w[u]));
     }
   }
 }
 
-template <typename T, int K>
+template <typename T, int K, bool kRot>
 __global__ void __launch_bounds__(kStageThreads, 5) rms_norm_staged_kernel(T* __restrict__ out, const T* __restrict__ in,
                                                                            const T* __restrict__ weight, int64_t rows,
-                                                                           int hidden, int rpb, int group,
+                                                                           int hidden, int rpb, int group, int rot,
                                                                            float inv_hidden, float eps, bool trigger) {
   constexpr int kVec = 16 / sizeof(T);
   __shared__ uint4 s_x[K * kStageThreads];
@@ -539,12 +554,13 @@ __global__ void __launch_bounds__(kStageThreads, 5) rms_norm_staged_kernel(T* __
   const int n = static_cast<int>(r1 - r0);
   const int lane = threadIdx.x & (group - 1);
   const int groups = kStageThreads / group;
+  const int off = (threadIdx.x % 32) / group * rot % hidden;  // the row's first element: see launch_staged
   for (int b = 0; b < n; b += groups) {  // the same trip count for every lane: shuffles below
     const int j = b + static_cast<int>(threadIdx.x) / group;
     T* xr = xs + j * hidden;
-    float ss = j < n ? staged_sumsq(xr, hidden, lane, group) : 0.0f;
+    float ss = j < n ? staged_sumsq<T, kRot>(xr, hidden, lane, group, off) : 0.0f;
     for (int o = group / 2; o > 0; o >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, o);
-    if (j < n) staged_scale(xr, ws, hidden, lane, group, rsqrtf(ss * inv_hidden + eps));
+    if (j < n) staged_scale<T, kRot>(xr, ws, hidden, lane, group, off, rsqrtf(ss * inv_hidden + eps));
   }
   __syncthreads();
   farm_stage::store_range<kStageThreads, K>(out, s_x, s, t);
@@ -1024,6 +1040,55 @@ void launch_tiny(T* o, const T* x, const T* w, int64_t rows, int64_t hidden, flo
 // at 779a563): bf16 200924x167 61.07 -> 56.59 us, bf16 713923x47 60.05 -> 52.79, fp16 2000000x9
 // 33.80 -> 30.56, fp16 150000x101 29.71 -> 25.54, bf16 1000000x13 26.29 -> 23.57; bf16
 // 500000x33 30.63 -> 31.69 the one loss.
+// Shared-memory bank conflicts of the staged kernel's reads of x: a warp holds 32 / group rows, whose
+// lanes read `group` consecutive 16-bit elements a step, row p from element p * hidden, each row
+// p * rot elements further on (modulo hidden). The most distinct 4-byte words one bank serves.
+int staged_conflicts(int hidden, int group, int rot) {
+  int words[32];
+  for (int lane = 0; lane < 32; ++lane) {
+    const int p = lane / group;
+    int e = lane % group + p * rot % hidden;
+    e -= e >= hidden ? hidden : 0;
+    words[lane] = (p * hidden + e) / 2;
+  }
+  int worst = 1;
+  for (int i = 0; i < 32; ++i) {
+    int n = 0;  // distinct words on the bank of words[i], counted at their first lane
+    for (int j = 0; j < 32; ++j) {
+      bool first = words[j] % 32 == words[i] % 32;
+      for (int k = 0; k < j && first; ++k) first = words[k] != words[j];
+      n += first ? 1 : 0;
+    }
+    worst = n > worst ? n : worst;
+  }
+  return worst;
+}
+
+// Rows of a width within a few elements of a multiple of 64 (65, 127, 129, 191, 193, 255) start on
+// the same banks of shared memory, so that each step of the staged kernel's reads is served 4 or 5
+// times over. Row p of a warp then starts p * rot elements in, modulo hidden, rot such that the
+// rows' starts tile the banks (p * hidden + p * rot = p * group modulo 64 elements); it costs the
+// wrap of each index, and the weight's reads (one word for every row unrotated) may meet on a bank
+// instead, so only from 4 ways on. On an H200 (16 shapes, sweep method, two runs against one of
+// main, raw files at e5321be): bf16 250000x127 78.9 -> 54.8 us, bf16 100000x255 55.9 -> 45.3,
+// fp16 80000x255 45.7 -> 36.2, bf16 200000x191 81.5 -> 70.3, fp16 150000x193 64.0 -> 54.2, fp16
+// 250000x65 44.2 -> 36.1, bf16 300000x129 88.4 -> 86.1; with 2 or 3 ways (bf16 250000x131 62.6 ->
+// 73.0, bf16 40000x233 16.9 -> 19.4) it lost. By width, computed once: rows up to kStagedMaxHidden.
+int staged_rotation(int hidden, int group) {
+  static const auto table = [] {
+    std::array<int16_t, kStagedMaxHidden + 1> t{};
+    for (int h = 8; h <= kStagedMaxHidden; ++h) {
+      int g = next_pow2((h + 31) / 32);
+      if (g > 32) g = 32;
+      const int rot = ((g - h) % 64 + 64) % 64 % h;
+      const int plain = staged_conflicts(h, g, 0);
+      t[h] = static_cast<int16_t>(plain >= 4 && staged_conflicts(h, g, rot) < plain ? rot : 0);
+    }
+    return t;
+  }();
+  return group < 32 && hidden <= kStagedMaxHidden ? table[hidden] : 0;
+}
+
 template <typename T>
 void launch_staged(T* o, const T* x, const T* w, int64_t rows, int64_t hidden, float inv_h, float eps, cudaStream_t s,
                    bool pdl) {
@@ -1033,10 +1098,16 @@ void launch_staged(T* o, const T* x, const T* w, int64_t rows, int64_t hidden, f
   if (group > 32) group = 32;
   const int slots = kStageThreads / group;
   if (rpb > slots) rpb = rpb / slots * slots;
+  const int rot = staged_rotation(static_cast<int>(hidden), group);
   const auto blocks = static_cast<unsigned>((rows + rpb - 1) / rpb);
   const bool trigger = pdl && farm_pdl::trigger_pays(2 * rpb * hidden * static_cast<int64_t>(sizeof(T)));
-  farm_pdl::launch(rms_norm_staged_kernel<T, kStageLoads>, blocks, kStageThreads, s, pdl, o, x, w, rows,
-                   static_cast<int>(hidden), rpb, group, inv_h, eps, trigger);
+  if (rot != 0) {
+    farm_pdl::launch(rms_norm_staged_kernel<T, kStageLoads, true>, blocks, kStageThreads, s, pdl, o, x, w, rows,
+                     static_cast<int>(hidden), rpb, group, rot, inv_h, eps, trigger);
+  } else {
+    farm_pdl::launch(rms_norm_staged_kernel<T, kStageLoads, false>, blocks, kStageThreads, s, pdl, o, x, w, rows,
+                     static_cast<int>(hidden), rpb, group, 0, inv_h, eps, trigger);
+  }
 }
 
 template <typename T>
@@ -1051,7 +1122,7 @@ void launch_typed(void* out, const void* in, const void* weight, float* partial,
   if (p.path == Path::kTiny) {
     launch_tiny<T>(o, x, w, rows, hidden, inv_h, eps, s, pdl);
   } else if (p.path == Path::kStaged) {
-    launch_staged<T>(o, x, w, rows, hidden, inv_h, eps, s, pdl);
+    if constexpr (sizeof(T) == 2) launch_staged<T>(o, x, w, rows, hidden, inv_h, eps, s, pdl);
   } else if (p.path == Path::kPacks) {
     launch_packs<T>(o, x, w, rows, hidden, inv_h, eps, s, pdl);
   } else if (p.bytes == 16) {

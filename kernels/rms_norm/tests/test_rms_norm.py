@@ -239,6 +239,8 @@ WIDE = [
     (40000, 77),
     (600, 10004),
     (600, 20000),
+    (70000, 129),  # staged rows rotated off each other's banks (16-bit, 16 MB or more)
+    (40000, 255),
 ]
 
 
