@@ -35,7 +35,9 @@
 //   - a row per block, or shared by a thread-block cluster of up to 8 blocks (sm_90) when the row
 //     is more than a block holds in registers or the rows are too few to give every SM about two
 //     blocks (rms_norm_rows_kernel; 16 units of 4 bytes or less a thread where that still fills
-//     the device, else 8); wider still, two kernels that meet in a workspace
+//     the device, else 8; from 4 MB of x, rows of odd 16-bit width and wide rows of 4- or 8-byte
+//     units in 16-byte packs from each row's first 16-byte boundary, rms_norm_shifted_kernel, where
+//     x and y are alike modulo 16 bytes); wider still, two kernels that meet in a workspace
 //     (rms_norm_partial_kernel, rms_norm_apply_kernel). Found by `python -m pybuild bench
 //     rms_norm --sweep`: 3 rows of 151936 bf16 had taken one block each.
 #include <cuda_bf16.h>
@@ -103,6 +105,32 @@ __device__ __forceinline__ float block_sum(float v, float* scratch) {
   }
   __syncthreads();
   return scratch[32];
+}
+
+// Sum of `v` over a row's `split` blocks, every thread of them gets it: over the block, then, with
+// split > 1 (sm_90 and later), over the thread-block cluster the row's blocks form, through
+// distributed shared memory. `scratch` holds 33 floats and `sums` 2.
+__device__ __forceinline__ float row_sum(float v, int split, float* scratch, float* sums) {
+  v = block_sum(v, scratch);
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  if (split > 1) {
+    namespace cg = cooperative_groups;
+    cg::cluster_group cluster = cg::this_cluster();
+    if (threadIdx.x == 0) sums[0] = v;
+    cluster.sync();
+    if (threadIdx.x == 0) {
+      float total = 0.0f;
+      for (int r = 0; r < split; ++r) total += *cluster.map_shared_rank(&sums[0], r);
+      sums[1] = total;
+    }
+    cluster.sync();  // no block leaves while another reads its sum; the total is visible
+    v = sums[1];
+  }
+#else
+  (void)split;
+  (void)sums;
+#endif
+  return v;
 }
 
 // Rows in registers. group <= 32: blockDim.x / group rows per block; else group == blockDim.x, one row.
@@ -287,7 +315,7 @@ __global__ void __launch_bounds__(kRowsThreads, hold_weight<T, BYTES, CPT>() ? 0
   using U = Unit<T, BYTES>;
   using R = typename U::R;
   __shared__ float scratch[33];
-  [[maybe_unused]] __shared__ float cluster_sums[2];
+  __shared__ float cluster_sums[2];
   const int group = static_cast<int>(blockDim.x);
   const int64_t row = blockIdx.x / split;
   const int part = static_cast<int>(blockIdx.x % split);
@@ -316,22 +344,7 @@ __global__ void __launch_bounds__(kRowsThreads, hold_weight<T, BYTES, CPT>() ? 0
 #pragma unroll(CPT > 8 ? 1 : 4)
     for (int64_t i = rest; i < hi; i += group) ss += U::sumsq(x[i]);
   }
-  ss = block_sum(ss, scratch);
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  if (split > 1) {
-    namespace cg = cooperative_groups;
-    cg::cluster_group cluster = cg::this_cluster();
-    if (threadIdx.x == 0) cluster_sums[0] = ss;
-    cluster.sync();
-    if (threadIdx.x == 0) {
-      float total = 0.0f;
-      for (int r = 0; r < split; ++r) total += *cluster.map_shared_rank(&cluster_sums[0], r);
-      cluster_sums[1] = total;
-    }
-    cluster.sync();  // no block leaves while another reads its sum; the total is visible
-    ss = cluster_sums[1];
-  }
-#endif
+  ss = row_sum(ss, split, scratch, cluster_sums);
   if (!row_ok) return;
   const float rstd = rsqrtf(ss * inv_hidden + eps);
   R* y = reinterpret_cast<R*>(out + row * hidden);
@@ -345,6 +358,123 @@ __global__ void __launch_bounds__(kRowsThreads, hold_weight<T, BYTES, CPT>() ? 0
     }
   }
   for (int64_t i = rest; i < hi; i += group) y[i] = U::scale(x[i], w[i], rstd);
+}
+
+// The weight's 16-byte pack for a pack of x that starts S 16-bit halves into a pack of the weight:
+// halves S..S+7 of packs a and b (b unread for S == 0).
+template <int S>
+__device__ __forceinline__ uint4 shifted_pack(const uint4& a, const uint4& b) {
+  const uint32_t w[8] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
+  uint32_t r[4];
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    if constexpr (S % 2 == 0) {
+      r[i] = w[S / 2 + i];
+    } else {
+      r[i] = __byte_perm(w[S / 2 + i], w[S / 2 + i + 1], 0x5432);  // high half of one word, low of the next
+    }
+  }
+  return make_uint4(r[0], r[1], r[2], r[3]);
+}
+
+// The stores of rms_norm_shifted_kernel for rows that start S 16-bit halves before a 16-byte boundary.
+template <typename T, int CPT, int S>
+__device__ __forceinline__ void store_shifted(uint4* __restrict__ y, const uint4* __restrict__ x,
+                                              const uint4* __restrict__ w, const uint4 (&v)[CPT], int64_t first,
+                                              int64_t hi, int step, float rstd) {
+  using U = Unit<T, 16>;
+  const auto weight_at = [&](int64_t k) {
+    if constexpr (S == 0) {
+      return w[k];
+    } else {
+      return shifted_pack<S>(w[k], w[k + 1]);
+    }
+  };
+#pragma unroll
+  for (int c = 0; c < CPT; ++c) {
+    const int64_t k = first + static_cast<int64_t>(c) * step;
+    if (k < hi) y[k] = U::scale(v[c], weight_at(k), rstd);
+  }
+  for (int64_t k = first + static_cast<int64_t>(CPT) * step; k < hi; k += step) {
+    y[k] = U::scale(x[k], weight_at(k), rstd);
+  }
+}
+
+// Rows that are no whole number of 16-byte packs (odd 16-bit widths, odd fp32 widths, ...), with x
+// and y alike modulo 16 bytes and a 16-byte aligned weight: rms_norm_rows_kernel's layout (a row or
+// a 1/split part of it per block, a cluster when split > 1) over the row's 16-byte packs, from its
+// first 16-byte boundary, h elements in. The weight's elements for a pack of x start h elements into
+// one of its packs: two aligned packs (L1 hits) joined by a shift fixed at compile time, one
+// instantiation of the stores per h (uniform in a block). The h elements before the first pack
+// and the few after the last are one thread's each, in the first block of the row. In units of one
+// element (or 4 bytes), as rms_norm_rows_kernel takes such rows, a warp's load moves 64 (or 128)
+// bytes where this one moves 512, and the kernel was bound by instruction issue.
+template <typename T, int CPT>
+__global__ void __launch_bounds__(kRowsThreads, 2)
+    rms_norm_shifted_kernel(T* __restrict__ out, const T* __restrict__ in, const T* __restrict__ weight, int64_t rows,
+                            int64_t hidden, int64_t units, int split, int64_t chunk, float inv_hidden, float eps,
+                            bool trigger) {
+  (void)rows;  // a block per row part: rows * split blocks
+  (void)units;
+  using U = Unit<T, 16>;
+  constexpr int kVec = U::kVec;
+  __shared__ float scratch[33];
+  __shared__ float cluster_sums[2];
+  const int step = static_cast<int>(blockDim.x);
+  const int64_t row = blockIdx.x / split;
+  const int part = static_cast<int>(blockIdx.x % split);
+  const T* xr = in + row * hidden;
+  T* yr = out + row * hidden;
+  const int h = static_cast<int>(((16 - (reinterpret_cast<uintptr_t>(xr) & 15u)) & 15u) / sizeof(T));
+  // Packs of x from element h on; where h > 0, the last one's second weight pack must be whole.
+  int64_t packs = (hidden - h) / kVec;
+  if (h > 0 && packs > hidden / kVec - 1) packs = hidden / kVec - 1;
+  const int64_t lo = part * chunk;
+  const int64_t hi = lo + chunk < packs ? lo + chunk : packs;
+  const int64_t tail = h + packs * kVec;  // elements from here on, and below h, one a thread
+  const int edges = static_cast<int>(h + hidden - tail);
+  const auto* x = reinterpret_cast<const uint4*>(xr + h);
+  const auto* w = reinterpret_cast<const uint4*>(weight);
+  const int64_t first = lo + threadIdx.x;
+  uint4 v[CPT];
+  int64_t edge = -1;  // the element this thread holds outside the packs, if any
+  float xe = 0.0f;
+  farm_pdl::wait_for_previous_grid();
+#pragma unroll
+  for (int c = 0; c < CPT; ++c) {
+    const int64_t k = first + static_cast<int64_t>(c) * step;
+    v[c] = k < hi ? x[k] : U::zero();
+  }
+  if (part == 0 && static_cast<int>(threadIdx.x) < edges) {
+    const int t = static_cast<int>(threadIdx.x);
+    edge = t < h ? t : tail + (t - h);
+    xe = to_float(xr[edge]);
+  }
+  farm_pdl::allow_next_grid(trigger);
+  float ss = xe * xe;
+#pragma unroll
+  for (int c = 0; c < CPT; ++c) ss += U::sumsq(v[c]);
+  for (int64_t k = first + static_cast<int64_t>(CPT) * step; k < hi; k += step) ss += U::sumsq(x[k]);
+  ss = row_sum(ss, split, scratch, cluster_sums);
+  const float rstd = rsqrtf(ss * inv_hidden + eps);
+  if (edge >= 0) yr[edge] = from_float<T>(xe * rstd * to_float(weight[edge]));
+  auto* y = reinterpret_cast<uint4*>(yr + h);
+  switch (h * static_cast<int>(sizeof(T)) / 2) {  // in 16-bit halves: 0..7 (2-byte T), 0, 2, 4, 6 (fp32)
+    case 0: store_shifted<T, CPT, 0>(y, x, w, v, first, hi, step, rstd); break;
+    case 2: store_shifted<T, CPT, 2>(y, x, w, v, first, hi, step, rstd); break;
+    case 4: store_shifted<T, CPT, 4>(y, x, w, v, first, hi, step, rstd); break;
+    case 6: store_shifted<T, CPT, 6>(y, x, w, v, first, hi, step, rstd); break;
+    default:
+      if constexpr (sizeof(T) == 2) {
+        switch (h) {
+          case 1: store_shifted<T, CPT, 1>(y, x, w, v, first, hi, step, rstd); break;
+          case 3: store_shifted<T, CPT, 3>(y, x, w, v, first, hi, step, rstd); break;
+          case 5: store_shifted<T, CPT, 5>(y, x, w, v, first, hi, step, rstd); break;
+          default: store_shifted<T, CPT, 7>(y, x, w, v, first, hi, step, rstd); break;
+        }
+      }
+      break;
+  }
 }
 
 // Short rows (up to 256 units of BYTES): 2^lg (<= 32) consecutive lanes per row, UPT units each,
@@ -734,6 +864,8 @@ constexpr int kMaxSplit = 8;                    // blocks of a cluster per row: 
 constexpr int64_t kMinSplitBytes = 4 << 10;     // of x per block when rows are too few to fill the device
 constexpr int64_t kMinPartBytes = 8 << 10;      // of x per block of the two-kernel path
 constexpr int kGroupMaxUnits = 256;             // rows of up to this many units take the group kernel
+constexpr int64_t kShiftedFrom = int64_t{4} << 20;  // bytes of x for rms_norm_shifted_kernel
+constexpr int64_t kShiftedWideFrom = 16 << 10;      // bytes of a row of 4- or 8-byte units for it
 
 // Units of BYTES each thread of rms_norm_rows_kernel holds in registers: twice as many for units
 // of 4 bytes or less where the launch fills the device even so (Plan::deep).
@@ -756,7 +888,8 @@ enum class Path { kTiny, kStaged, kPacks, kGroup, kRows, kPartials };
 //     rows are too few to fill the device and 16 KB or wider;
 //   - kGroup: other short rows (up to kGroupMaxUnits units of `bytes`);
 //   - kRows: a block per row, or a cluster of `split` (sm_90 and later) when a row is more than a
-//     block holds in registers or the rows are too few to give every SM about two blocks;
+//     block holds in registers or the rows are too few to give every SM about two blocks; `shifted`:
+//     rows of smaller units read in 16-byte packs from each row's first 16-byte boundary;
 //   - kPartials: wider still (more than kMaxSplit blocks per row): two kernels, `parts` blocks per
 //     row, meeting in a workspace of rows * parts floats.
 struct Plan {
@@ -764,7 +897,8 @@ struct Plan {
   int bytes = 16;
   int split = 1;
   int parts = 0;
-  bool deep = false;  // kRows: 2 * rows_cpt(bytes) units a thread
+  bool deep = false;     // kRows: 2 * rows_cpt(bytes) units a thread
+  bool shifted = false;  // kRows: rows of elements read in 16-byte packs (rms_norm_shifted_kernel)
 };
 
 Plan plan_of(int elem, uintptr_t out, uintptr_t in, uintptr_t weight, int64_t rows, int64_t hidden) {
@@ -860,6 +994,30 @@ Plan plan_of(int elem, uintptr_t out, uintptr_t in, uintptr_t weight, int64_t ro
     split = 1;
   }
   p.split = static_cast<int>(split);
+  // Rows of smaller units for the rows kernel, x and y alike modulo 16 bytes and the weight 16-byte
+  // aligned: 16-byte packs from each row's first 16-byte boundary (rms_norm_shifted_kernel),
+  // planned as rows of 16-byte packs (rows for the two-kernel path stay there). From 4 MB of x,
+  // for rows of single 16-bit elements, or of 4- or 8-byte units 16 KB or wider and enough to fill
+  // the device. On an H100 (84 shapes, sweep method, against this plan without it): fp16
+  // 344x19373 26.84 -> 14.88 us, bf16 2000x40961 272.5 -> 144.6, bf16 630x23897 50.06 -> 29.42,
+  // bf16 300x40001 41.65 -> 28.24, fp16 4000x4097 35.72 -> 25.48, fp16 100000x511 82.33 -> 75.02,
+  // fp32 1000x20001 85.00 -> 66.30, fp32 675x20925 61.30 -> 50.73, fp32 940x4622 16.32 -> 15.32.
+  // Smaller inputs were slower (they wait on the weight's loads after the reduction: fp32 406x453
+  // 2.40 -> 3.25 us, bf16 22x641 1.55 -> 2.37, fp16 1104x822 3.04 -> 4.31), and so were rows of 4-
+  // or 8-byte units narrower or fewer (fp32 4803x618 9.99 -> 11.43, fp32 93x15794 8.79 -> 10.91).
+  // A form with the whole kernel in one copy per h (the weight's words read at the store after an
+  // L1 prefetch; held from the load instead, it spilled) ran 2-2.4x slower on rows by the thousand
+  // (fp16 100000x511 84.6 -> 202.8 us, fp32 9448x479 15.4 -> 32.2).
+  if (p.bytes < 16 && ((out ^ in) & 15u) == 0 && (weight & 15u) == 0 && x_bytes >= kShiftedFrom &&
+      (p.bytes == 2 || (row_bytes >= kShiftedWideFrom && fill == 1)) && hidden <= INT32_MAX) {
+    p.shifted = true;
+    p.bytes = 16;
+    p.deep = false;
+    split = dev.major < 9 ? 1 : split_at(rows_cpt(16));
+    if (split > kMaxSplit) split = kMaxSplit;
+    if (split <= 3 && rows >= 4 * int64_t{dev.sms}) split = 1;  // as for 16-byte units above
+    p.split = static_cast<int>(split);
+  }
   return p;
 }
 
@@ -890,9 +1048,10 @@ void launch_group(T* out, const T* in, const T* weight, int64_t rows, int64_t hi
                    inv_h, eps, trigger);
 }
 
-// rms_norm_rows_kernel<T, BYTES, CPT> with `split` blocks per row (a cluster when > 1). False if
-// the launch failed (a cluster the device cannot place): the error is cleared for the caller.
-template <typename T, int BYTES, int CPT>
+// rms_norm_rows_kernel<T, BYTES, CPT> (rms_norm_shifted_kernel<T, CPT> if kShifted, BYTES 16) with
+// `split` blocks per row (a cluster when > 1). False if the launch failed (a cluster the device
+// cannot place): the error is cleared for the caller.
+template <typename T, int BYTES, int CPT, bool kShifted = false>
 bool launch_rows_split(T* out, const T* in, const T* weight, int64_t rows, int64_t hidden, int split, float inv_h,
                        float eps, cudaStream_t s, bool pdl) {
   const int64_t units = hidden / Unit<T, BYTES>::kVec;
@@ -920,8 +1079,15 @@ bool launch_rows_split(T* out, const T* in, const T* weight, int64_t rows, int64
   }
   config.attrs = attribute;
   config.numAttrs = n;
-  const cudaError_t err = cudaLaunchKernelEx(&config, rms_norm_rows_kernel<T, BYTES, CPT>, out, in, weight, rows,
-                                             hidden, units, split, chunk, inv_h, eps, trigger);
+  const auto kernel = [] {
+    if constexpr (kShifted) {
+      return rms_norm_shifted_kernel<T, CPT>;
+    } else {
+      return rms_norm_rows_kernel<T, BYTES, CPT>;
+    }
+  }();
+  const cudaError_t err =
+      cudaLaunchKernelEx(&config, kernel, out, in, weight, rows, hidden, units, split, chunk, inv_h, eps, trigger);
   if (err != cudaSuccess && split > 1) {
     cudaGetLastError();
     return false;
@@ -992,6 +1158,14 @@ void launch_units(T* o, const T* x, const T* w, float* partial, int64_t rows, in
     launch_partials<T, BYTES>(o, x, w, partial, rows, hidden, p.parts, inv_h, eps, s, pdl);
   } else {
     const int split = p.path == Path::kPartials ? kMaxSplit : p.split;
+    if constexpr (BYTES == 16) {
+      if (p.shifted) {
+        if (!launch_rows_split<T, BYTES, kCpt, true>(o, x, w, rows, hidden, split, inv_h, eps, s, pdl)) {
+          launch_rows_split<T, BYTES, kCpt, true>(o, x, w, rows, hidden, 1, inv_h, eps, s, pdl);
+        }
+        return;
+      }
+    }
     if constexpr (BYTES <= 4) {
       if (p.deep) {
         if (!launch_rows_split<T, BYTES, 2 * kCpt>(o, x, w, rows, hidden, split, inv_h, eps, s, pdl)) {

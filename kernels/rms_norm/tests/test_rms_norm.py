@@ -90,6 +90,13 @@ def test_non_contiguous_and_unaligned(kernel, dtype, device):
     out = torch.full((8 * 512 + 1,), float("nan"), dtype=dtype, device=device)[1:].view(8, 512)
     got = kernel.rms_norm(x, w_odd, out=out)
     torch.testing.assert_close(got.cpu(), reference(x.cpu(), w_odd.cpu(), 1e-6), **TOL[dtype])
+    # x and output at the same odd offset, weight aligned: every row starts off a 16-byte boundary
+    # (from 4 MB of x on a GPU: 16-byte packs from each row's first boundary).
+    w = randn((4096,), dtype, device, seed=24, shift=1.0)
+    x_odd = randn((1024 * 4096 + 1,), dtype, device, seed=25)[1:].view(1024, 4096)
+    out = torch.full((1024 * 4096 + 1,), float("nan"), dtype=dtype, device=device)[1:].view(1024, 4096)
+    got = kernel.rms_norm(x_odd, w, out=out)
+    torch.testing.assert_close(got.cpu(), reference(x_odd.cpu(), w.cpu(), 1e-6), **TOL[dtype])
 
 
 @pytest.mark.parametrize("device", DEVICES)
@@ -205,7 +212,9 @@ def test_cuda_back_to_back_launches(kernel, graph, hidden):
 # them to fill the device, take half the lanes a row (40000x18 in 16-bit dtypes, 150000x3); rows
 # of more units keep theirs (20000x223 in float32). Rows of 8- or 16-byte units that would take
 # 2 or 3 blocks of a cluster take one block each where they are enough rows (600x10004 in 16-bit
-# dtypes, 600x20000 in float32).
+# dtypes, 600x20000 in float32). From 4 MB of x, rows of odd 16-bit width (344x19373, 9448x479) and
+# rows of 4- or 8-byte units 16 KB or wider (300x20001, 940x4622 in float32) are read in 16-byte
+# packs from each row's first 16-byte boundary.
 WIDE = [
     (1000, 2),
     (999, 4),
@@ -241,6 +250,12 @@ WIDE = [
     (600, 20000),
     (70000, 129),  # staged rows rotated off each other's banks (16-bit, 16 MB or more)
     (40000, 255),
+    (255, 431),
+    (3, 261),
+    (344, 19373),
+    (9448, 479),
+    (300, 20001),
+    (940, 4622),
 ]
 
 
