@@ -35,9 +35,10 @@
 //   - a row per block, or shared by a thread-block cluster of up to 8 blocks (sm_90) when the row
 //     is more than a block holds in registers or the rows are too few to give every SM about two
 //     blocks (rms_norm_rows_kernel; 16 units of 4 bytes or less a thread where that still fills
-//     the device, else 8; from 4 MB of x, rows of odd 16-bit width and wide rows of 4- or 8-byte
-//     units in 16-byte packs from each row's first 16-byte boundary, rms_norm_shifted_kernel, where
-//     x and y are alike modulo 16 bytes); wider still, two kernels that meet in a workspace
+//     the device, else 8; from 4 MB of x, rows of single 16-bit elements and wide rows of 4- or
+//     8-byte units, odd widths or pointers off 16-byte alignment, in 16-byte packs from each row's
+//     first 16-byte boundary, rms_norm_shifted_kernel, where x and y are alike modulo 16 bytes);
+//     wider still, two kernels that meet in a workspace
 //     (rms_norm_partial_kernel, rms_norm_apply_kernel). Found by `python -m pybuild bench
 //     rms_norm --sweep`: 3 rows of 151936 bf16 had taken one block each.
 #include <cuda_bf16.h>
@@ -400,8 +401,9 @@ __device__ __forceinline__ void store_shifted(uint4* __restrict__ y, const uint4
   }
 }
 
-// Rows that are no whole number of 16-byte packs (odd 16-bit widths, odd fp32 widths, ...), with x
-// and y alike modulo 16 bytes and a 16-byte aligned weight: rms_norm_rows_kernel's layout (a row or
+// Rows that the rows kernel would take in units under 16 bytes (widths that are no whole number of
+// 16-byte packs, or x and y off 16-byte alignment), with x and y alike modulo 16 bytes and a
+// 16-byte aligned weight: rms_norm_rows_kernel's layout (a row or
 // a 1/split part of it per block, a cluster when split > 1) over the row's 16-byte packs, from its
 // first 16-byte boundary, h elements in. The weight's elements for a pack of x start h elements into
 // one of its packs: two aligned packs (L1 hits) joined by a shift fixed at compile time, one
