@@ -25,7 +25,7 @@ from .environment import device_slug, environment, resolve_device
 from .report import SUMMARY_COLUMNS, markdown_table, summary_rows, write_outputs
 from .runner import CaseResult, finalize, run, run_case
 from .sweep import SweepOp
-from .sweep_shapes import Distribution, Shape
+from .sweep_shapes import Distribution, Shape, parse_shapes
 from .timing import Timing, round_order
 
 __all__ = [
@@ -48,6 +48,7 @@ __all__ = [
     "has_cases",
     "load_cases_module",
     "markdown_table",
+    "parse_shapes",
     "resolve_device",
     "round_order",
     "run",

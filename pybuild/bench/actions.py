@@ -79,7 +79,7 @@ def bench_sweep(
     output: Output,
     rep: Reporter,
 ) -> int:
-    """``dist.n`` seeded shapes per op: exit 1 on a wrong result (and, with ``output.strict``, on a
+    """``dist.n`` seeded shapes per op (or ``dist.given``): exit 1 on a wrong result (and, with ``output.strict``, on a
     ratio under its threshold), else 0. ``workers`` None: compile_workers.default_workers()."""
     names = [name.replace("-", "_") for name, _, _ in kernels]
     workers = compile_workers.default_workers() if workers is None else workers
@@ -96,7 +96,7 @@ def bench_sweep(
         print(json.dumps(doc, indent=1))
     else:
         Reporter(quiet=output.quiet).table(
-            f"sweep: seed {dist.seed}, {dist.n} shapes per op, {doc['seconds']:.0f} s",
+            f"sweep: {sweep_report.drawn(doc['distribution'])}, {doc['seconds']:.0f} s",
             sweep_report.COLUMNS,
             sweep_report.rows(doc),
         )

@@ -23,7 +23,7 @@ from .compile_workers import compile_static, warm_compiles
 from .environment import device_slug, environment
 from .runner import configure_dynamo
 from .sweep_report import summarize
-from .sweep_shapes import Distribution, Shape, draw_images, draw_rows
+from .sweep_shapes import Distribution, Shape, draw_images, draw_rows, format_shape
 from .timing import (
     DEFAULT_L2_BYTES,
     L2_MULTIPLE,
@@ -61,7 +61,22 @@ class SweepOp:
     exact: bool = False
 
 
+def given_shapes(op: SweepOp, dist: Distribution) -> list[Shape]:
+    """The shapes of ``dist.given`` that ``op`` takes: [rows, last] (last a multiple of op.step) in
+    each of its dtypes, or the one named; images [H, W] or [N, H, W] of uint8."""
+    shapes = []
+    for dims, dtype in dist.given:
+        if op.kind == "image" and dtype in (None, "uint8"):
+            shapes.append(Shape(dims, "uint8", "given", math.prod(dims) * op.bytes_per_pixel))
+        elif op.kind == "rows" and op.bytes_of is not None and len(dims) == 2 and dims[1] % op.step == 0:
+            for dt in op.dtypes if dtype is None else (dtype,) if dtype in op.dtypes else ():
+                shapes.append(Shape(dims, dt, "given", op.bytes_of(dims[0], dims[1], dt)))
+    return shapes
+
+
 def shapes_of(op: SweepOp, dist: Distribution) -> list[Shape]:
+    if dist.given:
+        return given_shapes(op, dist)
     if op.kind == "image":
         return draw_images(f"{op.kernel}.{op.op}", dist, op.bytes_per_pixel)
     if op.kind == "rows" and op.bytes_of is not None:
@@ -316,6 +331,22 @@ def run(
 
     t_start = time.monotonic()
     plan = [(op, shapes_of(op, dist)) for _, kernel, module in kernels for op in sweep_ops_of(module, kernel, device)]
+    if dist.given:
+        taken = {(s.dims, s.dtype) for _, shapes in plan for s in shapes}
+        untaken = [(d, t) for d, t in dist.given if not any(dims == d and t in (None, dt) for dims, dt in taken)]
+        if untaken:
+            ops = "; ".join(
+                f"{op.kernel} {op.op}: "
+                + (
+                    "HxW or NxHxW (uint8)"
+                    if op.kind == "image"
+                    else f"ROWSxLAST{f' (LAST a multiple of {op.step})' if op.step > 1 else ''}, {'/'.join(op.dtypes)}"
+                )
+                for op, _ in plan
+            )
+            raise UsageError(
+                f"--shapes: no op takes {', '.join(format_shape(d, t) for d, t in untaken)}; the ops take {ops}"
+            )
     env = environment(device)
     l2 = (env["device"].get("l2-bytes") or DEFAULT_L2_BYTES) if device == "cuda" else 0
     doc: dict[str, Any] = {

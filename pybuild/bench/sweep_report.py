@@ -103,7 +103,7 @@ def markdown_table(doc: dict[str, Any]) -> list[str]:
     env, dist = doc["environment"], doc["distribution"]
     out += [
         "",
-        f"{env['device']['name']}; seed {dist['seed']}, {dist['n_per_op']} shapes per op; "
+        f"{env['device']['name']}; {drawn(dist)}; "
         + (f"{doc['seconds']:.0f} s; " if "seconds" in doc else "")
         + f"source {env.get('git')}{partial_note(doc)}",
     ]
@@ -184,12 +184,19 @@ def _panel(doc: dict[str, Any], key: str, title: str, threshold: float, y0: int)
     return out
 
 
+def drawn(dist: dict[str, Any]) -> str:
+    """Where a sweep's shapes came from, in a few words: its seed and count, or --shapes."""
+    if "given_shapes" in dist:
+        return f"{len(dist['given_shapes'])} given shapes"
+    return f"seed {dist['seed']}, {dist['n_per_op']} shapes per op"
+
+
 def svg(doc: dict[str, Any]) -> str:
     thr = doc["method"]["thresholds"]
     env = doc["environment"]
     dist = doc["distribution"]
     head = (
-        f"{env['device']['name']} · torch {env['torch']} · seed {dist['seed']}, {dist['n_per_op']} shapes per op "
+        f"{env['device']['name']} · torch {env['torch']} · {drawn(dist)} "
         f"· source {str(env.get('git'))[:10]}{partial_note(doc).replace(';', ' ·')}"
     )
     body = [f'<text x="{W / 2}" y="18" text-anchor="middle" font-size="13">{escape(head)}</text>']

@@ -32,6 +32,7 @@ IMAGE_MAX = (8640, 15360)
 BATCH_MAX = 64
 DEFAULT_MAX_BYTES = 128 << 20
 LAST_FORMS = ("pow2", "vec64", "odd", "prime", "even-unaligned")
+DTYPE_NAMES = ("float32", "float16", "bfloat16", "uint8")  # what --shapes may name
 
 
 @dataclass(frozen=True)
@@ -59,8 +60,16 @@ class Distribution:
     batch: tuple[int, int] = (2, BATCH_MAX)
     forms: tuple[str, ...] = LAST_FORMS
     extra: dict[str, Any] = field(default_factory=dict)
+    # `--shapes`: these instead of draws, each (dims, dtype or None for every dtype the op takes)
+    given: tuple[tuple[tuple[int, ...], str | None], ...] = ()
 
     def describe(self) -> dict[str, Any]:
+        if self.given:
+            return {
+                "given_shapes": [format_shape(dims, dtype) for dims, dtype in self.given],
+                "shapes": "as given (--shapes): rows ops take ROWSxLAST, image ops HxW or NxHxW; "
+                "every dtype the op takes where none is named",
+            }
         return {
             "seed": self.seed,
             "n_per_op": self.n,
@@ -75,6 +84,29 @@ class Distribution:
             "over_max_bytes": "fewer rows (or images): 3 in 10 as many as fit, else log-uniform below",
             "generator": "random.Random(f'{seed}:{op}') per op",
         }
+
+
+def format_shape(dims: Sequence[int], dtype: str | None) -> str:
+    return "x".join(map(str, dims)) + (f":{dtype}" if dtype else "")
+
+
+def parse_shapes(spec: str) -> tuple[tuple[tuple[int, ...], str | None], ...]:
+    """``--shapes`` text, e.g. ``344x19373:float16,3x151936``: (dims, dtype or None) per shape.
+    Raises ValueError with the part that is wrong."""
+    shapes = []
+    for part in (p.strip() for p in spec.split(",")):
+        if not part:
+            continue
+        dims_text, _, dtype = part.partition(":")
+        dims_list = dims_text.lower().split("x")
+        if not 2 <= len(dims_list) <= 3 or not all(d.isdigit() and int(d) > 0 for d in dims_list):
+            raise ValueError(f"{part!r}: expected 2 or 3 positive sizes joined by 'x', e.g. 344x19373")
+        if dtype and dtype not in DTYPE_NAMES:
+            raise ValueError(f"{part!r}: unknown dtype {dtype!r}; one of {', '.join(DTYPE_NAMES)}")
+        shapes.append((tuple(int(d) for d in dims_list), dtype or None))
+    if not shapes:
+        raise ValueError("no shapes")
+    return tuple(shapes)
 
 
 def is_prime(n: int) -> bool:

@@ -57,6 +57,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "benchmarks/cases.py sweep_ops): checked, then timed against eager and torch.compile; "
         "writes sweep-<kernels>-<device>.json and .svg with --out",
     )
+    p.add_argument(
+        "--shapes",
+        metavar="SPEC",
+        help="instead of the fixed cases, these shapes, checked and timed as the sweep times its own: "
+        "comma-separated ROWSxLAST (rows ops) or HxW / NxHxW (image ops), each with :DTYPE or in every "
+        "dtype the op takes, e.g. 344x19373:float16,3x151936",
+    )
     p.add_argument("--seed", type=int_at_least(0), default=0, help="the sweep's seed (default 0)")
     p.add_argument(
         "--max-mib",
@@ -78,6 +85,14 @@ def run(args: argparse.Namespace) -> int:
     from .. import bench
     from ..host import torch_info
 
+    given: tuple[tuple[tuple[int, ...], str | None], ...] = ()
+    if args.shapes is not None:  # checked before any kernel is loaded (or built)
+        if args.sweep is not None:
+            raise UsageError("--sweep and --shapes: give one (random shapes, or the ones you name)")
+        try:
+            given = bench.parse_shapes(args.shapes)
+        except ValueError as e:
+            raise UsageError(f"--shapes {args.shapes!r}: {e}") from None
     dirs = _kernel_folders(args.kernels)
     if args.name is not None and (not args.name or "/" in args.name or args.name in (".", "..")):
         raise UsageError(f"--name {args.name!r}: a file name without '/', e.g. gpu-h200")
@@ -92,6 +107,11 @@ def run(args: argparse.Namespace) -> int:
     output = bench.Output(
         out=Path(args.out) if args.out else None, name=args.name, json=args.json, quiet=args.quiet, strict=args.strict
     )
+    if given:
+        dist = bench.Distribution(seed=args.seed, n=len(given), max_bytes=args.max_mib << 20, given=given)
+        return bench.bench_sweep(
+            loaded, device, dist, compile_=compile_, workers=args.workers, command=command, output=output, rep=rep
+        )
     if args.sweep is not None:
         dist = bench.Distribution(seed=args.seed, n=args.sweep, max_bytes=args.max_mib << 20)
         return bench.bench_sweep(

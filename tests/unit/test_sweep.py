@@ -139,6 +139,30 @@ def test_a_cpu_sweep_checks_times_and_summarizes(tmp_path, wrong):
         assert any(e.tag.endswith("path") for e in marks)
 
 
+def test_given_shapes_are_timed_in_every_dtype_or_the_one_named_and_one_no_op_takes_is_an_error(tmp_path):
+    from pybuild.bench.sweep_shapes import parse_shapes
+    from pybuild.errors import UsageError
+
+    op = _op()
+    op.dtypes = ("float32", "float16")
+    given = parse_shapes("3x5, 2x4:float16")
+    assert given == (((3, 5), None), ((2, 4), "float16"))
+    dist = Distribution(seed=0, n=len(given), given=given)
+    doc = sweep.run([("k", None, _Module(op))], "cpu", dist, compile_=False, workers=0, command="t", log=lambda _: None)
+    assert [(r["shape"], r["dtype"], r["form"]) for r in doc["results"]] == [
+        ([3, 5], "float32", "given"),
+        ([3, 5], "float16", "given"),
+        ([2, 4], "float16", "given"),
+    ]
+    assert doc["distribution"]["given_shapes"] == ["3x5", "2x4:float16"]
+    assert "; 2 given shapes;" in sweep_report.markdown_table(doc)[-1]  # two given, three timed
+    ET.fromstring(sweep_report.svg(doc))  # the plot's header says so too, and stays well-formed
+    for spec, missing in [("2x3x4", "2x3x4"), ("3x5:bfloat16", "3x5:bfloat16")]:
+        bad = Distribution(seed=0, n=1, given=parse_shapes(spec))
+        with pytest.raises(UsageError, match=rf"--shapes: no op takes {missing}; the ops take k double: ROWSxLAST"):
+            sweep.run([("k", None, _Module(op))], "cpu", bad, compile_=False, workers=0, command="t", log=print)
+
+
 def test_a_checkpoint_says_it_is_partial_and_the_finished_run_does_not():
     # A run stopped by a time limit leaves its last checkpoint: the file, its table line and its
     # plot must say how far it got, and a finished run must not carry the mark.
@@ -227,6 +251,11 @@ def test_the_static_compile_gets_a_code_object_of_its_own():
         (["--sweep", "0"], "argument --sweep: expected a positive integer, got '0'"),
         (["--sweep", "2", "--seed", "-1"], "argument --seed: expected 0 or a positive integer, got '-1'"),
         (["--sweep", "2", "--max-mib", "0"], "argument --max-mib: expected a positive integer"),
+        (["--sweep", "2", "--shapes", "4x8"], "--sweep and --shapes: give one"),
+        (["--shapes", "4y8"], "--shapes '4y8': '4y8': expected 2 or 3 positive sizes joined by 'x'"),
+        (["--shapes", "4x0"], "'4x0': expected 2 or 3 positive sizes"),
+        (["--shapes", "4x8:fp16"], "'4x8:fp16': unknown dtype 'fp16'; one of float32, float16, bfloat16, uint8"),
+        (["--shapes", " , "], "--shapes ' , ': no shapes"),
     ],
 )
 def test_bad_sweep_flags_are_one_line_and_exit_2(argv, message):
