@@ -79,8 +79,9 @@ def bench_sweep(
     output: Output,
     rep: Reporter,
 ) -> int:
-    """``dist.n`` seeded shapes per op (or ``dist.given``): exit 1 on a wrong result (and, with ``output.strict``, on a
-    ratio under its threshold), else 0. ``workers`` None: compile_workers.default_workers()."""
+    """``dist.n`` seeded shapes per op (or ``dist.given``): exit 1 on a wrong result (and, with
+    ``output.strict``, on a ratio under its threshold), else 0. ``workers`` None:
+    compile_workers.default_workers()."""
     names = [name.replace("-", "_") for name, _, _ in kernels]
     workers = compile_workers.default_workers() if workers is None else workers
 
