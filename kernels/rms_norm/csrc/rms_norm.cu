@@ -26,9 +26,9 @@
 // launch and for the workspace query):
 //   - rows of 2, 4 or 8 bytes (hidden 1, 2, 4 in 16-bit dtypes; 1, 2 in fp32): several rows to a
 //     16-byte pack (rms_norm_tiny_kernel);
-//   - 16-bit rows of odd width (no 4-byte unit) of 9 to 256 elements, from 16 MB of x, with
-//     16-byte aligned pointers: whole rows staged through shared memory as 16-byte vectors
-//     (rms_norm_staged_kernel);
+//   - 16-bit rows of odd width (no 4-byte unit) of 9 to 384 elements, from 6 MB of x, with x and y
+//     16-byte aligned: x read as one flat array of 16-byte packs whatever rows they cross, each
+//     pack's squares summed in two parts, by row (rms_norm_flat_kernel);
 //   - other rows that are not whole 16-byte packs or not 16-byte aligned take the widest unit their
 //     width and pointers allow (8, 4 bytes or one element): up to 256 units in coalesced lane
 //     groups with several rows per group (rms_norm_group_kernel), longer ones as below;
@@ -54,7 +54,6 @@
 #include <kernel_farm/dtypes.cuh>
 #include <kernel_farm/memory.cuh>
 #include <kernel_farm/pdl.cuh>
-#include <kernel_farm/stage.cuh>
 
 #include "rms_norm.h"
 
@@ -600,102 +599,141 @@ __global__ void __launch_bounds__(256) rms_norm_tiny_kernel(T* __restrict__ out,
   }
 }
 
-// 16-bit rows of odd width (no 4-byte unit) of up to
-// kStageCapacity bytes, with 16-byte aligned x, y and weight: staged through shared memory, so that every
-// global access is a 16-byte one except at the two ends of a block's range. A block owns `rpb`
-// whole rows (one contiguous range of x and of y), loads them as aligned 16-byte vectors, reduces
-// each row from shared memory with `group` lanes (a power of two up to 32), scales it in place
-// (the weight, loaded with x, in shared memory too) and stores the range as aligned vectors. (Element and 4/8-byte loads had run such rows at
-// 0.60-0.93x torch.compile on an H200: too few bytes in flight per thread.)
-constexpr int kStageThreads = 256;
-constexpr int kStageLoads = 4;  // 16-byte vectors of x per thread at most (kernel_farm/stage.cuh)
-constexpr int64_t kStageCapacity = int64_t{kStageLoads} * kStageThreads * 16 - 16;  // bytes of rows per block
-constexpr int64_t kStagedFrom = int64_t{16} << 20;  // bytes of x; smaller inputs take the group kernel
-constexpr int64_t kStagedMaxHidden = 256;           // wider rows take the rows kernel
+// 16-bit rows of odd width (no 4-byte unit), from kFlatFrom bytes of x, with x and y 16-byte
+// aligned: x read as one flat array of aligned 16-byte packs, whatever rows they cross. A block
+// owns `rpb` whole rows (one contiguous range of x and of y), K packs a thread at most, all loads
+// in flight before any is used; the packs at the two ends of the range, which it shares with the
+// blocks beside it, are read whole and written element by element (the array's partial last pack
+// is read element by element too). A row is at least a pack wide, so a pack meets two rows at
+// most: its squares are summed in two parts, the elements in the row of its first element and
+// those in the next, into shared memory; `group` lanes add up each row's parts, and each pack is
+// scaled with its rows' rstd and the weight, read from shared memory (held there twice over, so
+// no index wraps) as a 16-byte vector joined from two. Replaced rms_norm_staged_kernel, which
+// staged x itself through shared memory and read it there element by element (4 shared-memory
+// passes over x, with bank conflicts that needed rows rotated off each other).
+constexpr int kFlatThreads = 256;
+constexpr int kFlatLoads = 4;                     // 16-byte packs of x per thread at most
+constexpr int kFlatMaxHidden = 384;               // elements; wider rows take the rows kernel
+constexpr int64_t kFlatFrom = int64_t{6} << 20;   // bytes of x; smaller inputs take the group kernel
 
-// One row of the staged kernel: its sum of squares over the lanes' elements (lane, lane + group,
-// ... , each `off` further on, modulo hidden), two loads in flight per lane.
-template <typename T, bool kRot>
-__device__ __forceinline__ float staged_sumsq(const T* xr, int hidden, int lane, int group, int off) {
-  float ss = 0.0f;
-  for (int c = lane; c < hidden; c += 2 * group) {
-    float f[2];
+// The weight's elements [off, off + 16 / sizeof(T)) from s_w (it twice over), as a 16-byte vector.
+template <typename T>
+__device__ __forceinline__ uint4 flat_weight(const uint4* s_w, int off) {
+  constexpr int E = 16 / sizeof(T);
+  const uint4 lo = s_w[off / E], hi = s_w[off / E + 1];
+  uint32_t a[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
+  const int sh = off % E;
+  const int words = sh * static_cast<int>(sizeof(T)) / 4;
 #pragma unroll
-    for (int u = 0; u < 2; ++u) {
-      int e = c + u * group;
-      if constexpr (kRot) {
-        e += off;
-        e -= e >= hidden ? hidden : 0;
-      }
-      f[u] = c + u * group < hidden ? to_float(xr[e]) : 0.0f;
-    }
+  for (int i = 0; i < 6; ++i) a[i] = (words & 2) ? a[i + 2] : a[i];
 #pragma unroll
-    for (int u = 0; u < 2; ++u) ss += f[u] * f[u];
+  for (int i = 0; i < 5; ++i) a[i] = (words & 1) ? a[i + 1] : a[i];
+  if constexpr (sizeof(T) == 2) {
+    const unsigned bits = (sh & 1) * 16u;
+#pragma unroll
+    for (int i = 0; i < 4; ++i) a[i] = __funnelshift_r(a[i], a[i + 1], bits);
   }
-  return ss;
+  return make_uint4(a[0], a[1], a[2], a[3]);
 }
 
-// y = x * rstd * weight over the lane's elements of a row, in place in shared memory.
-template <typename T, bool kRot>
-__device__ __forceinline__ void staged_scale(T* xr, const T* ws, int hidden, int lane, int group, int off,
-                                             float rstd) {
-  for (int c = lane; c < hidden; c += 2 * group) {
-    T x[2], w[2];
-    int e[2];
-#pragma unroll
-    for (int u = 0; u < 2; ++u) {
-      e[u] = c + u * group;
-      if constexpr (kRot) {
-        e[u] += off;
-        e[u] -= e[u] >= hidden ? hidden : 0;
-      }
-      if (c + u * group < hidden) {
-        x[u] = xr[e[u]];
-        w[u] = ws[e[u]];
-      }
-    }
-#pragma unroll
-    for (int u = 0; u < 2; ++u) {
-      if (c + u * group < hidden) xr[e[u]] = from_float<T>(to_float(x[u]) * rstd * to_float(w[u]));
-    }
-  }
-}
-
-template <typename T, int K, bool kRot>
-__global__ void __launch_bounds__(kStageThreads, 5) rms_norm_staged_kernel(T* __restrict__ out, const T* __restrict__ in,
-                                                                           const T* __restrict__ weight, int64_t rows,
-                                                                           int hidden, int rpb, int group, int rot,
-                                                                           float inv_hidden, float eps, bool trigger) {
-  constexpr int kVec = 16 / sizeof(T);
-  __shared__ uint4 s_x[K * kStageThreads];
-  __shared__ uint4 s_w[K * kStageThreads];
+template <typename T, int K>
+__global__ void __launch_bounds__(kFlatThreads, 4) rms_norm_flat_kernel(T* __restrict__ out, const T* __restrict__ in,
+                                                                        const T* __restrict__ weight, int64_t rows,
+                                                                        int hidden, int rpb, int group,
+                                                                        float inv_hidden, float eps, bool trigger) {
+  using P = Pack<T>;
+  constexpr int E = P::kVec;
+  __shared__ uint4 s_w[(kFlatMaxHidden + 2 * E) / E + 1];
+  __shared__ float s_a[K * kFlatThreads], s_b[K * kFlatThreads];  // each pack's squares, by row
+  __shared__ float s_r[K * kFlatThreads + 2];  // rstd of rows -1 .. rpb (the two ends unused)
   const int64_t r0 = static_cast<int64_t>(blockIdx.x) * rpb;
-  const int64_t r1 = r0 + rpb < rows ? r0 + rpb : rows;
-  const int64_t s = r0 * hidden, t = r1 * hidden;
-  uint4 r[K], rw[K];
+  const int n = static_cast<int>(rows - r0 < rpb ? rows - r0 : rpb);
+  const int64_t total = rows * hidden, s = r0 * hidden, t = s + static_cast<int64_t>(n) * hidden;
+  const int64_t v0 = s / E, full = total / E;
+  const int o = static_cast<int>(s - v0 * E);  // pack j's first element is element j * E - o of the range
+  const int nv = static_cast<int>((t + E - 1) / E - v0);
+  const uint4* x4 = reinterpret_cast<const uint4*>(in) + v0;
+  uint4 r[K];
   farm_pdl::wait_for_previous_grid();
-  farm_stage::load_range<kStageThreads, /*kStream=*/true>(r, in, s, t, rows * hidden);
-  // the weight with x: no round trip later
-  farm_stage::load_range<kStageThreads, /*kStream=*/true>(rw, weight, 0, hidden, hidden);
+#pragma unroll
+  for (int k = 0; k < K; ++k) {
+    const int j = threadIdx.x + k * kFlatThreads;
+    if (j < nv && v0 + j < full) r[k] = __ldcs(x4 + j);
+  }
+  T* sw = reinterpret_cast<T*>(s_w);
+  for (int i = threadIdx.x; i < hidden + 2 * E; i += kFlatThreads) {
+    int e = i - (i >= hidden ? hidden : 0);
+    e -= e >= hidden ? hidden : 0;
+    sw[i] = weight[e];
+  }
   farm_pdl::allow_next_grid(trigger);
-  farm_stage::stage_range<kStageThreads>(s_x, r, in, s, t, rows * hidden);
-  farm_stage::stage_range<kStageThreads>(s_w, rw, weight, 0, hidden, hidden);
-  __syncthreads();
-  T* xs = reinterpret_cast<T*>(s_x) + (s - s / kVec * kVec);
-  const T* ws = reinterpret_cast<const T*>(s_w);
-  const int n = static_cast<int>(r1 - r0);
-  const int lane = threadIdx.x & (group - 1);
-  const int groups = kStageThreads / group;
-  const int off = (threadIdx.x % 32) / group * rot % hidden;  // the row's first element: see launch_staged
-  for (int b = 0; b < n; b += groups) {  // the same trip count for every lane: shuffles below
-    const int j = b + static_cast<int>(threadIdx.x) / group;
-    T* xr = xs + j * hidden;
-    float ss = j < n ? staged_sumsq<T, kRot>(xr, hidden, lane, group, off) : 0.0f;
-    for (int o = group / 2; o > 0; o >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, o);
-    if (j < n) staged_scale<T, kRot>(xr, ws, hidden, lane, group, off, rsqrtf(ss * inv_hidden + eps));
+  int ra[K];  // the row of each pack's first element, in the block's rows (-1: the row before)
+#pragma unroll
+  for (int k = 0; k < K; ++k) {
+    const int j = threadIdx.x + k * kFlatThreads;
+    const int l = j * E - o;
+    ra[k] = __float2int_rd((static_cast<float>(l) + 0.5f) * inv_hidden);
+    if (j < nv) {
+      if (v0 + j >= full) {  // the array's last pack, partial: element by element, zeros past the end
+        P p;
+#pragma unroll
+        for (int m = 0; m < E; ++m) p.v[m] = (v0 + j) * E + m < total ? in[(v0 + j) * E + m] : from_float<T>(0.0f);
+        r[k] = *reinterpret_cast<const uint4*>(&p);
+      }
+      const int b = (ra[k] + 1) * hidden - l;  // elements of the pack in row ra[k]
+      const P& p = *reinterpret_cast<const P*>(&r[k]);
+      float sa = 0.0f, sb = 0.0f;
+#pragma unroll
+      for (int m = 0; m < E; ++m) {
+        const float f = to_float(p.v[m]);
+        const float fa = m < b ? f : 0.0f, fb = m < b ? 0.0f : f;
+        sa += fa * fa;
+        sb += fb * fb;
+      }
+      s_a[j] = sa;
+      s_b[j] = sb;
+    }
   }
   __syncthreads();
-  farm_stage::store_range<kStageThreads, K>(out, s_x, s, t);
+  const int lane = threadIdx.x & (group - 1);
+  for (int b0 = 0; b0 < n; b0 += kFlatThreads / group) {  // the same trip count for every lane: shuffles below
+    const int row = b0 + static_cast<int>(threadIdx.x) / group;
+    float ss = 0.0f;
+    if (row < n) {
+      const int first = row * hidden + o, p0 = first / E, p1 = (first + hidden - 1) / E;
+      const bool starts = first % E == 0;  // pack p0 starts with this row; else its second part is ours
+      for (int p = p0 + lane; p <= p1; p += group) ss += p == p0 && !starts ? s_b[p] : s_a[p];
+    }
+    for (int d = group / 2; d > 0; d >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, d);
+    if (row < n && lane == 0) s_r[row + 1] = rsqrtf(ss * inv_hidden + eps);
+  }
+  __syncthreads();
+  uint4* y4 = reinterpret_cast<uint4*>(out) + v0;
+  const int end = n * hidden;
+#pragma unroll
+  for (int k = 0; k < K; ++k) {
+    const int j = threadIdx.x + k * kFlatThreads;
+    if (j < nv) {
+      const int l = j * E - o;
+      const int b = (ra[k] + 1) * hidden - l;
+      const float rs_a = s_r[ra[k] + 1], rs_b = s_r[ra[k] + 2];
+      const uint4 wv = flat_weight<T>(s_w, l - ra[k] * hidden);
+      const P& p = *reinterpret_cast<const P*>(&r[k]);
+      const P& pw = *reinterpret_cast<const P*>(&wv);
+      P q;
+#pragma unroll
+      for (int m = 0; m < E; ++m) q.v[m] = from_float<T>(to_float(p.v[m]) * (m < b ? rs_a : rs_b) * to_float(pw.v[m]));
+      if (l >= 0 && l + E <= end) {
+        __stcs(y4 + j, *reinterpret_cast<const uint4*>(&q));
+      } else {
+        T* y = out + (v0 + j) * E;
+#pragma unroll
+        for (int m = 0; m < E; ++m) {
+          if (l + m >= 0 && l + m < end) y[m] = q.v[m];
+        }
+      }
+    }
+  }
 }
 
 // Very wide rows, too few to fill the device even with a cluster of blocks per row: two kernels.
@@ -879,13 +917,13 @@ int64_t rows_threads(int64_t chunk, int cpt) {
   return want < kRowsThreads ? want : kRowsThreads;
 }
 
-enum class Path { kTiny, kStaged, kPacks, kGroup, kRows, kPartials };
+enum class Path { kTiny, kFlat, kPacks, kGroup, kRows, kPartials };
 
 // What a launch does, from the shape and the pointers alone (the workspace query and the launch
 // agree on it):
 //   - kTiny: rows of 2, 4 or 8 bytes, several to a 16-byte pack;
-//   - kStaged: 16-bit rows of odd width, 9 to 256 elements in 16 MB of x or more, staged through
-//     shared memory (16-byte aligned x, y and weight);
+//   - kFlat: 16-bit rows of odd width, 9 to kFlatMaxHidden elements in kFlatFrom bytes of x or
+//     more, x read as a flat array of 16-byte packs (16-byte aligned x and y);
 //   - kPacks: rows of 16-byte packs held in registers by the tuned paths at the top, unless the
 //     rows are too few to fill the device and 16 KB or wider;
 //   - kGroup: other short rows (up to kGroupMaxUnits units of `bytes`);
@@ -927,20 +965,21 @@ Plan plan_of(int elem, uintptr_t out, uintptr_t in, uintptr_t weight, int64_t ro
     if (fill > row_bytes / kMinSplitBytes) fill = row_bytes / kMinSplitBytes;
     if (fill < 1) fill = 1;
   }
-  // Staged: rows of single 16-bit elements only. Rows of whole 4- or 8-byte units ran staged at
-  // 0.47-1.09x (median 0.72x) the speed of the group and rows kernels on an H200 (sweep, seed 0).
-  // Only rows of 8 to 256 elements in 16 MB of x or more: since the group and rows kernels lost
-  // their extra instructions, smaller inputs and wider rows run faster there. On an H200 (24 odd
-  // 16-bit shapes, sweep method, raw files at 8502ac7), staged -> unstaged: bf16 10000x255 11.27
-  // -> 6.01 us, fp16 4000x167 5.39 -> 2.82, bf16 30000x255 (15 MB) 20.89 -> 14.22, fp16 500000x13
-  // (13 MB) 15.57 -> 14.36, bf16 24478x885 42.60 -> 37.06, bf16 6000x1471 18.95 -> 16.31; from
-  // 16 MB staged stays ahead: fp16 1000000x9 19.13 against 26.40 us, bf16 200924x167 60.68
-  // against 80.57, bf16 713923x47 58.82 against 77.50 (bf16 150000x33, 9.9 MB: 12.06 against
-  // 17.39, the one smaller shape where it was).
+  // Flat: on an H100 (sweep method, `bench rms_norm --shapes`, two runs against this plan without
+  // it, raw files at 9b0a6c8), where the staged kernel had run: bf16 200924x167 60.03 ->
+  // 51.00 us, bf16 300000x129 88.20 -> 58.18, fp16 150000x193 56.74 -> 43.83, bf16 100000x255
+  // 47.65 -> 39.42, bf16 500000x33 33.92 -> 26.41; where the group kernel had: bf16 150000x33
+  // (9.9 MB) 17.30 -> 9.83, bf16 60000x131 20.37 -> 14.94, fp16 700000x11 19.40 -> 15.93, fp16
+  // 308020x11 (6.8 MB) 9.84 -> 8.68; the shifted kernel: fp16 20000x301 15.87 -> 12.99. Smaller
+  // inputs, which fill the device with fewer blocks, ran faster on the group kernel (fp16
+  // 15000x193, 5.8 MB, 7.41 -> 7.82; fp16 5000x255 3.95 -> 4.57; fp16 450x25 1.10 -> 1.76), and
+  // wider rows on the shifted kernel (bf16 15000x431 13.60 -> 14.39). Rows of 4- or 8-byte units
+  // lost or drew (bf16 78653x90 12.51 -> 13.85, fp32 9448x479 15.75 -> 16.26, fp32 64300x223
+  // 41.29 -> 42.37), so they keep their kernels.
   const int64_t x_bytes = rows * row_bytes;
-  if (p.bytes < 4 && hidden <= kStagedMaxHidden && fill == 1 && (addresses & 15u) == 0 && hidden >= 8 &&
-      x_bytes >= kStagedFrom) {
-    p.path = Path::kStaged;
+  if (p.bytes == 2 && ((in | out) & 15u) == 0 && hidden >= 8 && hidden <= kFlatMaxHidden && fill == 1 &&
+      x_bytes >= kFlatFrom) {
+    p.path = Path::kFlat;
     return p;
   }
   if (p.bytes == 16 && units <= kMaxPacks && (fill == 1 || row_bytes < (16 << 10))) {
@@ -1207,83 +1246,20 @@ void launch_tiny(T* o, const T* x, const T* w, int64_t rows, int64_t hidden, flo
   }
 }
 
-// Lanes per row: a power of two with about 32 elements each, up to a warp. 32 rather than 8 took
-// bf16 200924x167 from 73.2 to 59.6 us and fp16 308020x11 from 11.4 to 10.7 us on an H200, and was
-// even (within 1%) on wider rows (picked shapes, sweep method; raw files at 9b4f38a). Rows per
-// block: as many whole rows as kStageCapacity holds, rounded down to a multiple of the block's row
-// slots (kStageThreads / group) so that no pass over the rows leaves lanes idle. With that and 5
-// blocks an SM (48 registers, was 52 and 4), on an H200 (12 staged shapes, sweep method, raw files
-// at 779a563): bf16 200924x167 61.07 -> 56.59 us, bf16 713923x47 60.05 -> 52.79, fp16 2000000x9
-// 33.80 -> 30.56, fp16 150000x101 29.71 -> 25.54, bf16 1000000x13 26.29 -> 23.57; bf16
-// 500000x33 30.63 -> 31.69 the one loss.
-// Shared-memory bank conflicts of the staged kernel's reads of x: a warp holds 32 / group rows, whose
-// lanes read `group` consecutive 16-bit elements a step, row p from element p * hidden, each row
-// p * rot elements further on (modulo hidden). The most distinct 4-byte words one bank serves.
-int staged_conflicts(int hidden, int group, int rot) {
-  int words[32];
-  for (int lane = 0; lane < 32; ++lane) {
-    const int p = lane / group;
-    int e = lane % group + p * rot % hidden;
-    e -= e >= hidden ? hidden : 0;
-    words[lane] = (p * hidden + e) / 2;
-  }
-  int worst = 1;
-  for (int i = 0; i < 32; ++i) {
-    int n = 0;  // distinct words on the bank of words[i], counted at their first lane
-    for (int j = 0; j < 32; ++j) {
-      bool first = words[j] % 32 == words[i] % 32;
-      for (int k = 0; k < j && first; ++k) first = words[k] != words[j];
-      n += first ? 1 : 0;
-    }
-    worst = n > worst ? n : worst;
-  }
-  return worst;
-}
-
-// Rows of a width within a few elements of a multiple of 64 (65, 127, 129, 191, 193, 255) start on
-// the same banks of shared memory, so that each step of the staged kernel's reads is served 4 or 5
-// times over. Row p of a warp then starts p * rot elements in, modulo hidden, rot such that the
-// rows' starts tile the banks (p * hidden + p * rot = p * group modulo 64 elements); it costs the
-// wrap of each index, and the weight's reads (one word for every row unrotated) may meet on a bank
-// instead, so only from 4 ways on. On an H200 (16 shapes, sweep method, two runs against one of
-// main, raw files at e5321be): bf16 250000x127 78.9 -> 54.8 us, bf16 100000x255 55.9 -> 45.3,
-// fp16 80000x255 45.7 -> 36.2, bf16 200000x191 81.5 -> 70.3, fp16 150000x193 64.0 -> 54.2, fp16
-// 250000x65 44.2 -> 36.1, bf16 300000x129 88.4 -> 86.1; with 2 or 3 ways (bf16 250000x131 62.6 ->
-// 73.0, bf16 40000x233 16.9 -> 19.4) it lost. By width, computed once: rows up to kStagedMaxHidden.
-int staged_rotation(int hidden, int group) {
-  static const auto table = [] {
-    std::array<int16_t, kStagedMaxHidden + 1> t{};
-    for (int h = 8; h <= kStagedMaxHidden; ++h) {
-      int g = next_pow2((h + 31) / 32);
-      if (g > 32) g = 32;
-      const int rot = ((g - h) % 64 + 64) % 64 % h;
-      const int plain = staged_conflicts(h, g, 0);
-      t[h] = static_cast<int16_t>(plain >= 4 && staged_conflicts(h, g, rot) < plain ? rot : 0);
-    }
-    return t;
-  }();
-  return group < 32 && hidden <= kStagedMaxHidden ? table[hidden] : 0;
-}
-
+// Rows per block: as many whole rows as kFlatLoads packs a thread cover; lanes per row: the most, up
+// to a warp, that still give every row lanes in one pass.
 template <typename T>
-void launch_staged(T* o, const T* x, const T* w, int64_t rows, int64_t hidden, float inv_h, float eps, cudaStream_t s,
-                   bool pdl) {
-  const int64_t fit = kStageCapacity / (hidden * static_cast<int64_t>(sizeof(T)));
-  int rpb = static_cast<int>(fit < rows ? fit : rows);
-  int group = next_pow2(static_cast<int>((hidden + 31) / 32));
-  if (group > 32) group = 32;
-  const int slots = kStageThreads / group;
-  if (rpb > slots) rpb = rpb / slots * slots;
-  const int rot = staged_rotation(static_cast<int>(hidden), group);
+void launch_flat(T* o, const T* x, const T* w, int64_t rows, int64_t hidden, float inv_h, float eps, cudaStream_t s,
+                 bool pdl) {
+  constexpr int E = 16 / sizeof(T);
+  const int64_t fit = (int64_t{kFlatLoads} * kFlatThreads * E - (E - 1)) / hidden;
+  const int rpb = static_cast<int>(fit < rows ? fit : rows);
+  int group = 1;
+  while (group < 32 && 2 * group * rpb <= kFlatThreads) group *= 2;
   const auto blocks = static_cast<unsigned>((rows + rpb - 1) / rpb);
   const bool trigger = pdl && farm_pdl::trigger_pays(2 * rpb * hidden * static_cast<int64_t>(sizeof(T)));
-  if (rot != 0) {
-    farm_pdl::launch(rms_norm_staged_kernel<T, kStageLoads, true>, blocks, kStageThreads, s, pdl, o, x, w, rows,
-                     static_cast<int>(hidden), rpb, group, rot, inv_h, eps, trigger);
-  } else {
-    farm_pdl::launch(rms_norm_staged_kernel<T, kStageLoads, false>, blocks, kStageThreads, s, pdl, o, x, w, rows,
-                     static_cast<int>(hidden), rpb, group, 0, inv_h, eps, trigger);
-  }
+  farm_pdl::launch(rms_norm_flat_kernel<T, kFlatLoads>, blocks, kFlatThreads, s, pdl, o, x, w, rows,
+                   static_cast<int>(hidden), rpb, group, inv_h, eps, trigger);
 }
 
 template <typename T>
@@ -1297,8 +1273,8 @@ void launch_typed(void* out, const void* in, const void* weight, float* partial,
                          reinterpret_cast<uintptr_t>(weight), rows, hidden);
   if (p.path == Path::kTiny) {
     launch_tiny<T>(o, x, w, rows, hidden, inv_h, eps, s, pdl);
-  } else if (p.path == Path::kStaged) {
-    if constexpr (sizeof(T) == 2) launch_staged<T>(o, x, w, rows, hidden, inv_h, eps, s, pdl);
+  } else if (p.path == Path::kFlat) {
+    if constexpr (sizeof(T) == 2) launch_flat<T>(o, x, w, rows, hidden, inv_h, eps, s, pdl);
   } else if (p.path == Path::kPacks) {
     launch_packs<T>(o, x, w, rows, hidden, inv_h, eps, s, pdl);
   } else if (p.bytes == 16) {

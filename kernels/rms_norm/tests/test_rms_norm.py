@@ -203,11 +203,12 @@ def test_cuda_back_to_back_launches(kernel, graph, hidden):
 # pack (1000x2, 999x4 in 16-bit dtypes, 5x1), rows in units of 8, 4 or 2 bytes where 16 do not
 # divide them (odd, prime and even-unaligned widths), rows too few to fill the device shared by a
 # cluster of blocks (8x16384, 2x6717, 1x9358) or, wider still, by two kernels meeting in a
-# workspace (1x327680, 3x151936, 7x65544), and long rows read twice (300x40000). From 16 MB, odd
-# 16-bit rows of up to 256 elements are staged through shared memory (60000x167, 1000000x9);
-# smaller ones take the group kernel (50000x11, 4000x167), with twice the rows a thread where
-# that still fills the device (20000x167, 40000x77, 300000x13), and wider ones the rows kernel
-# (6000x1471); rows of 4-byte units or elements that fill the device take 16 a thread
+# workspace (1x327680, 3x151936, 7x65544), and long rows read twice (300x40000). From 6 MB, odd
+# 16-bit rows of up to 384 elements are read as one flat array of 16-byte packs (60000x167,
+# 1000000x9, 20000x167, 40000x77, 300000x13, 40000x255; 70000x129 and 30001x301 end in a partial
+# pack); smaller ones take the group kernel (50000x11, 4000x167), with twice the rows a thread
+# where that still fills the device (17000x167, 35000x77, 70000x35), and wider ones the rows
+# kernel (6000x1471); rows of 4-byte units or elements that fill the device take 16 a thread
 # (1200x4097, and 200x40001 in a cluster of blocks per row). Rows of 32 units of 4 bytes or less, enough of
 # them to fill the device, take half the lanes a row (40000x18 in 16-bit dtypes, 150000x3); rows
 # of more units keep theirs (20000x223 in float32). Rows of 8- or 16-byte units that would take
@@ -248,7 +249,11 @@ WIDE = [
     (40000, 77),
     (600, 10004),
     (600, 20000),
-    (70000, 129),  # staged rows rotated off each other's banks (16-bit, 16 MB or more)
+    (70000, 129),
+    (30001, 301),
+    (17000, 167),
+    (35000, 77),
+    (70000, 35),
     (40000, 255),
     (255, 431),
     (3, 261),
@@ -279,7 +284,9 @@ def test_cuda_rows_of_any_width(kernel, rows, hidden, dtype):
 @pytest.mark.gpu
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 @pytest.mark.parametrize("graph", [False, True], ids=["stream", "graph"])
-@pytest.mark.parametrize("rows, hidden", [(3, 151936), (8, 16384), (4000, 2), (37, 1001), (1, 327680)], ids=str)
+@pytest.mark.parametrize(
+    "rows, hidden", [(3, 151936), (8, 16384), (4000, 2), (37, 1001), (1, 327680), (20000, 167)], ids=str
+)
 def test_cuda_back_to_back_rows_of_any_width(kernel, graph, rows, hidden):
     """The paths for rows of any width launch with PDL too: each call below reads what the call
     before it wrote (read after write) or overwrites what it read (write after read), on a stream
