@@ -37,7 +37,7 @@ def copied_runs(source: str, header: str) -> list[str]:
 
 
 def test_the_shared_headers_exist() -> None:
-    assert {p.name for p in HEADERS} >= {"device.cuh", "dtypes.cuh", "memory.cuh", "pdl.cuh", "stage.cuh"}
+    assert {p.name for p in HEADERS} >= {"device.cuh", "dtypes.cuh", "memory.cuh", "pdl.cuh"}
 
 
 @pytest.mark.parametrize("header", HEADERS, ids=[p.name for p in HEADERS])
