@@ -26,8 +26,8 @@
 // launch and for the workspace query):
 //   - rows of 2, 4 or 8 bytes (hidden 1, 2, 4 in 16-bit dtypes; 1, 2 in fp32): several rows to a
 //     16-byte pack (rms_norm_tiny_kernel);
-//   - 16-bit rows of odd width (no 4-byte unit) of 9 to 384 elements, from 6 MB of x, with x and y
-//     16-byte aligned: x read as one flat array of 16-byte packs whatever rows they cross, each
+//   - 16-bit rows of single elements (odd widths, or a weight off 4-byte alignment) of 8 to 384
+//     elements, from 6 MiB of x, with x and y 16-byte aligned: x read as one flat array of 16-byte packs whatever rows they cross, each
 //     pack's squares summed in two parts, by row (rms_norm_flat_kernel);
 //   - other rows that are not whole 16-byte packs or not 16-byte aligned take the widest unit their
 //     width and pointers allow (8, 4 bytes or one element): up to 256 units in coalesced lane
@@ -599,8 +599,8 @@ __global__ void __launch_bounds__(256) rms_norm_tiny_kernel(T* __restrict__ out,
   }
 }
 
-// 16-bit rows of odd width (no 4-byte unit), from kFlatFrom bytes of x, with x and y 16-byte
-// aligned: x read as one flat array of aligned 16-byte packs, whatever rows they cross. A block
+// 16-bit rows of single elements (odd widths, or a weight off 4-byte alignment), from kFlatFrom
+// bytes of x, with x and y 16-byte aligned: x read as one flat array of aligned 16-byte packs, whatever rows they cross. A block
 // owns `rpb` whole rows (one contiguous range of x and of y), K packs a thread at most, all loads
 // in flight before any is used; the packs at the two ends of the range, which it shares with the
 // blocks beside it, are read whole and written element by element (the array's partial last pack
@@ -922,8 +922,9 @@ enum class Path { kTiny, kFlat, kPacks, kGroup, kRows, kPartials };
 // What a launch does, from the shape and the pointers alone (the workspace query and the launch
 // agree on it):
 //   - kTiny: rows of 2, 4 or 8 bytes, several to a 16-byte pack;
-//   - kFlat: 16-bit rows of odd width, 9 to kFlatMaxHidden elements in kFlatFrom bytes of x or
-//     more, x read as a flat array of 16-byte packs (16-byte aligned x and y);
+//   - kFlat: 16-bit rows of single elements (odd widths, or a weight off 4-byte alignment), 8 to
+//     kFlatMaxHidden elements in kFlatFrom bytes of x or more, x read as a flat array of 16-byte
+//     packs (16-byte aligned x and y);
 //   - kPacks: rows of 16-byte packs held in registers by the tuned paths at the top, unless the
 //     rows are too few to fill the device and 16 KB or wider;
 //   - kGroup: other short rows (up to kGroupMaxUnits units of `bytes`);

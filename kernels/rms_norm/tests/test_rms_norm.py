@@ -97,6 +97,12 @@ def test_non_contiguous_and_unaligned(kernel, dtype, device):
     out = torch.full((1024 * 4096 + 1,), float("nan"), dtype=dtype, device=device)[1:].view(1024, 4096)
     got = kernel.rms_norm(x_odd, w, out=out)
     torch.testing.assert_close(got.cpu(), reference(x_odd.cpu(), w.cpu(), 1e-6), **TOL[dtype])
+    # An even width with the weight at an odd offset comes in single elements too: from 6 MiB of
+    # 16-bit x on a GPU, read as one flat array of 16-byte packs like odd widths.
+    x = randn((24000, 168), dtype, device, seed=26)
+    w_odd = randn((169,), dtype, device, seed=27, shift=1.0)[1:]
+    got = kernel.rms_norm(x, w_odd)
+    torch.testing.assert_close(got.cpu(), reference(x.cpu(), w_odd.cpu(), 1e-6), **TOL[dtype])
 
 
 @pytest.mark.parametrize("device", DEVICES)
@@ -203,11 +209,11 @@ def test_cuda_back_to_back_launches(kernel, graph, hidden):
 # pack (1000x2, 999x4 in 16-bit dtypes, 5x1), rows in units of 8, 4 or 2 bytes where 16 do not
 # divide them (odd, prime and even-unaligned widths), rows too few to fill the device shared by a
 # cluster of blocks (8x16384, 2x6717, 1x9358) or, wider still, by two kernels meeting in a
-# workspace (1x327680, 3x151936, 7x65544), and long rows read twice (300x40000). From 6 MB, odd
+# workspace (1x327680, 3x151936, 7x65544), and long rows read twice (300x40000). From 6 MiB, odd
 # 16-bit rows of up to 384 elements are read as one flat array of 16-byte packs (60000x167,
-# 1000000x9, 20000x167, 40000x77, 300000x13, 40000x255; 70000x129 and 30001x301 end in a partial
-# pack); smaller ones take the group kernel (50000x11, 4000x167), with twice the rows a thread
-# where that still fills the device (17000x167, 35000x77, 70000x35), and wider ones the rows
+# 1000000x9, 20000x167, 300000x13, 40000x255, 70000x129; 30001x301 ends in a partial pack);
+# smaller ones take the group kernel (50000x11, 4000x167), with twice the rows a thread where
+# that still fills the device (17000x167, 40000x77, 35000x77, 70000x35), and wider ones the rows
 # kernel (6000x1471); rows of 4-byte units or elements that fill the device take 16 a thread
 # (1200x4097, and 200x40001 in a cluster of blocks per row). Rows of 32 units of 4 bytes or less, enough of
 # them to fill the device, take half the lanes a row (40000x18 in 16-bit dtypes, 150000x3); rows
