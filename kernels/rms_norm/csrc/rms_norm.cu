@@ -1169,7 +1169,7 @@ void launch_units(T* o, const T* x, const T* w, float* partial, int64_t rows, in
     // sweep method, raw files at 8502ac7): fp16 40000x77 8.76 -> 8.17 us, fp16 20000x167 9.01 ->
     // 8.03, bf16 30000x255 14.22 -> 13.25, fp16 500000x13 14.36 -> 14.15; with fewer blocks it
     // was slower (bf16 76519x11 3.13 -> 3.87 us, fp16 200000x13 6.85 -> 7.17). Rows this path
-    // takes from kFlatFrom bytes of x (the first four shapes above) now take the flat kernel.
+    // takes from kFlatFrom bytes of x (20000x167, 30000x255, 500000x13) now take the flat kernel.
     if constexpr (BYTES == 2) {
       const int64_t wave = int64_t{device_info().sms} * device_info().threads_per_sm / 256;
       if (upt >= 2 && (rows + 2 * rpt * slice - 1) / (2 * rpt * slice) >= wave) {
