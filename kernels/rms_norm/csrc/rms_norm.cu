@@ -1316,9 +1316,8 @@ int64_t rms_norm_workspace_floats(DType dtype, const void* out, const void* in, 
 
 int launch_rms_norm(DType dtype, void* out, const void* in, const void* weight, int64_t rows, int64_t hidden,
                     float eps, void* stream, float* workspace) {
-  const auto s = static_cast<cudaStream_t>(stream);
-  const int64_t bytes = 2 * rows * hidden * element_size(dtype);  // x and y
-  return launch_with(dtype, out, in, weight, workspace, rows, hidden, eps, s, farm_pdl::enabled_for(s, bytes));
+  return launch_with(dtype, out, in, weight, workspace, rows, hidden, eps, static_cast<cudaStream_t>(stream),
+                     farm_pdl::enabled());
 }
 
 }  // namespace rms_norm

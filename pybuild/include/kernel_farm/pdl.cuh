@@ -9,8 +9,7 @@
 // saves is the gap between back-to-back kernels: launch latency and the ramp of the first wave. A
 // kernel launched without the attribute after ours starts when ours has completed, as usual; on
 // older devices the instructions compile to nothing and the launch is an ordinary one.
-// KERNEL_FARM_PDL=0 (or false, off, no) in the environment turns the attribute off, and
-// KERNEL_FARM_PDL=always puts it on every launch that enabled_for would leave it off (read once per
+// KERNEL_FARM_PDL=0 (or false, off, no) in the environment turns the attribute off (read once per
 // process).
 //
 // One of the farm's shared kernel headers: pybuild ships them and adds their folder to every
@@ -51,55 +50,26 @@ __device__ __forceinline__ void allow_next_grid(bool trigger) {
 constexpr int64_t kTriggerMinBytesPerBlock = 6 << 10;
 inline bool trigger_pays(int64_t bytes_per_block) { return bytes_per_block >= kTriggerMinBytesPerBlock; }
 
-enum class Mode : signed char { kOff, kAuto, kAlways };
-
-// KERNEL_FARM_PDL: 0, false, off or no (any case) is kOff; always is kAlways; unset or anything
-// else is kAuto. Read once per process.
-inline Mode mode() {
-  static const Mode m = [] {
-    const char* v = std::getenv("KERNEL_FARM_PDL");
-    if (v == nullptr) return Mode::kAuto;
-    for (const char* no : {"0", "false", "off", "no"}) {
-      if (strcasecmp(v, no) == 0) return Mode::kOff;
-    }
-    return strcasecmp(v, "always") == 0 ? Mode::kAlways : Mode::kAuto;
-  }();
-  return m;
-}
-
-// Whether launches on the current device may take the attribute: compute capability 9.0 or later,
-// unless KERNEL_FARM_PDL turns it off. Looked up once per device.
+// Whether launches on the current device take the attribute: compute capability 9.0 or later,
+// unless KERNEL_FARM_PDL is 0, false, off or no (any case). Looked up once per device.
 inline bool enabled() {
+  static const bool off = [] {
+    const char* v = std::getenv("KERNEL_FARM_PDL");
+    if (v == nullptr) return false;
+    for (const char* no : {"0", "false", "off", "no"}) {
+      if (strcasecmp(v, no) == 0) return true;
+    }
+    return false;
+  }();
   static signed char cache[64] = {};  // 0: not looked up yet; 1: yes; -1: no
   int dev = 0;
-  if (mode() == Mode::kOff || cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64) return false;
+  if (off || cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64) return false;
   if (cache[dev] == 0) {
     int major = 0;
     cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev);
     cache[dev] = major >= 9 ? 1 : -1;
   }
   return cache[dev] > 0;
-}
-
-// The attribute costs the host about 2.2 us a launch (cudaLaunchKernelExC: 6.2 us a launch without
-// it, 8.5 us with it, on an H100 with torch 2.11+cu130). A call issued from Python that moves less
-// than this many bytes finishes on the GPU sooner than the host can issue the next one, so there is
-// no gap between kernels for the attribute to close, only that cost to pay.
-constexpr int64_t kPlainMinBytes = 16 << 20;
-
-// Whether a launch on `stream` of kernels that move `bytes` in all takes the attribute: where
-// enabled(), always while the stream is being captured into a CUDA graph (a replay pays no launch
-// cost), and otherwise from kPlainMinBytes (any size with KERNEL_FARM_PDL=always). If the capture
-// status cannot be read (an implicit capture on the legacy stream), the launch takes it.
-inline bool enabled_for(cudaStream_t stream, int64_t bytes) {
-  if (!enabled()) return false;
-  if (bytes >= kPlainMinBytes || mode() == Mode::kAlways) return true;
-  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
-  if (cudaStreamIsCapturing(stream, &status) != cudaSuccess) {
-    cudaGetLastError();  // not the launch's error: clear it
-    return true;
-  }
-  return status != cudaStreamCaptureStatusNone;
 }
 
 // kernel<<<grid, block, 0, stream>>>(args...), with the PDL attribute when `pdl`.
