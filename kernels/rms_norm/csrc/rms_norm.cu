@@ -843,7 +843,7 @@ void launch_vec(T* out, const T* in, const T* weight, int64_t rows, int packs, i
   const int64_t rows_per_block = group <= 32 ? threads / group : 1;
   const auto blocks = static_cast<unsigned>((rows + rows_per_block - 1) / rows_per_block);
   const bool evict_last = rows * packs * 16 >= evict_last_from();
-  const bool trigger = pdl && farm_pdl::trigger_pays(rows_per_block * packs * 32);  // x and y
+  const bool trigger = pdl && farm_pdl::trigger_pays(rows_per_block * packs * 32, blocks);  // x and y
   farm_pdl::launch(evict_last ? rms_norm_vec_kernel<T, CPT, true> : rms_norm_vec_kernel<T, CPT, false>, blocks,
                    threads, s, pdl, out, in, weight, rows, packs, group, inv_h, eps, trigger);
 }
@@ -858,7 +858,7 @@ void launch_packs(T* o, const T* x, const T* w, int64_t rows, int64_t hidden, fl
     const int64_t per_block = int64_t{kTileThreads} * kTileLoads;  // packs per block
     const auto blocks = static_cast<unsigned>((rows * packs + per_block - 1) / per_block);
     const bool evict_last = rows * packs * 16 >= evict_last_from();
-    const bool trigger = pdl && farm_pdl::trigger_pays(per_block * 32);
+    const bool trigger = pdl && farm_pdl::trigger_pays(per_block * 32, blocks);
     farm_pdl::launch(evict_last ? rms_norm_tile_kernel<T, true> : rms_norm_tile_kernel<T, false>, blocks,
                      kTileThreads, s, pdl, o, x, w, rows, packs, inv_h, eps, trigger);
     return;
@@ -1069,12 +1069,12 @@ void launch_partials(T* out, const T* in, const T* weight, float* partial, int64
   const int64_t units = hidden / Unit<T, BYTES>::kVec;
   const int64_t chunk = (units + parts - 1) / parts;
   const auto blocks = static_cast<unsigned>(rows * parts);
-  const bool trigger = pdl && farm_pdl::trigger_pays(chunk * BYTES);
+  const bool trigger = pdl && farm_pdl::trigger_pays(chunk * BYTES, blocks);
   farm_pdl::launch(rms_norm_partial_kernel<T, BYTES>, blocks, 256, s, pdl, partial, in, hidden, units, parts, chunk,
                    trigger);
   farm_pdl::launch(rms_norm_apply_kernel<T, BYTES>, blocks, 256, s, pdl, out, in, weight,
                    static_cast<const float*>(partial), hidden, units, parts, chunk, inv_h, eps,
-                   pdl && farm_pdl::trigger_pays(2 * chunk * BYTES));
+                   pdl && farm_pdl::trigger_pays(2 * chunk * BYTES, blocks));
 }
 
 template <typename T, int BYTES, int UPT, int RPT>
@@ -1085,7 +1085,7 @@ void launch_group(T* out, const T* in, const T* weight, int64_t rows, int64_t hi
   while ((1 << lg) < group) ++lg;
   const int64_t per_block = int64_t{RPT} * (256 >> lg);
   const auto blocks = static_cast<unsigned>((rows + per_block - 1) / per_block);
-  const bool trigger = pdl && farm_pdl::trigger_pays(2 * per_block * units * BYTES);
+  const bool trigger = pdl && farm_pdl::trigger_pays(2 * per_block * units * BYTES, blocks);
   farm_pdl::launch(rms_norm_group_kernel<T, BYTES, UPT, RPT>, blocks, 256, s, pdl, out, in, weight, rows, units, lg,
                    inv_h, eps, trigger);
 }
@@ -1100,7 +1100,7 @@ bool launch_rows_split(T* out, const T* in, const T* weight, int64_t rows, int64
   const int64_t chunk = (units + split - 1) / split;
   const int threads = static_cast<int>(rows_threads(chunk, CPT));
   const int64_t blocks = rows * split;
-  const bool trigger = pdl && farm_pdl::trigger_pays(2 * chunk * BYTES);
+  const bool trigger = pdl && farm_pdl::trigger_pays(2 * chunk * BYTES, blocks);
   cudaLaunchConfig_t config = {};
   config.gridDim = dim3(static_cast<unsigned>(blocks));
   config.blockDim = dim3(threads);
@@ -1231,7 +1231,7 @@ void launch_tiny(T* o, const T* x, const T* w, int64_t rows, int64_t hidden, flo
   const int64_t n = rows * hidden;
   const int64_t n_packs = n / kVec;
   const auto blocks = static_cast<unsigned>((n_packs + 1 + 256 * kPpt - 1) / (256 * kPpt));
-  const bool trigger = pdl && farm_pdl::trigger_pays(int64_t{256} * kPpt * 32);
+  const bool trigger = pdl && farm_pdl::trigger_pays(int64_t{256} * kPpt * 32, blocks);
   switch (hidden) {
     case 1:
       farm_pdl::launch(rms_norm_tiny_kernel<T, 1, kPpt>, blocks, 256, s, pdl, o, x, w, n_packs, n, inv_h, eps, trigger);
@@ -1259,7 +1259,7 @@ void launch_flat(T* o, const T* x, const T* w, int64_t rows, int64_t hidden, flo
   int group = 1;
   while (group < 32 && 2 * group * rpb <= kFlatThreads) group *= 2;
   const auto blocks = static_cast<unsigned>((rows + rpb - 1) / rpb);
-  const bool trigger = pdl && farm_pdl::trigger_pays(2 * rpb * hidden * static_cast<int64_t>(sizeof(T)));
+  const bool trigger = pdl && farm_pdl::trigger_pays(2 * rpb * hidden * static_cast<int64_t>(sizeof(T)), blocks);
   farm_pdl::launch(rms_norm_flat_kernel<T, kFlatLoads>, blocks, kFlatThreads, s, pdl, o, x, w, rows,
                    static_cast<int>(hidden), rpb, group, inv_h, eps, trigger);
 }
