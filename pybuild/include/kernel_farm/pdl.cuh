@@ -52,13 +52,13 @@ inline bool trigger_pays(int64_t bytes_per_block) { return bytes_per_block >= kT
 
 // The same for a grid of `blocks` blocks: a grid of kTriggerMinSmallGrid to kTriggerMaxSmallGrid
 // blocks triggers whatever its blocks move, since its triggers take about 1.2 us at most to
-// process, and without them its dependents wait until its last block exits. Sweep method, CUDA
-// graphs, two runs each against the one-argument rule: on an H200 fp16 255x431 (255 blocks) 1.91 ->
-// 1.81 us, fp32 142x577 1.72 -> 1.62, fp16 1000x1024 2.56 -> 2.47; on an H100 1.95 -> 1.93, 1.78 ->
-// 1.71, 2.95 -> 2.88. Grids of a few blocks went opposite ways: on the H200 fp16 3x261 1.53 -> 1.40,
-// fp16 13x157 1.34 -> 1.23; on the H100 bf16 5x281 1.47 -> 1.66, bf16 22x641 1.54 -> 1.78, bf16
-// 2x1024 1.38 -> 1.56, fp16 13x157 1.41 -> 1.54. So grids of fewer than kTriggerMinSmallGrid blocks
-// keep the one-argument rule.
+// process, and without them its dependents wait until its last block exits. `bench rms_norm
+// --shapes`, CUDA graphs, two runs each against the one-argument rule: on an H200 fp16 255x431 (255
+// blocks) 1.91 -> 1.81 us, fp32 142x577 1.72 -> 1.62, fp16 1000x1024 2.56 -> 2.47; on an H100 1.95
+// -> 1.93, 1.78 -> 1.71, 2.95 -> 2.88. Grids of a few blocks went opposite ways: on the H200 fp16
+// 3x261 1.53 -> 1.40, fp16 13x157 1.34 -> 1.23; on the H100 bf16 5x281 1.47 -> 1.66, bf16 22x641
+// 1.54 -> 1.78, bf16 2x1024 1.38 -> 1.56, fp16 13x157 1.41 -> 1.54. So grids of fewer than
+// kTriggerMinSmallGrid blocks keep the one-argument rule.
 constexpr int64_t kTriggerMinSmallGrid = 128;
 constexpr int64_t kTriggerMaxSmallGrid = 1024;
 inline bool trigger_pays(int64_t bytes_per_block, int64_t blocks) {
