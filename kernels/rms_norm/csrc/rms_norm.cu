@@ -902,13 +902,15 @@ DeviceInfo device_info() {
 
 constexpr int kMaxSplit = 8;                    // blocks of a cluster per row: the portable size
 constexpr int64_t kMinSplitBytes = 4 << 10;     // of x per block when rows are too few to fill the device
+constexpr int64_t kSplitFrom = 48 << 10;        // bytes of a row: narrower rows are not split to fill it
 constexpr int64_t kMinPartBytes = 8 << 10;      // of x per block of the two-kernel path
 constexpr int kGroupMaxUnits = 256;             // rows of up to this many units take the group kernel
 constexpr int64_t kShiftedFrom = int64_t{4} << 20;  // bytes of x for rms_norm_shifted_kernel
 constexpr int64_t kShiftedWideFrom = 16 << 10;      // bytes of a row of 4- or 8-byte units for it
 
-// Units of BYTES each thread of rms_norm_rows_kernel holds in registers: twice as many for units
-// of 4 bytes or less where the launch fills the device even so (Plan::deep).
+// Units of BYTES each thread of rms_norm_rows_kernel holds in registers: for units of 4 bytes or
+// less, twice as many where the launch fills the device even so (Plan::deep), half as many where it
+// falls short of that even at this count (Plan::shallow).
 constexpr int rows_cpt(int bytes) { return bytes == 16 ? 4 : bytes == 8 ? 4 : 8; }
 
 // Threads per block of rms_norm_rows_kernel for `chunk` units at CPT a thread (whole warps).
@@ -926,10 +928,11 @@ enum class Path { kTiny, kFlat, kPacks, kGroup, kRows, kPartials };
 //     kFlatMaxHidden elements in kFlatFrom bytes of x or more, x read as a flat array of 16-byte
 //     packs (16-byte aligned x and y);
 //   - kPacks: rows of 16-byte packs held in registers by the tuned paths at the top, unless the
-//     rows are too few to fill the device and 16 KB or wider;
+//     rows are too few to fill the device and kSplitFrom bytes or wider;
 //   - kGroup: other short rows (up to kGroupMaxUnits units of `bytes`);
 //   - kRows: a block per row, or a cluster of `split` (sm_90 and later) when a row is more than a
-//     block holds in registers or the rows are too few to give every SM about two blocks; `shifted`:
+//     block holds in registers or the rows, kSplitFrom bytes or wider, are too few to give every SM
+//     about two blocks; `shifted`:
 //     rows of smaller units read in 16-byte packs from each row's first 16-byte boundary;
 //   - kPartials: wider still (more than kMaxSplit blocks per row): two kernels, `parts` blocks per
 //     row, meeting in a workspace of rows * parts floats.
@@ -939,6 +942,7 @@ struct Plan {
   int split = 1;
   int parts = 0;
   bool deep = false;     // kRows: 2 * rows_cpt(bytes) units a thread
+  bool shallow = false;  // kRows: rows_cpt(bytes) / 2 units a thread, a block per row
   bool shifted = false;  // kRows: rows of elements read in 16-byte packs (rms_norm_shifted_kernel)
 };
 
@@ -960,8 +964,17 @@ Plan plan_of(int elem, uintptr_t out, uintptr_t in, uintptr_t weight, int64_t ro
   const int64_t units = row_bytes / p.bytes;
   const DeviceInfo dev = device_info();
   const bool few = dev.major >= 9 && rows < dev.sms;
+  // Rows too few to give every SM a block, 48 KB or wider: `fill` blocks a row (a cluster, or the
+  // two-kernel path), 4 KB of x each at least. Narrower rows keep a block each: the cluster's
+  // synchronisation cost more than the split saved. On an H100 (`bench rms_norm --shapes`, two
+  // runs each against the split from 4 KB; raw files at 4f6fd77): fp32 2x3394 2.63 -> 1.70 us,
+  // bf16 2x8192 3.43 -> 1.60, fp32 4x4096 2.65 -> 1.51, bf16 3x12000 3.54 -> 1.98, fp32 1x8192
+  // 2.73 -> 1.98, fp16 8x20000 3.63 -> 2.43 (those with rows of 16-byte packs now take the packs
+  // path); on an H200, fp32 2x3394 2.22 -> 1.67. Splitting only from 16 KB made 1x8192 slower
+  // (a cluster of 2: 3.08 us), and wider rows need the split (bf16 3x151936: 4.45 us at 4 KB a
+  // block, 5.5 at 16 KB, 6.0 at 32 KB).
   int64_t fill = 1;
-  if (few) {
+  if (few && row_bytes >= kSplitFrom) {
     fill = (2 * dev.sms + rows - 1) / rows;
     if (fill > row_bytes / kMinSplitBytes) fill = row_bytes / kMinSplitBytes;
     if (fill < 1) fill = 1;
@@ -983,7 +996,7 @@ Plan plan_of(int elem, uintptr_t out, uintptr_t in, uintptr_t weight, int64_t ro
     p.path = Path::kFlat;
     return p;
   }
-  if (p.bytes == 16 && units <= kMaxPacks && (fill == 1 || row_bytes < (16 << 10))) {
+  if (p.bytes == 16 && units <= kMaxPacks && fill == 1) {
     p.path = Path::kPacks;
     return p;
   }
@@ -997,7 +1010,8 @@ Plan plan_of(int elem, uintptr_t out, uintptr_t in, uintptr_t weight, int64_t ro
   // files at 9b4f38a) that took fp32 1283x13063 from 79.0 to 55.5 us, fp32 675x20925 from 72.7
   // to 51.4, fp32 4293x3907 from 50.8 to 38.9 and bf16 3869x4962 from 30.0 to 25.4 us (0.74-0.95x
   // the fastest peer to 1.06-1.26x); rows whose smaller blocks would leave SMs idle were slower
-  // (fp32 406x453 2.35 -> 2.73 us, fp16 255x431 1.87 -> 2.18 us), so they keep 8. (Those runs
+  // (fp32 406x453 2.35 -> 2.73 us, fp16 255x431 1.87 -> 2.18 us), so they keep 8 (or take 4:
+  // Plan::shallow). (Those runs
   // held the weight in registers, at 64 registers with a small spill; see rms_norm_rows_kernel.)
   // Blocks per row at `cpt` units a thread: as many as the row needs or `fill`, whichever is more.
   const auto split_at = [&](int cpt) {
@@ -1010,7 +1024,10 @@ Plan plan_of(int elem, uintptr_t out, uintptr_t in, uintptr_t weight, int64_t ro
     const int64_t split = dev.major < 9 ? 1 : split_at(deep);
     if (split <= kMaxSplit) {
       const int64_t threads = rows_threads((units + split - 1) / split, deep);
-      p.deep = rows * split * threads >= int64_t{dev.sms} * dev.threads_per_sm;
+      // Not with blocks of a single warp: an SM holds 32 blocks, so they would leave it half its
+      // threads. fp32 9448x479 (32 threads at 16 units against 64 at 8; raw files at 4f6fd77):
+      // on an H100 16.74 -> 15.29 us, on an H200 13.76 -> 13.00.
+      p.deep = rows * split * threads >= int64_t{dev.sms} * dev.threads_per_sm && threads >= 64;
     }
   }
   int64_t split = split_at(rows_cpt(p.bytes) * (p.deep ? 2 : 1));
@@ -1036,6 +1053,16 @@ Plan plan_of(int elem, uintptr_t out, uintptr_t in, uintptr_t weight, int64_t ro
     split = 1;
   }
   p.split = static_cast<int>(split);
+  // Units of 4 bytes or less in a block per row whose threads, even at rows_cpt units each, would
+  // not fill the SMs once: 4 units a thread, twice the threads, for half the loads each on the
+  // critical path of a launch bound by latency. On an H100 (two runs each against 8 units a
+  // thread; raw files at 4f6fd77): fp16 3x261 1.58 -> 1.33 us, bf16 5x281 1.46 -> 1.35, bf16
+  // 22x641 1.53 -> 1.41, fp16 255x431 1.92 -> 1.81, fp32 406x453 2.38 -> 2.27, fp16 1104x822 3.18
+  // -> 3.02; on an H200, fp16 255x431 1.78 -> 1.61, fp32 406x453 2.25 -> 2.18, bf16 22x641 1.45 ->
+  // 1.42, fp16 1104x822 2.95 -> 2.84. Where the launch does fill the device it lost (fp32
+  // 9448x479 on the H200: 13.00 us at 8 units a thread, 14.60 at 4).
+  p.shallow = p.bytes <= 4 && !p.deep && split == 1 && units <= int64_t{kRowsThreads} * 4 &&
+              rows * rows_threads(units, rows_cpt(p.bytes)) < int64_t{dev.sms} * dev.threads_per_sm;
   // Rows of smaller units for the rows kernel, x and y alike modulo 16 bytes and the weight 16-byte
   // aligned: 16-byte packs from each row's first 16-byte boundary (rms_norm_shifted_kernel),
   // planned as rows of 16-byte packs (rows for the two-kernel path stay there). From 4 MB of x,
@@ -1055,6 +1082,7 @@ Plan plan_of(int elem, uintptr_t out, uintptr_t in, uintptr_t weight, int64_t ro
     p.shifted = true;
     p.bytes = 16;
     p.deep = false;
+    p.shallow = false;
     split = dev.major < 9 ? 1 : split_at(rows_cpt(16));
     if (split > kMaxSplit) split = kMaxSplit;
     if (split <= 3 && rows >= 4 * int64_t{dev.sms}) split = 1;  // as for 16-byte units above
@@ -1210,6 +1238,10 @@ void launch_units(T* o, const T* x, const T* w, float* partial, int64_t rows, in
       }
     }
     if constexpr (BYTES <= 4) {
+      if (p.shallow) {  // split == 1: the row fits the block
+        launch_rows_split<T, BYTES, rows_cpt(BYTES) / 2>(o, x, w, rows, hidden, 1, inv_h, eps, s, pdl);
+        return;
+      }
       if (p.deep) {
         if (!launch_rows_split<T, BYTES, 2 * kCpt>(o, x, w, rows, hidden, split, inv_h, eps, s, pdl)) {
           launch_rows_split<T, BYTES, 2 * kCpt>(o, x, w, rows, hidden, 1, inv_h, eps, s, pdl);
