@@ -1263,7 +1263,15 @@ void launch_tiny(T* o, const T* x, const T* w, int64_t rows, int64_t hidden, flo
   const int64_t n = rows * hidden;
   const int64_t n_packs = n / kVec;
   const auto blocks = static_cast<unsigned>((n_packs + 1 + 256 * kPpt - 1) / (256 * kPpt));
-  const bool trigger = pdl && farm_pdl::trigger_pays(int64_t{256} * kPpt * 32, blocks);
+  // The bytes a block moves, not what it could: an input of a few rows fits one block that moves
+  // far less than 6 KB, and on an H100 such grids ran slower with the trigger (`bench rms_norm
+  // --shapes`, three runs each, raw files at f2580a0): without it fp32 1x2 1.39 -> 1.09 us, bf16
+  // 3x2 1.45 -> 1.28, bf16 5x4 1.47 -> 1.24 (fp16 7x4 1.06 -> 1.10). On an H200 (two runs each)
+  // fp32 1x2 went 0.98 -> 1.05 and fp16 7x4 0.96 -> 1.05, still ahead of torch.compile (1.23 for
+  // 1x2 in the sweep).
+  const int64_t moved = (2 * n * static_cast<int64_t>(sizeof(T)) + blocks - 1) / blocks;
+  const int64_t full = int64_t{256} * kPpt * 32;
+  const bool trigger = pdl && farm_pdl::trigger_pays(moved < full ? moved : full, blocks);
   switch (hidden) {
     case 1:
       farm_pdl::launch(rms_norm_tiny_kernel<T, 1, kPpt>, blocks, 256, s, pdl, o, x, w, n_packs, n, inv_h, eps, trigger);
