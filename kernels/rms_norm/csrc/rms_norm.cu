@@ -21,7 +21,7 @@
 // L2 or larger: then with an L2 evict-last policy, which measured 1.00-1.03x faster from 134 MB of
 // x on an H200 (and 0.9-0.99x on x smaller than L2; benchmarks/explore/duel.py); devices with less
 // memory bandwidth per SM, such as an H100, always stream. Sums and products are fp32.
-// These paths are kept where the device has rows enough: rows of 16 KB and more that are fewer
+// These paths are kept where the device has rows enough: rows of 48 KB and more that are fewer
 // than the SMs, and all other shapes, take the paths below, chosen by plan_of (one plan for the
 // launch and for the workspace query):
 //   - rows of 2, 4 or 8 bytes (hidden 1, 2, 4 in 16-bit dtypes; 1, 2 in fp32): several rows to a
@@ -33,11 +33,12 @@
 //     width and pointers allow (8, 4 bytes or one element): up to 256 units in coalesced lane
 //     groups with several rows per group (rms_norm_group_kernel), longer ones as below;
 //   - a row per block, or shared by a thread-block cluster of up to 8 blocks (sm_90) when the row
-//     is more than a block holds in registers or the rows are too few to give every SM about two
-//     blocks (rms_norm_rows_kernel; 16 units of 4 bytes or less a thread where that still fills
-//     the device, else 8; from 4 MB of x, rows of single 16-bit elements and wide rows of 4- or
-//     8-byte units, odd widths or pointers off 16-byte alignment, in 16-byte packs from each row's
-//     first 16-byte boundary, rms_norm_shifted_kernel, where x and y are alike modulo 16 bytes);
+//     is more than a block holds in registers or the rows, 48 KB or wider, are too few to give
+//     every SM about two blocks (rms_norm_rows_kernel; 16 units of 4 bytes or less a thread where
+//     that still fills the device, 4 where 8 would not fill it once, else 8; from 4 MB of x, rows
+//     of single 16-bit elements and wide rows of 4- or 8-byte units, odd widths or pointers off
+//     16-byte alignment, in 16-byte packs from each row's first 16-byte boundary,
+//     rms_norm_shifted_kernel, where x and y are alike modulo 16 bytes);
 //     wider still, two kernels that meet in a workspace
 //     (rms_norm_partial_kernel, rms_norm_apply_kernel). Found by `python -m pybuild bench
 //     rms_norm --sweep`: 3 rows of 151936 bf16 had taken one block each.
@@ -970,15 +971,17 @@ Plan plan_of(int elem, uintptr_t out, uintptr_t in, uintptr_t weight, int64_t ro
   // runs each against the split from 4 KB; raw files at 4f6fd77): fp32 2x3394 2.63 -> 1.70 us,
   // bf16 2x8192 3.43 -> 1.60, fp32 4x4096 2.65 -> 1.51, bf16 3x12000 3.54 -> 1.98, fp32 1x8192
   // 2.73 -> 1.98, fp16 8x20000 3.63 -> 2.43 (those with rows of 16-byte packs now take the packs
-  // path); on an H200, fp32 2x3394 2.22 -> 1.67. Splitting only from 16 KB made 1x8192 slower
-  // (a cluster of 2: 3.08 us), and wider rows need the split (bf16 3x151936: 4.45 us at 4 KB a
-  // block, 5.5 at 16 KB, 6.0 at 32 KB).
-  int64_t fill = 1;
-  if (few && row_bytes >= kSplitFrom) {
-    fill = (2 * dev.sms + rows - 1) / rows;
-    if (fill > row_bytes / kMinSplitBytes) fill = row_bytes / kMinSplitBytes;
-    if (fill < 1) fill = 1;
+  // path); on an H200, fp32 2x3394 2.22 -> 1.67. 16 KB a block at least (a cluster of 2 for fp32
+  // 1x8192) was slower than either, 3.08 us, and wider rows need the split (bf16 3x151936: 4.45
+  // us in 37 blocks a row of about 8 KB, 5.5 with 16 KB a block, 6.0 with 32 KB). Rows the
+  // shifted kernel takes (below) keep the split from 4 KB (`spread`), with which it was measured.
+  int64_t spread = 1;
+  if (few) {
+    spread = (2 * dev.sms + rows - 1) / rows;
+    if (spread > row_bytes / kMinSplitBytes) spread = row_bytes / kMinSplitBytes;
+    if (spread < 1) spread = 1;
   }
+  const int64_t fill = row_bytes >= kSplitFrom ? spread : 1;
   // Flat: on an H100 (sweep method, `bench rms_norm --shapes`, two runs against this plan without
   // it, raw files at 9b0a6c8), where the staged kernel had run: bf16 200924x167 60.03 ->
   // 51.00 us, bf16 300000x129 88.20 -> 58.18, fp16 150000x193 56.74 -> 43.83, bf16 100000x255
@@ -1013,15 +1016,16 @@ Plan plan_of(int elem, uintptr_t out, uintptr_t in, uintptr_t weight, int64_t ro
   // (fp32 406x453 2.35 -> 2.73 us, fp16 255x431 1.87 -> 2.18 us), so they keep 8 (or take 4:
   // Plan::shallow). (Those runs
   // held the weight in registers, at 64 registers with a small spill; see rms_norm_rows_kernel.)
-  // Blocks per row at `cpt` units a thread: as many as the row needs or `fill`, whichever is more.
-  const auto split_at = [&](int cpt) {
+  // Blocks per row at `cpt` units a thread: as many as the row needs or `at_least`, whichever is
+  // more.
+  const auto split_at = [&](int cpt, int64_t at_least) {
     const int64_t cap = int64_t{kRowsThreads} * cpt * p.bytes;  // bytes a block holds
     const int64_t need = (row_bytes + cap - 1) / cap;
-    return need > fill ? need : fill;
+    return need > at_least ? need : at_least;
   };
   if (p.bytes <= 4) {
     const int deep = 2 * rows_cpt(p.bytes);
-    const int64_t split = dev.major < 9 ? 1 : split_at(deep);
+    const int64_t split = dev.major < 9 ? 1 : split_at(deep, fill);
     if (split <= kMaxSplit) {
       const int64_t threads = rows_threads((units + split - 1) / split, deep);
       // Not with blocks of a single warp: an SM holds 32 blocks, so they would leave it half its
@@ -1030,7 +1034,7 @@ Plan plan_of(int elem, uintptr_t out, uintptr_t in, uintptr_t weight, int64_t ro
       p.deep = rows * split * threads >= int64_t{dev.sms} * dev.threads_per_sm && threads >= 64;
     }
   }
-  int64_t split = split_at(rows_cpt(p.bytes) * (p.deep ? 2 : 1));
+  int64_t split = split_at(rows_cpt(p.bytes) * (p.deep ? 2 : 1), fill);
   p.path = Path::kRows;
   if (dev.major < 9) {
     split = 1;  // no clusters: a block per row, long rows read twice
@@ -1078,12 +1082,12 @@ Plan plan_of(int elem, uintptr_t out, uintptr_t in, uintptr_t weight, int64_t ro
   // L1 prefetch; held from the load instead, it spilled) ran 2-2.4x slower on rows by the thousand
   // (fp16 100000x511 84.6 -> 202.8 us, fp32 9448x479 15.4 -> 32.2).
   if (p.bytes < 16 && ((out ^ in) & 15u) == 0 && (weight & 15u) == 0 && x_bytes >= kShiftedFrom &&
-      (p.bytes == 2 || (row_bytes >= kShiftedWideFrom && fill == 1)) && hidden <= INT32_MAX) {
+      (p.bytes == 2 || (row_bytes >= kShiftedWideFrom && spread == 1)) && hidden <= INT32_MAX) {
     p.shifted = true;
     p.bytes = 16;
     p.deep = false;
     p.shallow = false;
-    split = dev.major < 9 ? 1 : split_at(rows_cpt(16));
+    split = dev.major < 9 ? 1 : split_at(rows_cpt(16), spread);
     if (split > kMaxSplit) split = kMaxSplit;
     if (split <= 3 && rows >= 4 * int64_t{dev.sms}) split = 1;  // as for 16-byte units above
     p.split = static_cast<int>(split);
@@ -1267,8 +1271,8 @@ void launch_tiny(T* o, const T* x, const T* w, int64_t rows, int64_t hidden, flo
   // far less than 6 KB, and on an H100 such grids ran slower with the trigger (`bench rms_norm
   // --shapes`, three runs each, raw files at f2580a0): without it fp32 1x2 1.39 -> 1.09 us, bf16
   // 3x2 1.45 -> 1.28, bf16 5x4 1.47 -> 1.24 (fp16 7x4 1.06 -> 1.10). On an H200 (two runs each)
-  // fp32 1x2 went 0.98 -> 1.05 and fp16 7x4 0.96 -> 1.05, still ahead of torch.compile (1.23 for
-  // 1x2 in the sweep).
+  // fp32 1x2 went 0.98 -> 1.05 and fp16 7x4 0.96 -> 1.05, still ahead of torch.compile (1.14-1.17
+  // us for fp32 1x2 in the H200 sweeps).
   const int64_t moved = (2 * n * static_cast<int64_t>(sizeof(T)) + blocks - 1) / blocks;
   const int64_t full = int64_t{256} * kPpt * 32;
   const bool trigger = pdl && farm_pdl::trigger_pays(moved < full ? moved : full, blocks);

@@ -209,22 +209,23 @@ def test_cuda_back_to_back_launches(kernel, graph, hidden):
 # pack (1000x2, 999x4 in 16-bit dtypes, 5x1), rows in units of 8, 4 or 2 bytes where 16 do not
 # divide them (odd, prime and even-unaligned widths), rows too few to fill the device shared by a
 # cluster of blocks from 48 KB (8x16384 in float32) or, wider still, by two kernels meeting in a
-# workspace (1x327680, 3x151936, 7x65544), narrower ones a block each (8x16384 in 16-bit dtypes,
-# 8x20000, 2x3394) unless a block cannot hold them (a cluster: 2x6717, 1x9358), and long rows
-# read twice (300x40000). From 6 MiB, odd
+# workspace (1x327680, 3x151936, 7x65544, 8x20000 in float32), narrower ones a block each
+# (8x16384 and 8x20000 in 16-bit dtypes, 2x3394) unless a block cannot hold them (a cluster:
+# 2x6717, 1x9358), and long rows read twice (300x40000). From 6 MiB, odd
 # 16-bit rows of up to 384 elements are read as one flat array of 16-byte packs (60000x167,
 # 1000000x9, 20000x167, 300000x13, 40000x255, 70000x129; 30001x301 ends in a partial pack);
 # smaller ones take the group kernel (50000x11, 4000x167), with twice the rows a thread where
 # that still fills the device (17000x167, 40000x77, 35000x77, 70000x35), and wider ones the rows
 # kernel (6000x1471); rows of 4-byte units or elements that fill the device take 16 a thread
-# (1200x4097, and 200x40001 in a cluster of blocks per row), and those too few to fill it even
-# at 8 a thread take 4 (255x431, 3x261, 22x641, 1104x822). Rows of 32 units of 4 bytes or less, enough of
+# (6000x1471 in float32), and those too few to fill it even at 8 a thread take 4 (255x431,
+# 3x261, 22x641, and 1104x822 in 16-bit dtypes). Rows of 32 units of 4 bytes or less, enough of
 # them to fill the device, take half the lanes a row (40000x18 in 16-bit dtypes, 150000x3); rows
 # of more units keep theirs (20000x223 in float32). Rows of 8- or 16-byte units that would take
 # 2 or 3 blocks of a cluster take one block each where they are enough rows (600x10004 in 16-bit
-# dtypes, 600x20000 in float32). From 4 MB of x, rows of odd 16-bit width (344x19373, 9448x479) and
-# rows of 4- or 8-byte units 16 KB or wider (300x20001, 940x4622 in float32) are read in 16-byte
-# packs from each row's first 16-byte boundary.
+# dtypes, 600x20000 in float32). From 4 MB of x, rows of odd 16-bit width (344x19373, 9448x479,
+# 1200x4097, 200x40001) and rows of 4- or 8-byte units 16 KB or wider (300x20001, 940x4622,
+# 1200x4097, 200x40001 in float32) are read in 16-byte packs from each row's first 16-byte
+# boundary.
 WIDE = [
     (1000, 2),
     (999, 4),
