@@ -17,10 +17,10 @@
 // per thread, element loads; launch_direct says what it measured), except odd fp32 from 64 MB.
 // Those, other widths and unaligned pointers take single elements, several per thread.
 // Arithmetic is fp32: exp is __expf, the logistic division __fdividef (x / inf = 0 as needed for
-// large negative inputs). erf is the branch-free Abramowitz & Stegun 7.1.26 formula (|error| <
-// 1.5e-7, about one fp32 ulp of 1): erff branches on |x|, which diverges within warps on real
-// activations and made the exact gelu compute-bound (0.80x copy bandwidth against 0.94-1.02x now
-// at 201-705 MB on an H200).
+// large negative inputs). The exact gelu takes erf from the branch-free Abramowitz & Stegun 7.1.26
+// formula (|error| < 1.5e-7, about one fp32 ulp of 1; gelu_erf): erff branches on |x|, which
+// diverges within warps on real activations and made the exact gelu compute-bound (0.80x copy
+// bandwidth against 0.94-1.02x now at 201-705 MB on an H200).
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -61,15 +61,20 @@ using farm_dtypes::from_float;
 using farm_dtypes::Raw;
 using farm_dtypes::to_float;
 
-// erf(x), branch-free: 1 - t (a1 + a2 t + ... + a5 t^4) exp(-x^2), t = 1 / (1 + p |x|), sign of x.
-__device__ __forceinline__ float erf_as(float x) {
-  const float a = fabsf(x);
-  const float t = __fdividef(1.0f, fmaf(0.3275911f, a, 1.0f));
-  float q = fmaf(1.061405429f, t, -1.453152027f);
-  q = fmaf(q, t, 1.421413741f);
-  q = fmaf(q, t, -0.284496736f);
-  q = fmaf(q, t, 0.254829592f);
-  return copysignf(1.0f - q * t * __expf(-a * a), x);
+// The exact gelu x Phi(x), Phi the normal distribution, branch-free: with w = erfc(|x| / sqrt 2) / 2
+// by Abramowitz & Stegun 7.1.26, w = t (b1 + b2 t + ... + b5 t^4) exp(-x^2 / 2), t = 1 / (1 + p |x| /
+// sqrt 2), b_i = a_i / 2, Phi(x) = 1 - w for x >= 0 and w below, that is 0.5 + copysign(0.5 - w, x).
+// The same formula as 0.5 x (1 + erf(x / sqrt 2)) with erf's sign folded in, in 3 fewer operations;
+// the reciprocal and the exponential are the hardware's approximations (rcp, ex2).
+__device__ __forceinline__ float gelu_erf(float x) {
+  float t, e;
+  asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(t) : "f"(fmaf(0.3275911f * kSqrtHalf, fabsf(x), 1.0f)));
+  float q = fmaf(0.5f * 1.061405429f, t, 0.5f * -1.453152027f);
+  q = fmaf(q, t, 0.5f * 1.421413741f);
+  q = fmaf(q, t, 0.5f * -0.284496736f);
+  q = fmaf(q, t, 0.5f * 0.254829592f);
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(e) : "f"(x * (x * -0.72134752044448170f)));  // -x^2 / 2 * log2(e)
+  return x * (0.5f + copysignf(0.5f - q * t * e, x));
 }
 
 template <Act A>
@@ -77,7 +82,7 @@ __device__ __forceinline__ float act(float x) {
   if constexpr (A == Act::kSilu) {
     return __fdividef(x, 1.0f + __expf(-x));
   } else if constexpr (A == Act::kGelu) {
-    return 0.5f * x * (1.0f + erf_as(x * kSqrtHalf));
+    return gelu_erf(x);
   } else {
     return __fdividef(x, 1.0f + __expf(-kGeluTanhScale * (x + kGeluTanhCubic * x * x * x)));
   }
@@ -197,30 +202,51 @@ DeviceShape device_shape() {
 // Odd half widths (no 4-byte pack in 16-bit dtypes, no 8-byte pack in fp32) with aligned pointers:
 // one pack of kBytes of output per thread (kVec consecutive outputs, which may cross rows), its
 // 2 x kVec inputs loaded element by element (neighbouring threads share their cache lines), no
-// shared memory. launch_direct picks the pack. (Element loads of a few elements per thread had
-// run odd d at 0.45-0.70x torch.compile on an H200.)
+// shared memory. launch_direct picks the pack. Indices are 32-bit: with n_out < 2^31 every input
+// offset (row * 2 d + column + d < 2 n_out) fits. A warp whose packs all lie inside one row each
+// (wide rows, most warps) loads them at fixed offsets from two pointers; any other warp walks the
+// columns, wrapping to the next row. (Element loads of a few elements per thread had run odd d at
+// 0.45-0.70x torch.compile on an H200.)
 constexpr int kDirectThreads = 256;
 
 template <typename T, Act A, int kBytes>
 __global__ void __launch_bounds__(kDirectThreads) act_direct_kernel(T* __restrict__ out, const T* __restrict__ in,
-                                                                    int64_t n_out, int64_t d, FastDiv32 row_of,
+                                                                    uint32_t n_out, uint32_t d, FastDiv32 row_of,
                                                                     bool trigger) {
   constexpr int kVec = kBytes / sizeof(T);
   using R = Raw<kBytes>;
-  const int64_t o0 = (static_cast<int64_t>(blockIdx.x) * kDirectThreads + threadIdx.x) * kVec;
+  const uint32_t o0 = (blockIdx.x * kDirectThreads + threadIdx.x) * kVec;
   T g[kVec], u[kVec];
+  uint32_t c = 0, off = 0;  // the pack's first column and its gate offset in `in`
+  bool in_row = true;
   farm_pdl::wait_for_previous_grid();
   if (o0 < n_out) {
-    int64_t row = row_of.div(static_cast<uint32_t>(o0));
-    int64_t c = o0 - row * d;
+    const uint32_t row = row_of.div(o0);
+    c = o0 - row * d;
+    off = row * 2 * d + c;
+    in_row = o0 + kVec <= n_out && c + kVec <= d;
+  }
+  in_row = __all_sync(0xffffffffu, in_row);  // one path per warp: mixed warps would run both
+  if (o0 < n_out) {
+    if (in_row) {
+      const T* p = in + off;
+      const T* q = p + d;
 #pragma unroll
-    for (int k = 0; k < kVec; ++k) {
-      const T* p = in + row * 2 * d + c;
-      g[k] = o0 + k < n_out ? p[0] : from_float<T>(0.0f);
-      u[k] = o0 + k < n_out ? p[d] : from_float<T>(0.0f);
-      if (++c == d) {
-        c = 0;
-        ++row;
+      for (int k = 0; k < kVec; ++k) {
+        g[k] = p[k];
+        u[k] = q[k];
+      }
+    } else {
+#pragma unroll
+      for (int k = 0; k < kVec; ++k) {
+        const bool live = o0 + k < n_out;
+        g[k] = live ? in[off] : from_float<T>(0.0f);
+        u[k] = live ? in[off + d] : from_float<T>(0.0f);
+        ++off;
+        if (++c == d) {
+          c = 0;
+          off += d;
+        }
       }
     }
   }
@@ -250,21 +276,30 @@ __global__ void __launch_bounds__(kDirectThreads) act_direct_kernel(T* __restric
 //     kernel staging 16-byte vectors through shared memory ran 0.66-1.04x, 4 elements per thread
 //     0.64-1.14x and 8 per thread 0.54-1.21x (gelu bf16 3608x12398: 52.9 us against 71.7, 72.4
 //     and 84.4).
-// Needs fewer than 2^31 outputs (FastDiv32) and out aligned to the pack.
+// The 32-bit indices and the in-row path (act_direct_kernel) then took the exact gelu's odd bf16
+// shapes, issue-bound at 42.3 M instructions for 3608x12398 (78% of issue slots busy; Nsight
+// Compute), to 18.9 M with gelu_erf (49% busy), on an H200, two A/B rounds (raw files at 704eacb):
+// gelu bf16 228x196114 54.4 -> 39.3 us (the static torch.compile: 46.8), 3608x12398 54.7 -> 39.6,
+// 453514x58 32.8 -> 24.8, fp16 1000000x2 4.28 -> 3.14, silu bf16 3608x12398 43.2 -> 39.3; 39
+// shapes of the three activations from 0.86-1.48x the fastest peer to 0.98-1.57x. A coalesced
+// layout (a warp's 32 consecutive outputs per load, element stores) was slower on 36 of the 39
+// shapes (up to 1.29x the time) and at most 4.5% faster on the others.
+// Needs fewer than 2^31 outputs (FastDiv32, 32-bit offsets) and out aligned to the pack.
 template <typename T, Act A>
 void launch_direct(T* out, const T* in, int64_t rows, int64_t d, cudaStream_t stream, bool pdl) {
   const int64_t n_out = rows * d;
   const FastDiv32 row_of(static_cast<uint32_t>(d));
+  const auto n = static_cast<uint32_t>(n_out), half = static_cast<uint32_t>(d);
   constexpr int64_t kTile8 = kDirectThreads * (8 / sizeof(T));
   constexpr int64_t kTile16 = kDirectThreads * (16 / sizeof(T));
   if ((n_out + 8 / sizeof(T) - 1) / (8 / sizeof(T)) <= device_shape().resident_threads) {
     const bool trigger = pdl && farm_pdl::trigger_pays(3 * kTile8 * static_cast<int64_t>(sizeof(T)));
     farm_pdl::launch(act_direct_kernel<T, A, 8>, static_cast<unsigned>((n_out + kTile8 - 1) / kTile8), kDirectThreads,
-                     stream, pdl, out, in, n_out, d, row_of, trigger);
+                     stream, pdl, out, in, n, half, row_of, trigger);
   } else {
     const bool trigger = pdl && farm_pdl::trigger_pays(3 * kTile16 * static_cast<int64_t>(sizeof(T)));
     farm_pdl::launch(act_direct_kernel<T, A, 16>, static_cast<unsigned>((n_out + kTile16 - 1) / kTile16),
-                     kDirectThreads, stream, pdl, out, in, n_out, d, row_of, trigger);
+                     kDirectThreads, stream, pdl, out, in, n, half, row_of, trigger);
   }
 }
 

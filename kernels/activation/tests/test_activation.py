@@ -161,6 +161,24 @@ def test_cuda_odd_widths_either_side_of_one_wave_and_from_64_mb(kernel, dtype):
 
 @pytest.mark.gpu
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("d", [1, 3, 29, 4099])
+def test_cuda_odd_widths_within_and_across_rows(kernel, dtype, d):
+    """The direct kernel's packs of output lie inside one row or cross rows (one row or many, for d
+    under the pack's width); a warp whose packs all lie inside rows loads at fixed offsets, any other
+    walks the columns. Past one resident wave (16-byte packs) and within it, every op."""
+    props = torch.cuda.get_device_properties(0)
+    resident = props.multi_processor_count * props.max_threads_per_multi_processor
+    size = torch.empty((), dtype=dtype).element_size()
+    for rows in (resident * (8 // size) // d // 2 + 1, resident * (16 // size) // d + 3):
+        x = torch.randn(rows, 2 * d, device="cuda", dtype=dtype)
+        for op in OPS:
+            torch.testing.assert_close(call(kernel, op, x), reference(op, x), **TOL[dtype])
+        del x
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32], ids=str)
 def test_cuda_inputs_of_four_l2_or_more(kernel, dtype):
     """Inputs of 4x L2 or more are loaded with an L2 evict-last policy (where 16-byte packs are used):
