@@ -164,7 +164,7 @@ def test_run_writes_a_json_document(tmp_path):
     [
         "gpu-nvidia-h200.json",
         "gpu-nvidia-h100-80gb-hbm3.json",
-        "sweep-activation-rms_norm-nvidia-h200.json",
+        "sweep-activation-nvidia-h200.json",
         "sweep-img2gray-activation-rms_norm-nvidia-h200.json",
         "sweep-rms_norm-nvidia-h200.json",
         "sweep-activation-nvidia-h100-80gb-hbm3.json",
