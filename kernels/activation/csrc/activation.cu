@@ -359,9 +359,10 @@ void launch_typed(void* out, const void* in, int64_t rows, int64_t d, cudaStream
   // of, say, 4098 bf16 elements), else one element.
   // Half rows of whole 4-byte packs (16-bit d = 4 k + 2) keep the 4-byte packs: a kernel staging
   // 16-byte vectors through shared memory ran them at 0.55-0.71x the 4-byte packs' speed from 64 MB
-  // on an H200, the direct kernel at 0.62-1.18x (median 0.85) (sweep, seed 0). Odd widths take the
-  // direct kernel, but odd fp32 from 64 MB single elements: a staged kernel had run them at
-  // 0.74-0.90x those; the direct kernel has not been timed there.
+  // on an H200, the direct kernel at 0.62-1.18x (median 0.85) (sweep, seed 0; the direct kernel
+  // with 64-bit indices and no in-row path, untimed here since). Odd widths take the direct
+  // kernel, but odd fp32 from 64 MB single elements: a staged kernel had run them at 0.74-0.90x
+  // those; the direct kernel has not been timed there.
   // 8- and 4-byte packs take one pack per thread while they all fit in one resident wave (more
   // threads for one round trip), 2 or 4 past it. On an H200 (picked shapes, sweep method; raw
   // files at 9b4f38a) that took 22 such shapes from 1.10-2.44 us a call (0.985-1.198x the
