@@ -278,12 +278,13 @@ __global__ void __launch_bounds__(kDirectThreads) act_direct_kernel(T* __restric
 //     and 84.4).
 // The 32-bit indices and the in-row path (act_direct_kernel) then took the exact gelu's odd bf16
 // shapes, issue-bound at 42.3 M instructions for 3608x12398 (78% of issue slots busy; Nsight
-// Compute), to 18.9 M with gelu_erf (49% busy), on an H200, two A/B rounds (raw files at 704eacb):
-// gelu bf16 228x196114 54.4 -> 39.3 us (the static torch.compile: 46.8), 3608x12398 54.7 -> 39.6,
-// 453514x58 32.8 -> 24.8, fp16 1000000x2 4.28 -> 3.14, silu bf16 3608x12398 43.2 -> 39.3; 39
-// shapes of the three activations from 0.86-1.48x the fastest peer to 0.98-1.57x. A coalesced
-// layout (a warp's 32 consecutive outputs per load, element stores) was slower on 36 of the 39
-// shapes (up to 1.29x the time) and at most 4.5% faster on the others.
+// Compute), to 18.9 M with gelu_erf (49% busy; profiled with a first in-row path chosen per
+// thread, not per warp). On an H200 (raw files at 704eacb; the new code's times the mean of
+// three runs, the old's of two): gelu bf16 228x196114 54.4 -> 39.3 us (the static torch.compile:
+// 46.8), 3608x12398 54.7 -> 39.6, 453514x58 32.8 -> 24.8, fp16 1000000x2 4.28 -> 3.14, silu bf16
+// 3608x12398 43.2 -> 39.3; 39 shapes of the three activations from 0.86-1.48x the fastest peer
+// to 0.98-1.57x. A coalesced layout (a warp's 32 consecutive outputs per load, element stores)
+// was slower on 36 of the 39 shapes (up to 1.29x the time) and at most 4.5% faster on the others.
 // Needs fewer than 2^31 outputs (FastDiv32, 32-bit offsets) and out aligned to the pack.
 template <typename T, Act A>
 void launch_direct(T* out, const T* in, int64_t rows, int64_t d, cudaStream_t stream, bool pdl) {

@@ -166,14 +166,21 @@ def test_cuda_odd_widths_either_side_of_one_wave_and_from_64_mb(kernel, dtype):
 def test_cuda_odd_widths_within_and_across_rows(kernel, dtype, d):
     """The direct kernel's packs of output lie inside one row or cross rows (one row or many, for d
     under the pack's width); a warp whose packs all lie inside rows loads at fixed offsets, any other
-    walks the columns. Past one resident wave (16-byte packs) and within it, every op."""
+    walks the columns. Past one resident wave (16-byte packs) and within it, every op; a NaN
+    sentinel in the output and in a guard after it: every output written, nothing past it."""
     props = torch.cuda.get_device_properties(0)
     resident = props.multi_processor_count * props.max_threads_per_multi_processor
     size = torch.empty((), dtype=dtype).element_size()
+    guard = 64
     for rows in (resident * (8 // size) // d // 2 + 1, resident * (16 // size) // d + 3):
         x = torch.randn(rows, 2 * d, device="cuda", dtype=dtype)
         for op in OPS:
-            torch.testing.assert_close(call(kernel, op, x), reference(op, x), **TOL[dtype])
+            buf = torch.full((rows * d + guard,), float("nan"), device="cuda", dtype=dtype)
+            out = buf[: rows * d].view(rows, d)
+            got = call(kernel, op, x, out)
+            assert not torch.isnan(got).any(), "some outputs were not written"
+            assert torch.isnan(buf[rows * d :]).all(), "the kernel wrote past its output"
+            torch.testing.assert_close(got, reference(op, x), **TOL[dtype])
         del x
 
 
