@@ -64,7 +64,7 @@ using farm_dtypes::to_float;
 // The exact gelu x Phi(x), Phi the normal distribution, branch-free: with w = erfc(|x| / sqrt 2) / 2
 // by Abramowitz & Stegun 7.1.26, w = t (b1 + b2 t + ... + b5 t^4) exp(-x^2 / 2), t = 1 / (1 + p |x| /
 // sqrt 2), b_i = a_i / 2, Phi(x) = 1 - w for x >= 0 and w below, that is 0.5 + copysign(0.5 - w, x).
-// The same formula as 0.5 x (1 + erf(x / sqrt 2)) with erf's sign folded in, in 3 fewer operations;
+// The same formula as 0.5 x (1 + erf(x / sqrt 2)) with erf's sign folded in, in fewer operations;
 // the reciprocal and the exponential are the hardware's approximations (rcp, ex2).
 __device__ __forceinline__ float gelu_erf(float x) {
   float t, e;
