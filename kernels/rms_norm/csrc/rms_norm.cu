@@ -12,11 +12,13 @@
 //   - other rows of up to 64 packs (bf16 hidden <= 512, fp32 <= 256): `group` = 1..16 threads of one
 //     warp with up to 4 packs each, several rows per block, the sum of squares reduced with warp
 //     shuffles inside the group;
-//   - larger rows: one block per row of up to 1024 threads with 2 packs each (4 when a row has
-//     more than 2048 packs, fp32 hidden > 8192), shuffles then one shared-memory step. Two packs
-//     of x and of weight fit in 32 registers, so an SM keeps 2048 threads (64 KB of x) in flight.
-// All loads of a thread, the row's weight packs included, are issued before the reduction, so the
-// weight (an L2 hit) costs no extra latency after it; y is stored with streaming (evict-first)
+//   - larger rows: one block per row, shuffles then one shared-memory step. Up to 1024 threads with
+//     2 packs each: two packs of x and of weight fit in 32 registers, so an SM keeps 2048 threads
+//     (64 KB of x) in flight. Rows of more than 2048 packs (bf16 hidden > 16384, fp32 > 8192), and
+//     rows of more than 1024 packs 16 or more an SM, take 4 packs a thread and read the weight at
+//     the store (launch_packs).
+// All loads of a thread, the row's weight packs included (but in those 4-pack rows), are issued
+// before the reduction, so the weight (an L2 hit) costs no extra latency after it; y is stored with streaming (evict-first)
 // stores, the weight loaded with ordinary cached loads, and x loaded streaming too unless it is 2x
 // L2 or larger: then with an L2 evict-last policy, which measured 1.00-1.03x faster from 134 MB of
 // x on an H200 (and 0.9-0.99x on x smaller than L2; benchmarks/explore/duel.py); devices with less
@@ -27,11 +29,13 @@
 //   - rows of 2, 4 or 8 bytes (hidden 1, 2, 4 in 16-bit dtypes; 1, 2 in fp32): several rows to a
 //     16-byte pack (rms_norm_tiny_kernel);
 //   - 16-bit rows of single elements (odd widths, or a weight off 4-byte alignment) of 8 to 384
-//     elements, from 6 MiB of x, with x and y 16-byte aligned: x read as one flat array of 16-byte packs whatever rows they cross, each
+//     elements, from 6 MiB of x, and 16-bit rows of 4-byte units of up to 64 elements, from 16 MiB,
+//     with x and y 16-byte aligned: x read as one flat array of 16-byte packs whatever rows they cross, each
 //     pack's squares summed in two parts, by row (rms_norm_flat_kernel);
 //   - other rows that are not whole 16-byte packs or not 16-byte aligned take the widest unit their
 //     width and pointers allow (8, 4 bytes or one element): up to 256 units in coalesced lane
-//     groups with several rows per group (rms_norm_group_kernel), longer ones as below;
+//     groups with several rows per group (rms_norm_group_kernel; fp32 rows of up to 512 4-byte
+//     units too, where they are 16 or more an SM), longer ones as below;
 //   - a row per block, or shared by a thread-block cluster of up to 8 blocks (sm_90) when the row
 //     is more than a block holds in registers or the rows, 48 KB or wider, are too few to give
 //     every SM about two blocks (rms_norm_rows_kernel; 16 units of 4 bytes or less a thread where
@@ -135,8 +139,9 @@ __device__ __forceinline__ float row_sum(float v, int split, float* scratch, flo
 }
 
 // Rows in registers. group <= 32: blockDim.x / group rows per block; else group == blockDim.x, one row.
-template <typename T, int CPT, bool kEvictLast>
-__global__ void __launch_bounds__(kMaxThreads) rms_norm_vec_kernel(T* __restrict__ out, const T* __restrict__ in,
+template <typename T, int CPT, bool kEvictLast, bool kHoldWeight = true, int kBoundThreads = kMaxThreads,
+          int kMinBlocks = 0>
+__global__ void __launch_bounds__(kBoundThreads, kMinBlocks) rms_norm_vec_kernel(T* __restrict__ out, const T* __restrict__ in,
                                                                    const T* __restrict__ weight, int64_t rows,
                                                                    int packs, int group, float inv_hidden,
                                                                    float eps, bool trigger) {
@@ -154,14 +159,14 @@ __global__ void __launch_bounds__(kMaxThreads) rms_norm_vec_kernel(T* __restrict
   const bool row_ok = row < rows;
   const P* x = reinterpret_cast<const P*>(in) + row * packs;
   const uint4* w = reinterpret_cast<const uint4*>(weight);
-  uint4 v[CPT], wv[CPT];  // raw 16-byte packs of x and weight
+  uint4 v[CPT], wv[kHoldWeight ? CPT : 1];  // raw 16-byte packs of x and weight
   farm_pdl::wait_for_previous_grid();
 #pragma unroll
   for (int c = 0; c < CPT; ++c) {
     const int p = lane + c * group;
     if (row_ok && p < packs) {
       v[c] = load_x<kEvictLast>(x + p);
-      wv[c] = __ldg(w + p);
+      if constexpr (kHoldWeight) wv[c] = __ldg(w + p);
     } else {
       v[c] = make_uint4(0u, 0u, 0u, 0u);  // +0.0 in every dtype
     }
@@ -193,7 +198,13 @@ __global__ void __launch_bounds__(kMaxThreads) rms_norm_vec_kernel(T* __restrict
     const int p = lane + c * group;
     if (p < packs) {
       const P& pv = *reinterpret_cast<const P*>(&v[c]);
-      const P& pw = *reinterpret_cast<const P*>(&wv[c]);
+      uint4 wc;
+      if constexpr (kHoldWeight) {
+        wc = wv[c];
+      } else {
+        wc = __ldg(w + p);
+      }
+      const P& pw = *reinterpret_cast<const P*>(&wc);
       P o;
 #pragma unroll
       for (int k = 0; k < P::kVec; ++k) o.v[k] = from_float<T>(to_float(pv.v[k]) * rstd * to_float(pw.v[k]));
@@ -479,7 +490,7 @@ __global__ void __launch_bounds__(kRowsThreads, 2)
   }
 }
 
-// Short rows (up to 256 units of BYTES): 2^lg (<= 32) consecutive lanes per row, UPT units each,
+// Short rows (up to 256 units of BYTES, 512 of fp32 4-byte units): 2^lg (<= 32) consecutive lanes per row, UPT units each,
 // and RPT rows per group, all loaded before any is reduced. Row k of a group is k * (rows per
 // RPT-slice of the block) away from row 0, so each load of a warp covers 32 >> lg consecutive
 // rows, one contiguous span. The lanes and rows come from shifts and the addresses from one base
@@ -616,6 +627,8 @@ constexpr int kFlatThreads = 256;
 constexpr int kFlatLoads = 4;                     // 16-byte packs of x per thread at most
 constexpr int kFlatMaxHidden = 384;               // elements; wider rows take the rows kernel
 constexpr int64_t kFlatFrom = int64_t{6} << 20;   // bytes of x; smaller inputs take the group kernel
+constexpr int kFlatWordsMaxHidden = 64;            // 16-bit rows of 4-byte units: up to this wide,
+constexpr int64_t kFlatWordsFrom = int64_t{16} << 20;  // from this many bytes of x
 
 // The weight's elements [off, off + 16 / sizeof(T)) from s_w (it twice over), as a 16-byte vector.
 template <typename T>
@@ -838,15 +851,55 @@ int64_t evict_last_from() {
   return cache[dev];
 }
 
-template <typename T, int CPT>
+// The SM count and compute capability of the current device, looked up once per device.
+struct DeviceInfo {
+  int sms = 132;
+  int major = 9;
+  int threads_per_sm = 2048;
+};
+
+DeviceInfo device_info() {
+  return farm_device::per_device([](int dev) {
+    DeviceInfo info;
+    cudaDeviceGetAttribute(&info.sms, cudaDevAttrMultiProcessorCount, dev);
+    cudaDeviceGetAttribute(&info.major, cudaDevAttrComputeCapabilityMajor, dev);
+    cudaDeviceGetAttribute(&info.threads_per_sm, cudaDevAttrMaxThreadsPerMultiProcessor, dev);
+    return info;
+  });
+}
+
+constexpr int kMaxSplit = 8;                    // blocks of a cluster per row: the portable size
+constexpr int64_t kMinSplitBytes = 4 << 10;     // of x per block when rows are too few to fill the device
+constexpr int64_t kSplitFrom = 48 << 10;        // bytes of a row: narrower rows are not split to fill it
+constexpr int64_t kMinPartBytes = 8 << 10;      // of x per block of the two-kernel path
+constexpr int kGroupMaxUnits = 256;             // rows of up to this many units take the group kernel
+constexpr int kWideGroupRows = 16;             // rows an SM from which fp32 rows of up to 2 * kGroupMaxUnits
+                                                // units take the group kernel
+constexpr int kFourFromRows = 16;              // rows an SM from which rows of 1025..2048 packs take 4 a thread
+constexpr int64_t kShiftedFrom = int64_t{4} << 20;  // bytes of x for rms_norm_shifted_kernel
+constexpr int64_t kShiftedWideFrom = 16 << 10;      // bytes of a row of 4- or 8-byte units for it
+
+// Units of BYTES each thread of rms_norm_rows_kernel holds in registers: for units of 4 bytes or
+// less, twice as many where the launch fills the device even so (Plan::deep), half as many where it
+// falls short of that even at this count (Plan::shallow).
+constexpr int rows_cpt(int bytes) { return bytes == 16 ? 4 : bytes == 8 ? 4 : 8; }
+
+// Threads per block of rms_norm_rows_kernel for `chunk` units at CPT a thread (whole warps).
+int64_t rows_threads(int64_t chunk, int cpt) {
+  const int64_t want = ((chunk + cpt - 1) / cpt + 31) / 32 * 32;
+  return want < kRowsThreads ? want : kRowsThreads;
+}
+
+template <typename T, int CPT, bool kHoldWeight = true, int kBoundThreads = kMaxThreads, int kMinBlocks = 0>
 void launch_vec(T* out, const T* in, const T* weight, int64_t rows, int packs, int group, int threads, float inv_h,
                 float eps, cudaStream_t s, bool pdl) {
   const int64_t rows_per_block = group <= 32 ? threads / group : 1;
   const auto blocks = static_cast<unsigned>((rows + rows_per_block - 1) / rows_per_block);
   const bool evict_last = rows * packs * 16 >= evict_last_from();
   const bool trigger = pdl && farm_pdl::trigger_pays(rows_per_block * packs * 32, blocks);  // x and y
-  farm_pdl::launch(evict_last ? rms_norm_vec_kernel<T, CPT, true> : rms_norm_vec_kernel<T, CPT, false>, blocks,
-                   threads, s, pdl, out, in, weight, rows, packs, group, inv_h, eps, trigger);
+  farm_pdl::launch(evict_last ? rms_norm_vec_kernel<T, CPT, true, kHoldWeight, kBoundThreads, kMinBlocks>
+                              : rms_norm_vec_kernel<T, CPT, false, kHoldWeight, kBoundThreads, kMinBlocks>,
+                   blocks, threads, s, pdl, out, in, weight, rows, packs, group, inv_h, eps, trigger);
 }
 
 // Rows of 16-byte packs of up to kMaxPacks, all in registers (the paths described at the top).
@@ -874,50 +927,33 @@ void launch_packs(T* o, const T* x, const T* w, int64_t rows, int64_t hidden, fl
     }
     return;
   }
-  // One block per row.
-  if (packs <= 2 * kMaxThreads) {
+  // One block per row, 2 packs a thread; the weight read at the store (an L1/L2 hit) instead of
+  // held from the load, with 4 packs a thread, for rows of more than 1024 packs 16 or more an SM,
+  // and for rows of more than 2048 packs bound to 2 blocks an SM: fp32 4 packs a thread in 32
+  // registers, 16-bit dtypes 8 in 64 (bound to 32 registers, they spilled). With the weight held,
+  // 4 packs a thread took 54-56 registers, one block of 1024 threads an SM, which left the SM idle
+  // between the block's stores and the next block's loads. A/B against that former plan (and 2
+  // packs a thread up to 2048 packs), means of two runs, raw files at 7b3bb97: on an H200 fp32
+  // 2000x12000 56.83 -> 50.31 us, fp32 722x16384 28.73 -> 28.01, bf16 1023x32768 40.44 -> 38.80
+  // (38.66 at 4 packs a thread with the spill), fp32 3083x5440 38.66 -> 36.10, bf16 4096x12288
+  // 55.28 -> 52.74; on an H100 (16-bit dtypes at 4 packs a thread, with the spill) fp16 1500x20000
+  // 47.78 -> 45.39, fp32 722x16384 37.24 -> 36.12, bf16 4096x9216 54.84 -> 54.14, fp32 2500x6000
+  // 44.32 -> 43.84 (bf16 1023x32768 50.28 -> 50.14, fp32 3083x5440 47.90 -> 47.94). With fewer
+  // rows of 1025 to 2048 packs it lost (fp32 1000x8000 on the H200: 18.50 -> 19.89 us).
+  const int four = ((packs + 3) / 4 + 31) / 32 * 32;  // threads at 4 packs each
+  if (packs > 2 * kMaxThreads) {
+    if constexpr (sizeof(T) == 4) {
+      launch_vec<T, 4, false, kMaxThreads, 2>(o, x, w, rows, packs, four, four, inv_h, eps, s, pdl);
+    } else {
+      const int eight = ((packs + 7) / 8 + 31) / 32 * 32;  // <= kMaxThreads / 2
+      launch_vec<T, 8, false, kMaxThreads / 2, 2>(o, x, w, rows, packs, eight, eight, inv_h, eps, s, pdl);
+    }
+  } else if (packs > kMaxThreads && rows >= kFourFromRows * int64_t{device_info().sms}) {
+    launch_vec<T, 4, false>(o, x, w, rows, packs, four, four, inv_h, eps, s, pdl);
+  } else {
     const int threads = ((packs + 1) / 2 + 31) / 32 * 32;
     launch_vec<T, 2>(o, x, w, rows, packs, threads, threads, inv_h, eps, s, pdl);
-  } else {
-    const int threads = ((packs + 3) / 4 + 31) / 32 * 32;
-    launch_vec<T, 4>(o, x, w, rows, packs, threads, threads, inv_h, eps, s, pdl);
   }
-}
-
-// The SM count and compute capability of the current device, looked up once per device.
-struct DeviceInfo {
-  int sms = 132;
-  int major = 9;
-  int threads_per_sm = 2048;
-};
-
-DeviceInfo device_info() {
-  return farm_device::per_device([](int dev) {
-    DeviceInfo info;
-    cudaDeviceGetAttribute(&info.sms, cudaDevAttrMultiProcessorCount, dev);
-    cudaDeviceGetAttribute(&info.major, cudaDevAttrComputeCapabilityMajor, dev);
-    cudaDeviceGetAttribute(&info.threads_per_sm, cudaDevAttrMaxThreadsPerMultiProcessor, dev);
-    return info;
-  });
-}
-
-constexpr int kMaxSplit = 8;                    // blocks of a cluster per row: the portable size
-constexpr int64_t kMinSplitBytes = 4 << 10;     // of x per block when rows are too few to fill the device
-constexpr int64_t kSplitFrom = 48 << 10;        // bytes of a row: narrower rows are not split to fill it
-constexpr int64_t kMinPartBytes = 8 << 10;      // of x per block of the two-kernel path
-constexpr int kGroupMaxUnits = 256;             // rows of up to this many units take the group kernel
-constexpr int64_t kShiftedFrom = int64_t{4} << 20;  // bytes of x for rms_norm_shifted_kernel
-constexpr int64_t kShiftedWideFrom = 16 << 10;      // bytes of a row of 4- or 8-byte units for it
-
-// Units of BYTES each thread of rms_norm_rows_kernel holds in registers: for units of 4 bytes or
-// less, twice as many where the launch fills the device even so (Plan::deep), half as many where it
-// falls short of that even at this count (Plan::shallow).
-constexpr int rows_cpt(int bytes) { return bytes == 16 ? 4 : bytes == 8 ? 4 : 8; }
-
-// Threads per block of rms_norm_rows_kernel for `chunk` units at CPT a thread (whole warps).
-int64_t rows_threads(int64_t chunk, int cpt) {
-  const int64_t want = ((chunk + cpt - 1) / cpt + 31) / 32 * 32;
-  return want < kRowsThreads ? want : kRowsThreads;
 }
 
 enum class Path { kTiny, kFlat, kPacks, kGroup, kRows, kPartials };
@@ -992,10 +1028,16 @@ Plan plan_of(int elem, uintptr_t out, uintptr_t in, uintptr_t weight, int64_t ro
   // 15000x193, 5.8 MB, 7.41 -> 7.82; fp16 5000x255 3.95 -> 4.57; fp16 450x25 1.10 -> 1.76), and
   // wider rows on the shifted kernel (bf16 15000x431 13.60 -> 14.39). Rows of 4- or 8-byte units
   // lost or drew (bf16 78653x90 12.51 -> 13.85, fp32 9448x479 15.75 -> 16.26, fp32 64300x223
-  // 41.29 -> 42.37), so they keep their kernels.
+  // 41.29 -> 42.37), so they keep their kernels, but for 16-bit rows of 4-byte units up to 64
+  // elements from 16 MiB of x: bf16 300000x38 20.79 -> 17.66 us on an H200, 21.40 -> 19.37 on an
+  // H100 (A/B, means of two runs, raw files at 7b3bb97). Smaller or wider ones did not gain: fp16
+  // 205472x18 (7.4 MB) 8.02 -> 7.78 on the H200 but 7.98 -> 8.41 on the H100, bf16 150000x50 (15
+  // MB) 13.69 -> 13.93 and fp16 100000x34 7.88 -> 7.95 on the H100, fp16 40000x150 10.26 -> 11.03
+  // on the H200.
   const int64_t x_bytes = rows * row_bytes;
-  if (p.bytes == 2 && ((in | out) & 15u) == 0 && hidden >= 8 && hidden <= kFlatMaxHidden && fill == 1 &&
-      x_bytes >= kFlatFrom) {
+  const bool flat = p.bytes == 2 ? x_bytes >= kFlatFrom
+                                  : elem == 2 && p.bytes == 4 && hidden <= kFlatWordsMaxHidden && x_bytes >= kFlatWordsFrom;
+  if (flat && ((in | out) & 15u) == 0 && hidden >= 8 && hidden <= kFlatMaxHidden && fill == 1) {
     p.path = Path::kFlat;
     return p;
   }
@@ -1003,7 +1045,15 @@ Plan plan_of(int elem, uintptr_t out, uintptr_t in, uintptr_t weight, int64_t ro
     p.path = Path::kPacks;
     return p;
   }
-  if (p.bytes < 16 && units <= kGroupMaxUnits && fill == 1) {
+  // fp32 rows of 257 to 512 4-byte units (odd widths), 16 or more an SM: the group kernel too, a
+  // warp a row at 16 units a lane, where the rows kernel gave a row two warps at 8 units a thread.
+  // A/B, means of two runs, raw files at 7b3bb97: on an H200 fp32 9448x479 12.82 -> 12.08 us, fp32
+  // 20000x383 22.10 -> 19.05; on an H100 15.94 -> 15.00, 25.38 -> 24.29, fp32 5000x301 6.89 ->
+  // 6.40. With fewer rows it lost (H200: fp32 2000x301 3.25 -> 3.39, fp16 1104x822 2.79 -> 2.97),
+  // and 2 rows a warp were slower than 1 (H200: 12.50 and 20.27 us).
+  const bool wide_group = elem == 4 && p.bytes == 4 && units <= 2 * kGroupMaxUnits &&
+                          rows >= kWideGroupRows * int64_t{dev.sms};
+  if (p.bytes < 16 && (units <= kGroupMaxUnits || wide_group) && fill == 1) {
     p.path = Path::kGroup;
     return p;
   }
@@ -1030,7 +1080,7 @@ Plan plan_of(int elem, uintptr_t out, uintptr_t in, uintptr_t weight, int64_t ro
       const int64_t threads = rows_threads((units + split - 1) / split, deep);
       // Not with blocks of a single warp: an SM holds 32 blocks, so they would leave it half its
       // threads. fp32 9448x479 (32 threads at 16 units against 64 at 8; raw files at 4f6fd77):
-      // on an H100 16.74 -> 15.29 us, on an H200 13.76 -> 13.00.
+      // on an H100 16.74 -> 15.29 us, on an H200 13.76 -> 13.00 (it now takes the group kernel).
       p.deep = rows * split * threads >= int64_t{dev.sms} * dev.threads_per_sm && threads >= 64;
     }
   }
@@ -1186,6 +1236,12 @@ void launch_units(T* o, const T* x, const T* w, float* partial, int64_t rows, in
     if (BYTES <= 4 && units <= 32 && group > 1 &&
         rows * (group / 2) >= int64_t{device_info().sms} * device_info().threads_per_sm) {
       group /= 2;  // next_pow2((units + 1) / 2): upt 2 at most
+    }
+    if constexpr (BYTES == 4 && sizeof(T) == 4) {
+      if (units > kGroupMaxUnits) {  // fp32 rows of 257..512 units (plan_of): a warp a row
+        launch_group<T, BYTES, 16, 1>(o, x, w, rows, hidden, group, inv_h, eps, s, pdl);
+        return;
+      }
     }
     const int upt = (units + group - 1) / group;
     // 4 to 8 units in flight per thread (UPT of each of RPT rows), but fewer rows per thread while

@@ -225,7 +225,10 @@ def test_cuda_back_to_back_launches(kernel, graph, hidden):
 # dtypes, 600x20000 in float32). From 4 MB of x, rows of odd 16-bit width (344x19373, 9448x479,
 # 1200x4097, 200x40001) and rows of 4- or 8-byte units 16 KB or wider (300x20001, 940x4622,
 # 1200x4097, 200x40001 in float32) are read in 16-byte packs from each row's first 16-byte
-# boundary.
+# boundary. fp32 rows of 257 to 512 4-byte units, 16 or more an SM, take the group kernel at a
+# warp a row (9448x479, 5000x301 in float32); from 16 MiB, 16-bit rows of 4-byte units of up to 64
+# elements take the flat kernel (300000x38); rows of 1025 to 2048 packs, 16 or more an SM, take
+# 4 packs a thread (2400x8200 in 16-bit dtypes, 2400x4104 in float32).
 WIDE = [
     (1000, 2),
     (999, 4),
@@ -275,6 +278,10 @@ WIDE = [
     (2, 3394),
     (22, 641),
     (1104, 822),
+    (5000, 301),
+    (300000, 38),
+    (2400, 8200),
+    (2400, 4104),
 ]
 
 
