@@ -169,6 +169,7 @@ def test_run_writes_a_json_document(tmp_path):
         "sweep-rms_norm-nvidia-h200.json",
         "sweep-activation-nvidia-h100-80gb-hbm3.json",
         "sweep-rms_norm-nvidia-h100-80gb-hbm3.json",
+        "sweep-img2gray-nvidia-h100-80gb-hbm3.json",
     ],
 )
 def test_the_performance_page_tables_are_the_committed_runs(result: str) -> None:
