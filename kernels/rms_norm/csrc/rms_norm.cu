@@ -1,7 +1,8 @@
 // CUDA RMS norm: in [rows, hidden] -> out [rows, hidden], out = in * rsqrt(mean(in^2) + eps) * weight.
 // Memory-bound: x is read once and y written once (the weight, read by every row, stays in L2/L1).
 //
-// Fast path (hidden * sizeof(T) a multiple of 16, all pointers 16-byte aligned, hidden <= 16384):
+// Fast path (hidden * sizeof(T) a multiple of 16, all pointers 16-byte aligned, up to 4096 packs:
+// fp32 hidden <= 16384, 16-bit <= 32768):
 // a row is held in registers, CPT 16-byte packs per thread, so x is read from memory exactly once.
 // A row is owned by a group of threads:
 //   - a power of two of up to 32 packs per row (bf16 hidden 8..256, fp32 4..128): torch.compile's
@@ -14,11 +15,11 @@
 //     shuffles inside the group;
 //   - larger rows: one block per row, shuffles then one shared-memory step. Up to 1024 threads with
 //     2 packs each: two packs of x and of weight fit in 32 registers, so an SM keeps 2048 threads
-//     (64 KB of x) in flight. Rows of more than 2048 packs (bf16 hidden > 16384, fp32 > 8192), and
-//     rows of more than 1024 packs 16 or more an SM, take 4 packs a thread and read the weight at
-//     the store (launch_packs).
-// All loads of a thread, the row's weight packs included (but in those 4-pack rows), are issued
-// before the reduction, so the weight (an L2 hit) costs no extra latency after it; y is stored with streaming (evict-first)
+//     (64 KB of x) in flight. Rows of more than 1024 packs take 4 packs a thread (or, in 16-bit
+//     dtypes with more than 2048 packs, 8), and read the weight at the store where there are rows
+//     enough (launch_packs); rows of more than 2048 packs too few for that hold it.
+// All loads of a thread, the row's weight packs included (but in those rows that read it at the
+// store), are issued before the reduction, so the weight (an L2 hit) costs no extra latency after it; y is stored with streaming (evict-first)
 // stores, the weight loaded with ordinary cached loads, and x loaded streaming too unless it is 2x
 // L2 or larger: then with an L2 evict-last policy, which measured 1.00-1.03x faster from 134 MB of
 // x on an H200 (and 0.9-0.99x on x smaller than L2; benchmarks/explore/duel.py); devices with less
@@ -139,9 +140,17 @@ __device__ __forceinline__ float row_sum(float v, int split, float* scratch, flo
 }
 
 // Rows in registers. group <= 32: blockDim.x / group rows per block; else group == blockDim.x, one row.
+// kMinBlocks (blocks an SM ptxas must fit) binds on sm_90 only, where it was measured: on sm_100
+// and sm_120 the 16-bit form bound to 2 blocks of 512 threads spilled, and on devices of 1536
+// threads an SM or fewer 2 blocks of 1024 cannot be resident.
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ != 900
+#define RMS_NORM_VEC_MIN_BLOCKS(n) 0
+#else
+#define RMS_NORM_VEC_MIN_BLOCKS(n) (n)
+#endif
 template <typename T, int CPT, bool kEvictLast, bool kHoldWeight = true, int kBoundThreads = kMaxThreads,
           int kMinBlocks = 0>
-__global__ void __launch_bounds__(kBoundThreads, kMinBlocks) rms_norm_vec_kernel(T* __restrict__ out, const T* __restrict__ in,
+__global__ void __launch_bounds__(kBoundThreads, RMS_NORM_VEC_MIN_BLOCKS(kMinBlocks)) rms_norm_vec_kernel(T* __restrict__ out, const T* __restrict__ in,
                                                                    const T* __restrict__ weight, int64_t rows,
                                                                    int packs, int group, float inv_hidden,
                                                                    float eps, bool trigger) {
@@ -612,7 +621,8 @@ __global__ void __launch_bounds__(256) rms_norm_tiny_kernel(T* __restrict__ out,
 }
 
 // 16-bit rows of single elements (odd widths, or a weight off 4-byte alignment), from kFlatFrom
-// bytes of x, with x and y 16-byte aligned: x read as one flat array of aligned 16-byte packs, whatever rows they cross. A block
+// bytes of x, and rows of 4-byte units up to kFlatWordsMaxHidden elements, from kFlatWordsFrom,
+// with x and y 16-byte aligned: x read as one flat array of aligned 16-byte packs, whatever rows they cross. A block
 // owns `rpb` whole rows (one contiguous range of x and of y), K packs a thread at most, all loads
 // in flight before any is used; the packs at the two ends of the range, which it shares with the
 // blocks beside it, are read whole and written element by element (the array's partial last pack
@@ -876,6 +886,7 @@ constexpr int kGroupMaxUnits = 256;             // rows of up to this many units
 constexpr int kWideGroupRows = 16;             // rows an SM from which fp32 rows of up to 2 * kGroupMaxUnits
                                                 // units take the group kernel
 constexpr int kFourFromRows = 16;              // rows an SM from which rows of 1025..2048 packs take 4 a thread
+constexpr int kTwoBlocksFromRows = 4;          // rows an SM from which rows of 2049..4096 packs go 2 blocks an SM
 constexpr int64_t kShiftedFrom = int64_t{4} << 20;  // bytes of x for rms_norm_shifted_kernel
 constexpr int64_t kShiftedWideFrom = 16 << 10;      // bytes of a row of 4- or 8-byte units for it
 
@@ -929,10 +940,13 @@ void launch_packs(T* o, const T* x, const T* w, int64_t rows, int64_t hidden, fl
   }
   // One block per row, 2 packs a thread; the weight read at the store (an L1/L2 hit) instead of
   // held from the load, with 4 packs a thread, for rows of more than 1024 packs 16 or more an SM,
-  // and for rows of more than 2048 packs bound to 2 blocks an SM: fp32 4 packs a thread in 32
-  // registers, 16-bit dtypes 8 in 64 (bound to 32 registers, they spilled). With the weight held,
-  // 4 packs a thread took 54-56 registers, one block of 1024 threads an SM, which left the SM idle
-  // between the block's stores and the next block's loads. A/B against that former plan (and 2
+  // and for rows of more than 2048 packs 4 or more an SM bound to 2 blocks an SM: fp32 4 packs a
+  // thread in 32 registers, 16-bit dtypes 8 in 64 (bound to 32 registers, they spilled). With the
+  // weight held, 4 packs a thread took 54-56 registers, one block of 1024 threads an SM, which
+  // left the SM idle between the block's stores and the next block's loads. Fewer rows of more
+  // than 2048 packs keep that form: the fewest measured with the new one were 722, and on launches
+  // of one wave reading the weight after the reduction has cost its latency (rms_norm_rows_kernel,
+  // plan_of). A/B against that former plan (and 2
   // packs a thread up to 2048 packs), means of two runs, raw files at 7b3bb97: on an H200 fp32
   // 2000x12000 56.83 -> 50.31 us, fp32 722x16384 28.73 -> 28.01, bf16 1023x32768 40.44 -> 38.80
   // (38.66 at 4 packs a thread with the spill), fp32 3083x5440 38.66 -> 36.10, bf16 4096x12288
@@ -941,14 +955,18 @@ void launch_packs(T* o, const T* x, const T* w, int64_t rows, int64_t hidden, fl
   // 44.32 -> 43.84 (bf16 1023x32768 50.28 -> 50.14, fp32 3083x5440 47.90 -> 47.94). With fewer
   // rows of 1025 to 2048 packs it lost (fp32 1000x8000 on the H200: 18.50 -> 19.89 us).
   const int four = ((packs + 3) / 4 + 31) / 32 * 32;  // threads at 4 packs each
-  if (packs > 2 * kMaxThreads) {
+  const int64_t sms = device_info().sms;
+  if (packs > 2 * kMaxThreads && rows >= kTwoBlocksFromRows * sms) {
     if constexpr (sizeof(T) == 4) {
       launch_vec<T, 4, false, kMaxThreads, 2>(o, x, w, rows, packs, four, four, inv_h, eps, s, pdl);
     } else {
-      const int eight = ((packs + 7) / 8 + 31) / 32 * 32;  // <= kMaxThreads / 2
+      static_assert(kMaxPacks <= 8 * (kMaxThreads / 2), "the 8-pack form is bound to kMaxThreads / 2");
+      const int eight = ((packs + 7) / 8 + 31) / 32 * 32;
       launch_vec<T, 8, false, kMaxThreads / 2, 2>(o, x, w, rows, packs, eight, eight, inv_h, eps, s, pdl);
     }
-  } else if (packs > kMaxThreads && rows >= kFourFromRows * int64_t{device_info().sms}) {
+  } else if (packs > 2 * kMaxThreads) {
+    launch_vec<T, 4>(o, x, w, rows, packs, four, four, inv_h, eps, s, pdl);
+  } else if (packs > kMaxThreads && rows >= kFourFromRows * sms) {
     launch_vec<T, 4, false>(o, x, w, rows, packs, four, four, inv_h, eps, s, pdl);
   } else {
     const int threads = ((packs + 1) / 2 + 31) / 32 * 32;
@@ -962,11 +980,13 @@ enum class Path { kTiny, kFlat, kPacks, kGroup, kRows, kPartials };
 // agree on it):
 //   - kTiny: rows of 2, 4 or 8 bytes, several to a 16-byte pack;
 //   - kFlat: 16-bit rows of single elements (odd widths, or a weight off 4-byte alignment), 8 to
-//     kFlatMaxHidden elements in kFlatFrom bytes of x or more, x read as a flat array of 16-byte
+//     kFlatMaxHidden elements in kFlatFrom bytes of x or more, and of 4-byte units, 8 to
+//     kFlatWordsMaxHidden elements in kFlatWordsFrom or more, x read as a flat array of 16-byte
 //     packs (16-byte aligned x and y);
 //   - kPacks: rows of 16-byte packs held in registers by the tuned paths at the top, unless the
 //     rows are too few to fill the device and kSplitFrom bytes or wider;
-//   - kGroup: other short rows (up to kGroupMaxUnits units of `bytes`);
+//   - kGroup: other short rows (up to kGroupMaxUnits units of `bytes`; fp32 rows of up to twice
+//     that many 4-byte units, kWideGroupRows or more an SM);
 //   - kRows: a block per row, or a cluster of `split` (sm_90 and later) when a row is more than a
 //     block holds in registers or the rows, kSplitFrom bytes or wider, are too few to give every SM
 //     about two blocks; `shifted`:
@@ -1048,9 +1068,13 @@ Plan plan_of(int elem, uintptr_t out, uintptr_t in, uintptr_t weight, int64_t ro
   // fp32 rows of 257 to 512 4-byte units (odd widths), 16 or more an SM: the group kernel too, a
   // warp a row at 16 units a lane, where the rows kernel gave a row two warps at 8 units a thread.
   // A/B, means of two runs, raw files at 7b3bb97: on an H200 fp32 9448x479 12.82 -> 12.08 us, fp32
-  // 20000x383 22.10 -> 19.05; on an H100 15.94 -> 15.00, 25.38 -> 24.29, fp32 5000x301 6.89 ->
-  // 6.40. With fewer rows it lost (H200: fp32 2000x301 3.25 -> 3.39, fp16 1104x822 2.79 -> 2.97),
-  // and 2 rows a warp were slower than 1 (H200: 12.50 and 20.27 us).
+  // 20000x383 22.10 -> 19.05; on an H100 (from 32 rows an SM) fp32 20000x383 25.38 -> 24.29, fp32
+  // 5000x301 6.89 -> 6.40, 9448x479 a draw (14.95 and 16.92 -> 14.99 and 15.02). With fewer rows
+  // it lost (H200: fp32 2000x301 3.25 -> 3.39; fp16 1104x822, 2.79 -> 2.97; 16-bit rows of such
+  // units by the thousand were not measured, so they keep the rows kernel), and 2 rows a warp were
+  // slower than 1 (H200: 12.50 and 20.27 us). From 16 rows an SM rather than 32: one H100 run at
+  // 35ea8dc (`bench rms_norm --shapes`) put fp32 4000x401 at 1.032x the fastest peer (0.87x under
+  // the former plan in the A/B run), 2500x301 at 0.995x, 3000x479 at 1.030x, 2200x257 at 1.014x.
   const bool wide_group = elem == 4 && p.bytes == 4 && units <= 2 * kGroupMaxUnits &&
                           rows >= kWideGroupRows * int64_t{dev.sms};
   if (p.bytes < 16 && (units <= kGroupMaxUnits || wide_group) && fill == 1) {
