@@ -15,12 +15,13 @@
 //     shuffles inside the group;
 //   - larger rows: one block per row, shuffles then one shared-memory step. Up to 1024 threads with
 //     2 packs each: two packs of x and of weight fit in 32 registers, so an SM keeps 2048 threads
-//     (64 KB of x) in flight. Rows of more than 1024 packs take 4 packs a thread (or, in 16-bit
-//     dtypes with more than 2048 packs, 8), and read the weight at the store where there are rows
-//     enough (launch_packs); rows of more than 2048 packs too few for that hold it.
+//     (64 KB of x) in flight. Rows of 1025 to 2048 packs, 16 or more an SM, take 4 packs a thread
+//     and read the weight at the store; rows of more than 2048 packs, 5 or more an SM on sm_90,
+//     the same in fp32 and 8 packs a thread in 16-bit dtypes, 2 blocks an SM; fewer rows hold the
+//     weight, at 2 packs a thread up to 2048 packs and 4 beyond (launch_packs).
 // All loads of a thread, the row's weight packs included (but in those rows that read it at the
-// store), are issued before the reduction, so the weight (an L2 hit) costs no extra latency after it; y is stored with streaming (evict-first)
-// stores, the weight loaded with ordinary cached loads, and x loaded streaming too unless it is 2x
+// store), are issued before the reduction, so the weight (an L2 hit) costs no extra latency after
+// it; y is stored with streaming (evict-first) stores, the weight loaded with ordinary cached loads, and x loaded streaming too unless it is 2x
 // L2 or larger: then with an L2 evict-last policy, which measured 1.00-1.03x faster from 134 MB of
 // x on an H200 (and 0.9-0.99x on x smaller than L2; benchmarks/explore/duel.py); devices with less
 // memory bandwidth per SM, such as an H100, always stream. Sums and products are fp32.
@@ -140,9 +141,10 @@ __device__ __forceinline__ float row_sum(float v, int split, float* scratch, flo
 }
 
 // Rows in registers. group <= 32: blockDim.x / group rows per block; else group == blockDim.x, one row.
-// kMinBlocks (blocks an SM ptxas must fit) binds on sm_90 only, where it was measured: on sm_100
-// and sm_120 the 16-bit form bound to 2 blocks of 512 threads spilled, and on devices of 1536
-// threads an SM or fewer 2 blocks of 1024 cannot be resident.
+// kMinBlocks (blocks an SM ptxas must fit) binds in code for sm_90 only, where it was measured and
+// where launch_packs launches the bound forms: for sm_100 and sm_120 the 16-bit form bound to 2
+// blocks of 512 threads spilled, and on devices of 1536 threads an SM or fewer 2 blocks of 1024
+// cannot be resident.
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ != 900
 #define RMS_NORM_VEC_MIN_BLOCKS(n) 0
 #else
@@ -886,7 +888,7 @@ constexpr int kGroupMaxUnits = 256;             // rows of up to this many units
 constexpr int kWideGroupRows = 16;             // rows an SM from which fp32 rows of up to 2 * kGroupMaxUnits
                                                 // units take the group kernel
 constexpr int kFourFromRows = 16;              // rows an SM from which rows of 1025..2048 packs take 4 a thread
-constexpr int kTwoBlocksFromRows = 4;          // rows an SM from which rows of 2049..4096 packs go 2 blocks an SM
+constexpr int kTwoBlocksFromRows = 5;          // rows an SM from which rows of 2049..4096 packs go 2 blocks an SM
 constexpr int64_t kShiftedFrom = int64_t{4} << 20;  // bytes of x for rms_norm_shifted_kernel
 constexpr int64_t kShiftedWideFrom = 16 << 10;      // bytes of a row of 4- or 8-byte units for it
 
@@ -940,14 +942,15 @@ void launch_packs(T* o, const T* x, const T* w, int64_t rows, int64_t hidden, fl
   }
   // One block per row, 2 packs a thread; the weight read at the store (an L1/L2 hit) instead of
   // held from the load, with 4 packs a thread, for rows of more than 1024 packs 16 or more an SM,
-  // and for rows of more than 2048 packs 4 or more an SM bound to 2 blocks an SM: fp32 4 packs a
-  // thread in 32 registers, 16-bit dtypes 8 in 64 (bound to 32 registers, they spilled). With the
-  // weight held, 4 packs a thread took 54-56 registers, one block of 1024 threads an SM, which
-  // left the SM idle between the block's stores and the next block's loads. Fewer rows of more
-  // than 2048 packs keep that form: the fewest measured with the new one were 722, and on launches
-  // of one wave reading the weight after the reduction has cost its latency (rms_norm_rows_kernel,
-  // plan_of). A/B against that former plan (and 2
-  // packs a thread up to 2048 packs), means of two runs, raw files at 7b3bb97: on an H200 fp32
+  // and, on sm_90 (compute capability 9.x), for rows of more than 2048 packs 5 or more an SM bound
+  // to 2 blocks an SM: fp32 4 packs a thread in 32 registers, 16-bit dtypes 8 in 64 (bound to 32
+  // registers, they spilled). With the weight held, 4 packs a thread took 54-56 registers, one
+  // block of 1024 threads an SM, which left the SM idle between the block's stores and the next
+  // block's loads. Fewer rows of more than 2048 packs, and other devices (where the bound is not
+  // compiled in, or comes from sm_90 PTX and spills), keep that form: the fewest rows measured with
+  // the new one were 722 (5.5 an SM), and on launches of one wave reading the weight after the
+  // reduction has cost its latency (rms_norm_rows_kernel, plan_of). A/B against that former plan
+  // (and 2 packs a thread up to 2048 packs), means of two runs, raw files at 7b3bb97: on an H200 fp32
   // 2000x12000 56.83 -> 50.31 us, fp32 722x16384 28.73 -> 28.01, bf16 1023x32768 40.44 -> 38.80
   // (38.66 at 4 packs a thread with the spill), fp32 3083x5440 38.66 -> 36.10, bf16 4096x12288
   // 55.28 -> 52.74; on an H100 (16-bit dtypes at 4 packs a thread, with the spill) fp16 1500x20000
@@ -955,8 +958,9 @@ void launch_packs(T* o, const T* x, const T* w, int64_t rows, int64_t hidden, fl
   // 44.32 -> 43.84 (bf16 1023x32768 50.28 -> 50.14, fp32 3083x5440 47.90 -> 47.94). With fewer
   // rows of 1025 to 2048 packs it lost (fp32 1000x8000 on the H200: 18.50 -> 19.89 us).
   const int four = ((packs + 3) / 4 + 31) / 32 * 32;  // threads at 4 packs each
-  const int64_t sms = device_info().sms;
-  if (packs > 2 * kMaxThreads && rows >= kTwoBlocksFromRows * sms) {
+  const DeviceInfo dev = device_info();
+  const int64_t sms = dev.sms;
+  if (packs > 2 * kMaxThreads && dev.major == 9 && rows >= kTwoBlocksFromRows * sms) {
     if constexpr (sizeof(T) == 4) {
       launch_vec<T, 4, false, kMaxThreads, 2>(o, x, w, rows, packs, four, four, inv_h, eps, s, pdl);
     } else {

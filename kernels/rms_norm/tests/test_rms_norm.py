@@ -226,11 +226,12 @@ def test_cuda_back_to_back_launches(kernel, graph, hidden):
 # 1200x4097, 200x40001) and rows of 4- or 8-byte units 16 KB or wider (300x20001, 940x4622,
 # 1200x4097, 200x40001 in float32) are read in 16-byte packs from each row's first 16-byte
 # boundary. fp32 rows of 257 to 512 4-byte units, 16 or more an SM, take the group kernel at a
-# warp a row (9448x479, 5000x301; 5001x301 and 3001x511 end in a partial block, 511 units the
+# warp a row (9448x479, 5000x301, 30001x301 and 3001x511 ending in a partial block, 511 units the
 # most); from 16 MiB, 16-bit rows of 4-byte units of up to 64 elements take the flat kernel
 # (300000x38); rows of 1025 to 2048 packs, 16 or more an SM, take 4 packs a thread (2400x8200 in
-# 16-bit dtypes, 2400x4104 in float32), and rows of more than 2048 packs, 4 or more an SM, read
-# the weight at the store (600x16392 in 16-bit dtypes, 8 packs a thread; 2400x8200 in float32).
+# 16-bit dtypes, 2400x4104 in float32), and rows of more than 2048 packs, 5 or more an SM, read
+# the weight at the store (700x16392 in 16-bit dtypes, 8 packs a thread, 2049 packs; 2400x8200 in
+# float32); fewer such rows hold it (600x20000 in 16-bit dtypes, 600x10004 in float32).
 WIDE = [
     (1000, 2),
     (999, 4),
@@ -284,9 +285,8 @@ WIDE = [
     (300000, 38),
     (2400, 8200),
     (2400, 4104),
-    (5001, 301),
     (3001, 511),
-    (600, 16392),
+    (700, 16392),
 ]
 
 
