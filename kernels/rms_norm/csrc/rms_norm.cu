@@ -957,24 +957,23 @@ void launch_packs(T* o, const T* x, const T* w, int64_t rows, int64_t hidden, fl
   // 47.78 -> 45.39, fp32 722x16384 37.24 -> 36.12, bf16 4096x9216 54.84 -> 54.14, fp32 2500x6000
   // 44.32 -> 43.84 (bf16 1023x32768 50.28 -> 50.14, fp32 3083x5440 47.90 -> 47.94). With fewer
   // rows of 1025 to 2048 packs it lost (fp32 1000x8000 on the H200: 18.50 -> 19.89 us).
-  const int four = ((packs + 3) / 4 + 31) / 32 * 32;  // threads at 4 packs each
+  // Threads of a one-row block (whole warps) at per_thread packs each.
+  const auto block = [packs](int per_thread) { return ((packs + per_thread - 1) / per_thread + 31) / 32 * 32; };
   const DeviceInfo dev = device_info();
   const int64_t sms = dev.sms;
   if (packs > 2 * kMaxThreads && dev.major == 9 && rows >= kTwoBlocksFromRows * sms) {
     if constexpr (sizeof(T) == 4) {
-      launch_vec<T, 4, false, kMaxThreads, 2>(o, x, w, rows, packs, four, four, inv_h, eps, s, pdl);
+      launch_vec<T, 4, false, kMaxThreads, 2>(o, x, w, rows, packs, block(4), block(4), inv_h, eps, s, pdl);
     } else {
       static_assert(kMaxPacks <= 8 * (kMaxThreads / 2), "the 8-pack form is bound to kMaxThreads / 2");
-      const int eight = ((packs + 7) / 8 + 31) / 32 * 32;
-      launch_vec<T, 8, false, kMaxThreads / 2, 2>(o, x, w, rows, packs, eight, eight, inv_h, eps, s, pdl);
+      launch_vec<T, 8, false, kMaxThreads / 2, 2>(o, x, w, rows, packs, block(8), block(8), inv_h, eps, s, pdl);
     }
   } else if (packs > 2 * kMaxThreads) {
-    launch_vec<T, 4>(o, x, w, rows, packs, four, four, inv_h, eps, s, pdl);
+    launch_vec<T, 4>(o, x, w, rows, packs, block(4), block(4), inv_h, eps, s, pdl);
   } else if (packs > kMaxThreads && rows >= kFourFromRows * sms) {
-    launch_vec<T, 4, false>(o, x, w, rows, packs, four, four, inv_h, eps, s, pdl);
+    launch_vec<T, 4, false>(o, x, w, rows, packs, block(4), block(4), inv_h, eps, s, pdl);
   } else {
-    const int threads = ((packs + 1) / 2 + 31) / 32 * 32;
-    launch_vec<T, 2>(o, x, w, rows, packs, threads, threads, inv_h, eps, s, pdl);
+    launch_vec<T, 2>(o, x, w, rows, packs, block(2), block(2), inv_h, eps, s, pdl);
   }
 }
 
