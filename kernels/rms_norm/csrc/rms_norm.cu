@@ -36,8 +36,9 @@
 //     pack's squares summed in two parts, by row (rms_norm_flat_kernel);
 //   - other rows that are not whole 16-byte packs or not 16-byte aligned take the widest unit their
 //     width and pointers allow (8, 4 bytes or one element): up to 256 units in coalesced lane
-//     groups with several rows per group (rms_norm_group_kernel; fp32 rows of up to 512 4-byte
-//     units too, where they are 16 or more an SM), longer ones as below;
+//     groups with several rows per group (rows of up to 64 units in compile-time groups of 4 to
+//     32 lanes, rms_norm_short_kernel; longer ones rms_norm_group_kernel, fp32 rows of up to 512
+//     4-byte units too, where they are 16 or more an SM), longer ones as below;
 //   - a row per block, or shared by a thread-block cluster of up to 8 blocks (sm_90) when the row
 //     is more than a block holds in registers or the rows, 48 KB or wider, are too few to give
 //     every SM about two blocks (rms_norm_rows_kernel; 16 units of 4 bytes or less a thread where
@@ -501,7 +502,8 @@ __global__ void __launch_bounds__(kRowsThreads, 2)
   }
 }
 
-// Short rows (up to 256 units of BYTES, 512 of fp32 4-byte units): 2^lg (<= 32) consecutive lanes per row, UPT units each,
+// Rows of up to 256 units of BYTES, 512 of fp32 4-byte units (those of up to 64 units take
+// rms_norm_short_kernel, below): 2^lg (<= 32) consecutive lanes per row, UPT units each,
 // and RPT rows per group, all loaded before any is reduced. Row k of a group is k * (rows per
 // RPT-slice of the block) away from row 0, so each load of a warp covers 32 >> lg consecutive
 // rows, one contiguous span. The lanes and rows come from shifts and the addresses from one base
@@ -569,6 +571,79 @@ __global__ void __launch_bounds__(256) rms_norm_group_kernel(T* __restrict__ out
       for (int c = 0; c < UPT; ++c) {
         if (col[c]) yk[c * group] = U::scale(v[k][c], wv[c], rstd);
       }
+    }
+  }
+}
+
+// Rows of up to 2 * G units (UPT 1 or 2 a lane), G a compile-time group of 4 to 32 lanes: the layout
+// of rms_norm_group_kernel with fewer instructions a unit, which is what bound it on such short rows.
+// The lane masks, row shifts, column offsets (c * G, immediate in the loads) and the shuffles are
+// constants; units of 4 bytes or more past the row's end are not loaded but zeroed (their loads
+// predicated off), and 2-byte units keep the clamped address (a predicated 16-bit load merges into
+// its register and made the next load wait) with their squares selected away; sums and stores have
+// no branches, the store only a predicate. On an H200 (ncu, group kernel against this form's first
+// draw, run-time G) fp16 205472x18 issued 1.56x Triton's instructions at 0.80 a cycle a scheduler,
+// and lanes diverged (27 of 32 active on average). This form against rms_norm_group_kernel (picked
+// shapes, sweep method, 2 rounds each): fp16 205472x18 7.97 -> 6.60 us, bf16 76519x11 3.68 -> 2.88,
+// fp16 100000x34 7.56 -> 6.20, fp16 150000x15 5.78 -> 4.60, fp32 254239x29 19.20 -> 17.50,
+// bf16 24415x102 5.25 -> 4.30 (run-time G). Wider rows (UPT 4 or more, G 32) keep
+// rms_norm_group_kernel: there this form took more registers and fewer blocks an SM (bf16
+// 12124x182 4.12 -> 4.89 us, fp16 40000x150 10.25 -> 11.1).
+template <typename T, int BYTES, int UPT, int RPT, int G>
+__global__ void __launch_bounds__(256) rms_norm_short_kernel(T* __restrict__ out, const T* __restrict__ in,
+                                                             const T* __restrict__ weight, int64_t rows, int units,
+                                                             float inv_hidden, float eps, bool trigger) {
+  static_assert(UPT <= 2 && G >= 4 && G <= 32 && (G & (G - 1)) == 0, "rows of up to 2 * G units, G a power of two");
+  using U = Unit<T, BYTES>;
+  using R = typename U::R;
+  constexpr bool kClamp = BYTES < 4;
+  constexpr int kPerSlice = 256 / G;  // rows of the block per k
+  const int lane = static_cast<int>(threadIdx.x) % G;
+  const int64_t row0 = static_cast<int64_t>(blockIdx.x) * (RPT * kPerSlice) + threadIdx.x / G;
+  const int64_t left = rows - row0;  // rows from this thread's first on
+  const int64_t step = static_cast<int64_t>(kPerSlice) * units;  // units between a thread's rows
+  const int64_t first = row0 < rows ? row0 : rows - 1;  // rows past the end read the last row
+  const R* x = reinterpret_cast<const R*>(in) + first * units + lane;
+  const R* w = reinterpret_cast<const R*>(weight) + lane;
+  bool col[UPT];
+  int off[UPT];
+#pragma unroll
+  for (int c = 0; c < UPT; ++c) {
+    col[c] = lane + c * G < units;
+    off[c] = (kClamp && !col[c]) ? units - 1 - lane : c * G;
+  }
+  R v[RPT][UPT], wv[UPT];
+  farm_pdl::wait_for_previous_grid();
+#pragma unroll
+  for (int c = 0; c < UPT; ++c) wv[c] = (kClamp || col[c]) ? w[off[c]] : U::zero();
+#pragma unroll
+  for (int k = 0; k < RPT; ++k) {
+    const R* xk = x + (k * kPerSlice < left ? k * step : 0);
+#pragma unroll
+    for (int c = 0; c < UPT; ++c) v[k][c] = (kClamp || col[c]) ? xk[off[c]] : U::zero();
+  }
+  farm_pdl::allow_next_grid(trigger);
+  float ss[RPT];
+#pragma unroll
+  for (int k = 0; k < RPT; ++k) {
+    ss[k] = 0.0f;
+#pragma unroll
+    for (int c = 0; c < UPT; ++c) ss[k] += U::sumsq(kClamp && !col[c] ? U::zero() : v[k][c]);
+  }
+#pragma unroll
+  for (int o = G / 2; o > 0; o >>= 1) {
+#pragma unroll
+    for (int k = 0; k < RPT; ++k) ss[k] += __shfl_xor_sync(0xffffffffu, ss[k], o);
+  }
+  R* y = reinterpret_cast<R*>(out) + row0 * units + lane;
+#pragma unroll
+  for (int k = 0; k < RPT; ++k) {
+    const float rstd = rsqrtf(ss[k] * inv_hidden + eps);
+    R* yk = y + k * step;
+#pragma unroll
+    for (int c = 0; c < UPT; ++c) {
+      const R o = U::scale(v[k][c], wv[c], rstd);
+      if (k * kPerSlice < left && col[c]) yk[c * G] = o;
     }
   }
 }
@@ -1195,8 +1270,20 @@ void launch_group(T* out, const T* in, const T* weight, int64_t rows, int64_t hi
   const int64_t per_block = int64_t{RPT} * (256 >> lg);
   const auto blocks = static_cast<unsigned>((rows + per_block - 1) / per_block);
   const bool trigger = pdl && farm_pdl::trigger_pays(2 * per_block * units * BYTES, blocks);
-  farm_pdl::launch(rms_norm_group_kernel<T, BYTES, UPT, RPT>, blocks, 256, s, pdl, out, in, weight, rows, units, lg,
-                   inv_h, eps, trigger);
+  if constexpr (UPT <= 2) {  // rows of up to 2 * group units: the group a compile-time constant
+    const auto launch = [&](auto kernel) {
+      farm_pdl::launch(kernel, blocks, 256, s, pdl, out, in, weight, rows, units, inv_h, eps, trigger);
+    };
+    switch (group) {  // 4 at least (launch_units)
+      case 4: launch(rms_norm_short_kernel<T, BYTES, UPT, RPT, 4>); break;
+      case 8: launch(rms_norm_short_kernel<T, BYTES, UPT, RPT, 8>); break;
+      case 16: launch(rms_norm_short_kernel<T, BYTES, UPT, RPT, 16>); break;
+      default: launch(rms_norm_short_kernel<T, BYTES, UPT, RPT, 32>); break;
+    }
+  } else {
+    farm_pdl::launch(rms_norm_group_kernel<T, BYTES, UPT, RPT>, blocks, 256, s, pdl, out, in, weight, rows, units, lg,
+                     inv_h, eps, trigger);
+  }
 }
 
 // rms_norm_rows_kernel<T, BYTES, CPT> (rms_norm_shifted_kernel<T, CPT> if kShifted, BYTES 16) with
@@ -1264,6 +1351,8 @@ void launch_units(T* o, const T* x, const T* w, float* partial, int64_t rows, in
         rows * (group / 2) >= int64_t{device_info().sms} * device_info().threads_per_sm) {
       group /= 2;  // next_pow2((units + 1) / 2): upt 2 at most
     }
+    // Rows of 1 to 4 units take 4 lanes, some idle: fewer compiled forms of rms_norm_short_kernel.
+    if (group < 4) group = 4;
     if constexpr (BYTES == 4 && sizeof(T) == 4) {
       if (units > kGroupMaxUnits) {  // fp32 rows of 257..512 units (plan_of): a warp a row
         launch_group<T, BYTES, 16, 1>(o, x, w, rows, hidden, group, inv_h, eps, s, pdl);

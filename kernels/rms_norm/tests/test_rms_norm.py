@@ -307,6 +307,52 @@ def test_cuda_rows_of_any_width(kernel, rows, hidden, dtype):
     torch.testing.assert_close(out, reference(x, w, 1e-6), **tol)
 
 
+# Rows of up to 64 units of 2, 4 or 8 bytes take rms_norm_short_kernel: compile-time groups of 4 to
+# 32 lanes (rows of 3 to 5 units and 7, 9, 11, 17, 33, 63 units of 2 bytes in 16-bit dtypes, 4 in
+# fp32), 1 or 2 units a lane, 1 to 8 rows a thread (8: 280001x11 and 70001x33 in 16-bit dtypes),
+# lanes past the row's end (loads predicated off, or clamped for 2-byte units), rows past the end
+# in the last block.
+SHORT = [
+    (280001, 11),
+    (37, 5),
+    (5001, 9),
+    (70001, 33),
+    (20001, 63),
+    (3, 3),
+    (100003, 3),
+    (60001, 6),
+    (9, 18),
+    (33333, 34),
+    (7001, 66),
+    (150001, 12),
+    (41, 20),
+    (12345, 36),
+    (4097, 124),
+    (2001, 132),
+    (99999, 17),
+    (3000, 21),
+    (300, 33),
+    (20000, 7),
+]
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("rows, hidden", SHORT, ids=str)
+def test_cuda_short_rows(kernel, rows, hidden, dtype):
+    """Every output of the short-row kernel is right, and nothing past the output is written."""
+    seed = zlib.crc32(repr(("short", rows, hidden, str(dtype))).encode())
+    x = randn((rows, hidden), dtype, "cuda", seed, scale=2.0)
+    w = randn((hidden,), dtype, "cuda", seed + 1, scale=0.5, shift=1.0)
+    buf = torch.full((rows + 64, hidden), float("nan"), dtype=dtype, device="cuda")
+    out = buf[:rows]
+    kernel.rms_norm(x, w, eps=1e-6, out=out)
+    assert not torch.isnan(out).any(), "some outputs were not written"
+    assert torch.isnan(buf[rows:]).all(), "rows past the output were written"
+    torch.testing.assert_close(out, reference(x, w, 1e-6), **TOL[dtype])
+
+
 @pytest.mark.gpu
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 @pytest.mark.parametrize("graph", [False, True], ids=["stream", "graph"])
