@@ -577,18 +577,18 @@ __global__ void __launch_bounds__(256) rms_norm_group_kernel(T* __restrict__ out
 
 // Rows of up to 2 * G units (UPT 1 or 2 a lane), G a compile-time group of 4 to 32 lanes: the layout
 // of rms_norm_group_kernel with fewer instructions a unit, which is what bound it on such short rows.
-// The lane masks, row shifts, column offsets (c * G, immediate in the loads) and the shuffles are
-// constants; units of 4 bytes or more past the row's end are not loaded but zeroed (their loads
-// predicated off), and 2-byte units keep the clamped address (a predicated 16-bit load merges into
-// its register and made the next load wait) with their squares selected away; sums and stores have
-// no branches, the store only a predicate. On an H200 (ncu, group kernel against this form's first
-// draw, run-time G) fp16 205472x18 issued 1.56x Triton's instructions at 0.80 a cycle a scheduler,
-// and lanes diverged (27 of 32 active on average). This form against rms_norm_group_kernel (picked
-// shapes, sweep method, 2 rounds each): fp16 205472x18 7.97 -> 6.60 us, bf16 76519x11 3.68 -> 2.88,
-// fp16 100000x34 7.56 -> 6.20, fp16 150000x15 5.78 -> 4.60, fp32 254239x29 19.20 -> 17.50,
-// bf16 24415x102 5.25 -> 4.30 (run-time G). Wider rows (UPT 4 or more, G 32) keep
-// rms_norm_group_kernel: there this form took more registers and fewer blocks an SM (bf16
-// 12124x182 4.12 -> 4.89 us, fp16 40000x150 10.25 -> 11.1).
+// The lane masks, row shifts, column offsets (c * G) and the shuffles are constants; units of 4
+// bytes or more past the row's end are not loaded but zeroed (their loads predicated off), and
+// 2-byte units keep the clamped address (a predicated 16-bit load merges into its register and made
+// the next load wait) with their squares selected away; sums and stores have no branches, the store
+// only a predicate. On an H200 (ncu) the group kernel on fp16 205472x18 issued about 1.56x the
+// instructions of Triton's program (0.80 a cycle a scheduler over 17.8k cycles, against 0.65 over
+// 14.0k) and its lanes diverged (27 of 32 active on average). This kernel against the group kernel (H200,
+// picked shapes, sweep method, 2 rounds each, both builds in one run): fp16 205472x18 8.03 -> 6.50
+// us, bf16 76519x11 3.68 -> 2.77, bf16 24415x102 5.24 -> 3.90, bf16 78653x90 12.05 -> 10.22,
+// fp16 100000x34 7.58 -> 6.52, fp16 5738x46 1.80 -> 1.39, fp32 110200x11 4.70 -> 3.90; none of
+// 35 slower. Wider rows (UPT 4 or more, G 32) keep rms_norm_group_kernel: with run-time G this
+// form took more registers there and fewer blocks an SM (bf16 12124x182 4.12 -> 4.89 us).
 template <typename T, int BYTES, int UPT, int RPT, int G>
 __global__ void __launch_bounds__(256) rms_norm_short_kernel(T* __restrict__ out, const T* __restrict__ in,
                                                              const T* __restrict__ weight, int64_t rows, int units,
