@@ -36,7 +36,7 @@
 //     pack's squares summed in two parts, by row (rms_norm_flat_kernel);
 //   - other rows that are not whole 16-byte packs or not 16-byte aligned take the widest unit their
 //     width and pointers allow (8, 4 bytes or one element): up to 256 units in coalesced lane
-//     groups with several rows per group (rows of up to 64 units in compile-time groups of 4 to
+//     groups with several rows per group (rows of up to 64 units in compile-time groups of 2 to
 //     32 lanes, rms_norm_short_kernel; longer ones rms_norm_group_kernel, fp32 rows of up to 512
 //     4-byte units too, where they are 16 or more an SM), longer ones as below;
 //   - a row per block, or shared by a thread-block cluster of up to 8 blocks (sm_90) when the row
@@ -575,7 +575,7 @@ __global__ void __launch_bounds__(256) rms_norm_group_kernel(T* __restrict__ out
   }
 }
 
-// Rows of up to 2 * G units (UPT 1 or 2 a lane), G a compile-time group of 4 to 32 lanes: the layout
+// Rows of up to 2 * G units (UPT 1 or 2 a lane), G a compile-time group of 2 to 32 lanes: the layout
 // of rms_norm_group_kernel with fewer instructions a unit, which is what bound it on such short rows.
 // The lane masks, row shifts, column offsets (c * G) and the shuffles are constants; units of 4
 // bytes or more past the row's end are not loaded but zeroed (their loads predicated off), and
@@ -593,7 +593,7 @@ template <typename T, int BYTES, int UPT, int RPT, int G>
 __global__ void __launch_bounds__(256) rms_norm_short_kernel(T* __restrict__ out, const T* __restrict__ in,
                                                              const T* __restrict__ weight, int64_t rows, int units,
                                                              float inv_hidden, float eps, bool trigger) {
-  static_assert(UPT <= 2 && G >= 4 && G <= 32 && (G & (G - 1)) == 0, "rows of up to 2 * G units, G a power of two");
+  static_assert(UPT <= 2 && G >= 2 && G <= 32 && (G & (G - 1)) == 0, "rows of up to 2 * G units, G a power of two");
   using U = Unit<T, BYTES>;
   using R = typename U::R;
   constexpr bool kClamp = BYTES < 4;
@@ -1274,7 +1274,8 @@ void launch_group(T* out, const T* in, const T* weight, int64_t rows, int64_t hi
     const auto launch = [&](auto kernel) {
       farm_pdl::launch(kernel, blocks, 256, s, pdl, out, in, weight, rows, units, inv_h, eps, trigger);
     };
-    switch (group) {  // 4 at least (launch_units)
+    switch (group) {  // 2 at least (launch_units)
+      case 2: launch(rms_norm_short_kernel<T, BYTES, UPT, RPT, 2>); break;
       case 4: launch(rms_norm_short_kernel<T, BYTES, UPT, RPT, 4>); break;
       case 8: launch(rms_norm_short_kernel<T, BYTES, UPT, RPT, 8>); break;
       case 16: launch(rms_norm_short_kernel<T, BYTES, UPT, RPT, 16>); break;
@@ -1351,8 +1352,9 @@ void launch_units(T* o, const T* x, const T* w, float* partial, int64_t rows, in
         rows * (group / 2) >= int64_t{device_info().sms} * device_info().threads_per_sm) {
       group /= 2;  // next_pow2((units + 1) / 2): upt 2 at most
     }
-    // Rows of 1 to 4 units take 4 lanes, some idle: fewer compiled forms of rms_norm_short_kernel.
-    if (group < 4) group = 4;
+    // Rows of one unit (2-, 4- or 8-byte rows off 16-byte alignment) take 2 lanes, one idle: one
+    // compiled form of rms_norm_short_kernel fewer.
+    if (group < 2) group = 2;
     if constexpr (BYTES == 4 && sizeof(T) == 4) {
       if (units > kGroupMaxUnits) {  // fp32 rows of 257..512 units (plan_of): a warp a row
         launch_group<T, BYTES, 16, 1>(o, x, w, rows, hidden, group, inv_h, eps, s, pdl);

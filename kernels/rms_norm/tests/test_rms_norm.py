@@ -307,11 +307,11 @@ def test_cuda_rows_of_any_width(kernel, rows, hidden, dtype):
     torch.testing.assert_close(out, reference(x, w, 1e-6), **tol)
 
 
-# Rows of up to 64 units of 2, 4 or 8 bytes take rms_norm_short_kernel: compile-time groups of 4 to
-# 32 lanes (rows of 3 to 5 units and 7, 9, 11, 17, 33, 63 units of 2 bytes in 16-bit dtypes, 4 in
-# fp32), 1 or 2 units a lane, 1 to 8 rows a thread (8: 280001x11 and 70001x33 in 16-bit dtypes),
-# lanes past the row's end (loads predicated off, or clamped for 2-byte units), rows past the end
-# in the last block.
+# Rows of up to 64 units of 2, 4 or 8 bytes take rms_norm_short_kernel: compile-time groups of 2 to
+# 32 lanes (2: 300001x3; rows of 3 to 5 units and 7, 9, 11, 17, 33, 63 units of 2 bytes in 16-bit
+# dtypes, 4 in fp32), 1 or 2 units a lane, 1 to 8 rows a thread (8: 280001x11 and 70001x33 in
+# 16-bit dtypes), lanes past the row's end (loads predicated off, or clamped for 2-byte units),
+# rows past the end in the last block.
 SHORT = [
     (280001, 11),
     (37, 5),
@@ -333,6 +333,7 @@ SHORT = [
     (3000, 21),
     (300, 33),
     (20000, 7),
+    (300001, 3),
 ]
 
 
@@ -350,6 +351,26 @@ def test_cuda_short_rows(kernel, rows, hidden, dtype):
     kernel.rms_norm(x, w, eps=1e-6, out=out)
     assert not torch.isnan(out).any(), "some outputs were not written"
     assert torch.isnan(buf[rows:]).all(), "rows past the output were written"
+    torch.testing.assert_close(out, reference(x, w, 1e-6), **TOL[dtype])
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("hidden", [1, 2], ids=str)
+def test_cuda_rows_of_one_or_two_elements_off_alignment(kernel, hidden, dtype):
+    """Rows of 1 or 2 elements whose tensors start one element past a 16-byte boundary cannot be
+    read several to a 16-byte pack: they take the short-row kernel, one or two units a row."""
+    rows = 5001
+    seed = zlib.crc32(repr(("one-unit", hidden, str(dtype))).encode())
+    x = randn((rows * hidden + 1,), dtype, "cuda", seed, scale=2.0)[1:].view(rows, hidden)
+    w = randn((hidden,), dtype, "cuda", seed + 1, scale=0.5, shift=1.0)
+    buf = torch.full((rows * hidden + 65,), float("nan"), dtype=dtype, device="cuda")
+    out = buf[1 : 1 + rows * hidden].view(rows, hidden)
+    kernel.rms_norm(x, w, eps=1e-6, out=out)
+    assert not torch.isnan(out).any(), "some outputs were not written"
+    outside = torch.cat([buf[:1], buf[1 + rows * hidden :]])
+    assert torch.isnan(outside).all(), "elements outside the output were written"
     torch.testing.assert_close(out, reference(x, w, 1e-6), **TOL[dtype])
 
 
