@@ -1274,12 +1274,18 @@ void launch_group(T* out, const T* in, const T* weight, int64_t rows, int64_t hi
     const auto launch = [&](auto kernel) {
       farm_pdl::launch(kernel, blocks, 256, s, pdl, out, in, weight, rows, units, inv_h, eps, trigger);
     };
-    switch (group) {  // 2 at least (launch_units)
-      case 2: launch(rms_norm_short_kernel<T, BYTES, UPT, RPT, 2>); break;
-      case 4: launch(rms_norm_short_kernel<T, BYTES, UPT, RPT, 4>); break;
-      case 8: launch(rms_norm_short_kernel<T, BYTES, UPT, RPT, 8>); break;
-      case 16: launch(rms_norm_short_kernel<T, BYTES, UPT, RPT, 16>); break;
-      default: launch(rms_norm_short_kernel<T, BYTES, UPT, RPT, 32>); break;
+    // launch_units passes a power of two from 2 to 32. 8-byte units never halve their group, so
+    // theirs is 32 wherever a lane takes 2 units (rows of 33 to 64): no other form is compiled.
+    if constexpr (BYTES == 8 && UPT == 2) {
+      launch(rms_norm_short_kernel<T, BYTES, UPT, RPT, 32>);
+    } else {
+      switch (group) {
+        case 2: launch(rms_norm_short_kernel<T, BYTES, UPT, RPT, 2>); break;
+        case 4: launch(rms_norm_short_kernel<T, BYTES, UPT, RPT, 4>); break;
+        case 8: launch(rms_norm_short_kernel<T, BYTES, UPT, RPT, 8>); break;
+        case 16: launch(rms_norm_short_kernel<T, BYTES, UPT, RPT, 16>); break;
+        default: launch(rms_norm_short_kernel<T, BYTES, UPT, RPT, 32>); break;  // 32
+      }
     }
   } else {
     farm_pdl::launch(rms_norm_group_kernel<T, BYTES, UPT, RPT>, blocks, 256, s, pdl, out, in, weight, rows, units, lg,
@@ -1352,8 +1358,8 @@ void launch_units(T* o, const T* x, const T* w, float* partial, int64_t rows, in
         rows * (group / 2) >= int64_t{device_info().sms} * device_info().threads_per_sm) {
       group /= 2;  // next_pow2((units + 1) / 2): upt 2 at most
     }
-    // Rows of one unit (2-, 4- or 8-byte rows off 16-byte alignment) take 2 lanes, one idle: one
-    // compiled form of rms_norm_short_kernel fewer.
+    // Rows of one unit (2-, 4- or 8-byte rows off 16-byte alignment) take 2 lanes, one idle, and so
+    // do rows of 2 units that halved to one lane: one compiled form of rms_norm_short_kernel fewer.
     if (group < 2) group = 2;
     if constexpr (BYTES == 4 && sizeof(T) == 4) {
       if (units > kGroupMaxUnits) {  // fp32 rows of 257..512 units (plan_of): a warp a row

@@ -309,9 +309,9 @@ def test_cuda_rows_of_any_width(kernel, rows, hidden, dtype):
 
 # Rows of up to 64 units of 2, 4 or 8 bytes take rms_norm_short_kernel: compile-time groups of 2 to
 # 32 lanes (2: 300001x3; rows of 3 to 5 units and 7, 9, 11, 17, 33, 63 units of 2 bytes in 16-bit
-# dtypes, 4 in fp32), 1 or 2 units a lane, 1 to 8 rows a thread (8: 280001x11 and 70001x33 in
-# 16-bit dtypes), lanes past the row's end (loads predicated off, or clamped for 2-byte units),
-# rows past the end in the last block.
+# dtypes, 4 in fp32), 1 or 2 units a lane (2 in a group of 4: 100001x7), 1 to 8 rows a thread (8,
+# on devices of 132 SMs: 280001x11 and 70001x33 in 16-bit dtypes), lanes past the row's end (loads
+# predicated off, or clamped for 2-byte units), rows past the end in the last block.
 SHORT = [
     (280001, 11),
     (37, 5),
@@ -334,6 +334,7 @@ SHORT = [
     (300, 33),
     (20000, 7),
     (300001, 3),
+    (100001, 7),
 ]
 
 
@@ -357,19 +358,22 @@ def test_cuda_short_rows(kernel, rows, hidden, dtype):
 @pytest.mark.gpu
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
-@pytest.mark.parametrize("hidden", [1, 2], ids=str)
-def test_cuda_rows_of_one_or_two_elements_off_alignment(kernel, hidden, dtype):
-    """Rows of 1 or 2 elements whose tensors start one element past a 16-byte boundary cannot be
-    read several to a 16-byte pack: they take the short-row kernel, one or two units a row."""
+@pytest.mark.parametrize("hidden", [1, 2, 4, 8], ids=str)
+@pytest.mark.parametrize("offset", [0, 8], ids=["one-element", "8-bytes"])
+def test_cuda_short_rows_off_alignment(kernel, offset, hidden, dtype):
+    """Rows of 1 to 8 elements whose tensors start one element or 8 bytes past a 16-byte boundary
+    cannot be read several to a 16-byte pack: they take the short-row kernel in units of 2, 4 or 8
+    bytes, from one unit a row (2 lanes, one idle) up."""
     rows = 5001
-    seed = zlib.crc32(repr(("one-unit", hidden, str(dtype))).encode())
-    x = randn((rows * hidden + 1,), dtype, "cuda", seed, scale=2.0)[1:].view(rows, hidden)
+    skip = max(1, offset // dtype.itemsize)  # elements before the tensors
+    seed = zlib.crc32(repr(("off-alignment", offset, hidden, str(dtype))).encode())
+    x = randn((rows * hidden + skip,), dtype, "cuda", seed, scale=2.0)[skip:].view(rows, hidden)
     w = randn((hidden,), dtype, "cuda", seed + 1, scale=0.5, shift=1.0)
-    buf = torch.full((rows * hidden + 65,), float("nan"), dtype=dtype, device="cuda")
-    out = buf[1 : 1 + rows * hidden].view(rows, hidden)
+    buf = torch.full((rows * hidden + skip + 64,), float("nan"), dtype=dtype, device="cuda")
+    out = buf[skip : skip + rows * hidden].view(rows, hidden)
     kernel.rms_norm(x, w, eps=1e-6, out=out)
     assert not torch.isnan(out).any(), "some outputs were not written"
-    outside = torch.cat([buf[:1], buf[1 + rows * hidden :]])
+    outside = torch.cat([buf[:skip], buf[skip + rows * hidden :]])
     assert torch.isnan(outside).all(), "elements outside the output were written"
     torch.testing.assert_close(out, reference(x, w, 1e-6), **TOL[dtype])
 
@@ -378,7 +382,9 @@ def test_cuda_rows_of_one_or_two_elements_off_alignment(kernel, hidden, dtype):
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 @pytest.mark.parametrize("graph", [False, True], ids=["stream", "graph"])
 @pytest.mark.parametrize(
-    "rows, hidden", [(3, 151936), (8, 16384), (4000, 2), (37, 1001), (1, 327680), (20000, 167)], ids=str
+    "rows, hidden",
+    [(3, 151936), (8, 16384), (4000, 2), (37, 1001), (1, 327680), (20000, 167), (20001, 11)],
+    ids=str,
 )
 def test_cuda_back_to_back_rows_of_any_width(kernel, graph, rows, hidden):
     """The paths for rows of any width launch with PDL too: each call below reads what the call
