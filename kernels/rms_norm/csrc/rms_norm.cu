@@ -502,6 +502,17 @@ __global__ void __launch_bounds__(kRowsThreads, 2)
   }
 }
 
+// Each of a thread's RPT sums added up over its group of `group` consecutive lanes (a power of two
+// up to 32; a constant where the caller's is, and the loop then unrolled).
+template <int RPT>
+__device__ __forceinline__ void group_sums(float (&ss)[RPT], int group) {
+#pragma unroll
+  for (int o = group / 2; o > 0; o >>= 1) {
+#pragma unroll
+    for (int k = 0; k < RPT; ++k) ss[k] += __shfl_xor_sync(0xffffffffu, ss[k], o);
+  }
+}
+
 // Rows of up to 256 units of BYTES, 512 of fp32 4-byte units (those of up to 64 units take
 // rms_norm_short_kernel, below): 2^lg (<= 32) consecutive lanes per row, UPT units each,
 // and RPT rows per group, all loaded before any is reduced. Row k of a group is k * (rows per
@@ -557,10 +568,7 @@ __global__ void __launch_bounds__(256) rms_norm_group_kernel(T* __restrict__ out
 #pragma unroll
     for (int c = 0; c < UPT; ++c) ss[k] += col[c] ? U::sumsq(v[k][c]) : 0.0f;
   }
-  for (int o = group / 2; o > 0; o >>= 1) {
-#pragma unroll
-    for (int k = 0; k < RPT; ++k) ss[k] += __shfl_xor_sync(0xffffffffu, ss[k], o);
-  }
+  group_sums(ss, group);
   R* y = reinterpret_cast<R*>(out) + row0 * units + lane;
 #pragma unroll
   for (int k = 0; k < RPT; ++k) {
@@ -630,11 +638,7 @@ __global__ void __launch_bounds__(256) rms_norm_short_kernel(T* __restrict__ out
 #pragma unroll
     for (int c = 0; c < UPT; ++c) ss[k] += U::sumsq(kClamp && !col[c] ? U::zero() : v[k][c]);
   }
-#pragma unroll
-  for (int o = G / 2; o > 0; o >>= 1) {
-#pragma unroll
-    for (int k = 0; k < RPT; ++k) ss[k] += __shfl_xor_sync(0xffffffffu, ss[k], o);
-  }
+  group_sums(ss, G);
   R* y = reinterpret_cast<R*>(out) + row0 * units + lane;
 #pragma unroll
   for (int k = 0; k < RPT; ++k) {
