@@ -513,29 +513,32 @@ __device__ __forceinline__ void group_sums(float (&ss)[RPT], int group) {
   }
 }
 
-// Rows of up to 256 units of BYTES, 512 of fp32 4-byte units (those of up to 64 units take
-// rms_norm_short_kernel, below): 2^lg (<= 32) consecutive lanes per row, UPT units each,
-// and RPT rows per group, all loaded before any is reduced. Row k of a group is k * (rows per
-// RPT-slice of the block) away from row 0, so each load of a warp covers 32 >> lg consecutive
-// rows, one contiguous span. The lanes and rows come from shifts and the addresses from one base
-// pointer and a stride. With a division by the group size and a 64-bit row product per load the
-// kernel was bound by instruction issue, not by memory: on an H200 (ncu, raw files at c4029b2)
-// fp16 205472x18 took 25.1k cycles issuing 0.77 instructions a cycle a scheduler, where Triton's
-// program of the same layout took 13.8k at 0.65. This form (picked shapes, sweep method): fp16
-// 205472x18 11.44 -> 9.55 us, bf16 78653x90 16.86 -> 12.21, fp32 110200x11 6.05 -> 5.18,
-// fp16 180x354 1.77 -> 1.43.
+// Rows of 65 to 256 units of BYTES, 512 of fp32 4-byte units (shorter ones take
+// rms_norm_short_kernel, below): a warp a row, UPT units a lane, and RPT rows a thread, all loaded
+// before any is reduced. Row k of a thread is 8 k rows (the block's warps) after its row 0, so each
+// load of a warp is one contiguous span of a row. With a division by the group size and a 64-bit
+// row product per load the kernel was bound by instruction issue, not by memory: on an H200 (ncu,
+// raw files at c4029b2) fp16 205472x18 took 25.1k cycles issuing 0.77 instructions a cycle a
+// scheduler, where Triton's program of the same layout took 13.8k at 0.65; shifts and one base
+// pointer took fp16 205472x18 11.44 -> 9.55 us, bf16 78653x90 16.86 -> 12.21. The group, a run-time
+// power of two up to 32 while this kernel took short rows too, is now the compile-time warp: lane
+// masks, row offsets and shuffles are constants. That gained (H200, picked shapes, both builds in
+// one run, 2 rounds): fp16 20000x77 5.02 -> 4.19 us, fp16 1420x137 1.74 -> 1.34, bf16 3968x129
+// 2.87 -> 2.39, fp16 180x354 1.39 -> 1.12, fp32 9448x479 11.95 -> 11.10, fp32 64300x223 32.40 ->
+// 31.07 (31.39 with the units a lane of launch_units).
 template <typename T, int BYTES, int UPT, int RPT>
 __global__ void __launch_bounds__(256) rms_norm_group_kernel(T* __restrict__ out, const T* __restrict__ in,
                                                              const T* __restrict__ weight, int64_t rows, int units,
-                                                             int lg, float inv_hidden, float eps, bool trigger) {
+                                                             float inv_hidden, float eps, bool trigger) {
+  static_assert(UPT > 2, "rows of more than 64 units: a warp a row");
   using U = Unit<T, BYTES>;
   using R = typename U::R;
-  const int group = 1 << lg;
-  const int lane = threadIdx.x & (group - 1);
-  const int per_slice = 256 >> lg;  // rows of the block per k
-  const int64_t row0 = static_cast<int64_t>(blockIdx.x) * (RPT * per_slice) + (threadIdx.x >> lg);
+  constexpr int kG = 32;
+  constexpr int kPerSlice = 256 / kG;  // rows of the block per k
+  const int lane = static_cast<int>(threadIdx.x) % kG;
+  const int64_t row0 = static_cast<int64_t>(blockIdx.x) * (RPT * kPerSlice) + threadIdx.x / kG;
   const int64_t left = rows - row0;  // rows from this thread's first on
-  const int64_t step = static_cast<int64_t>(per_slice) * units;  // units between a thread's rows
+  const int64_t step = static_cast<int64_t>(kPerSlice) * units;  // units between a thread's rows
   // Every load is of an address inside x: rows past the end read the last row, lanes past the
   // row's end its last unit (both cache hits), and neither is summed or stored. Loads that were
   // predicated into a zeroed register got their 16-bit halves merged after each load, which made
@@ -547,8 +550,8 @@ __global__ void __launch_bounds__(256) rms_norm_group_kernel(T* __restrict__ out
   bool col[UPT];
 #pragma unroll
   for (int c = 0; c < UPT; ++c) {
-    col[c] = lane + c * group < units;
-    off[c] = col[c] ? c * group : units - 1 - lane;
+    col[c] = lane + c * kG < units;
+    off[c] = col[c] ? c * kG : units - 1 - lane;
   }
   R v[RPT][UPT], wv[UPT];
   farm_pdl::wait_for_previous_grid();
@@ -556,7 +559,7 @@ __global__ void __launch_bounds__(256) rms_norm_group_kernel(T* __restrict__ out
   for (int c = 0; c < UPT; ++c) wv[c] = w[off[c]];
 #pragma unroll
   for (int k = 0; k < RPT; ++k) {
-    const R* xk = x + (k * per_slice < left ? k * step : 0);
+    const R* xk = x + (k * kPerSlice < left ? k * step : 0);
 #pragma unroll
     for (int c = 0; c < UPT; ++c) v[k][c] = xk[off[c]];
   }
@@ -568,17 +571,16 @@ __global__ void __launch_bounds__(256) rms_norm_group_kernel(T* __restrict__ out
 #pragma unroll
     for (int c = 0; c < UPT; ++c) ss[k] += col[c] ? U::sumsq(v[k][c]) : 0.0f;
   }
-  group_sums(ss, group);
+  group_sums(ss, kG);
   R* y = reinterpret_cast<R*>(out) + row0 * units + lane;
 #pragma unroll
   for (int k = 0; k < RPT; ++k) {
-    if (k * per_slice < left) {
-      const float rstd = rsqrtf(ss[k] * inv_hidden + eps);
-      R* yk = y + k * step;
+    const float rstd = rsqrtf(ss[k] * inv_hidden + eps);
+    R* yk = y + k * step;
 #pragma unroll
-      for (int c = 0; c < UPT; ++c) {
-        if (col[c]) yk[c * group] = U::scale(v[k][c], wv[c], rstd);
-      }
+    for (int c = 0; c < UPT; ++c) {
+      const R o = U::scale(v[k][c], wv[c], rstd);
+      if (k * kPerSlice < left && col[c]) yk[c * kG] = o;
     }
   }
 }
@@ -1269,9 +1271,8 @@ template <typename T, int BYTES, int UPT, int RPT>
 void launch_group(T* out, const T* in, const T* weight, int64_t rows, int64_t hidden, int group, float inv_h,
                   float eps, cudaStream_t s, bool pdl) {
   const int units = static_cast<int>(hidden / Unit<T, BYTES>::kVec);
-  int lg = 0;
-  while ((1 << lg) < group) ++lg;
-  const int64_t per_block = int64_t{RPT} * (256 >> lg);
+  if constexpr (UPT > 2) group = 32;  // rows of more than 64 units: a warp a row (launch_units gives 32)
+  const int64_t per_block = int64_t{RPT} * (256 / group);
   const auto blocks = static_cast<unsigned>((rows + per_block - 1) / per_block);
   const bool trigger = pdl && farm_pdl::trigger_pays(2 * per_block * units * BYTES, blocks);
   if constexpr (UPT <= 2) {  // rows of up to 2 * group units: the group a compile-time constant
@@ -1292,9 +1293,24 @@ void launch_group(T* out, const T* in, const T* weight, int64_t rows, int64_t hi
       }
     }
   } else {
-    farm_pdl::launch(rms_norm_group_kernel<T, BYTES, UPT, RPT>, blocks, 256, s, pdl, out, in, weight, rows, units, lg,
+    farm_pdl::launch(rms_norm_group_kernel<T, BYTES, UPT, RPT>, blocks, 256, s, pdl, out, in, weight, rows, units,
                      inv_h, eps, trigger);
   }
+}
+
+// rms_norm_group_kernel at UPT = upt units a lane (UPT to 8) and rpt (1 or 2) rows a thread: rows of
+// more than 64 units, whose group is a warp.
+template <typename T, int BYTES, int UPT = 3>
+void launch_group_fit(int upt, int rpt, T* out, const T* in, const T* weight, int64_t rows, int64_t hidden,
+                      float inv_h, float eps, cudaStream_t s, bool pdl) {
+  if constexpr (UPT < 8) {
+    if (upt > UPT) {
+      launch_group_fit<T, BYTES, UPT + 1>(upt, rpt, out, in, weight, rows, hidden, inv_h, eps, s, pdl);
+      return;
+    }
+  }
+  if (rpt == 2) launch_group<T, BYTES, UPT, 2>(out, in, weight, rows, hidden, 32, inv_h, eps, s, pdl);
+  else launch_group<T, BYTES, UPT, 1>(out, in, weight, rows, hidden, 32, inv_h, eps, s, pdl);
 }
 
 // rms_norm_rows_kernel<T, BYTES, CPT> (rms_norm_shifted_kernel<T, CPT> if kShifted, BYTES 16) with
@@ -1406,11 +1422,24 @@ void launch_units(T* o, const T* x, const T* w, float* partial, int64_t rows, in
         if (rpt == 4) launch_group<T, BYTES, 2, 4>(o, x, w, rows, hidden, group, inv_h, eps, s, pdl);
         else if (rpt == 2) launch_group<T, BYTES, 2, 2>(o, x, w, rows, hidden, group, inv_h, eps, s, pdl);
         else launch_group<T, BYTES, 2, 1>(o, x, w, rows, hidden, group, inv_h, eps, s, pdl);
-      } else if (upt <= 4) {
-        if (rpt == 2) launch_group<T, BYTES, 4, 2>(o, x, w, rows, hidden, group, inv_h, eps, s, pdl);
-        else launch_group<T, BYTES, 4, 1>(o, x, w, rows, hidden, group, inv_h, eps, s, pdl);
+      } else if constexpr (BYTES == 2) {
+        if (upt <= 4) {
+          if (rpt == 2) launch_group<T, BYTES, 4, 2>(o, x, w, rows, hidden, group, inv_h, eps, s, pdl);
+          else launch_group<T, BYTES, 4, 1>(o, x, w, rows, hidden, group, inv_h, eps, s, pdl);
+        } else {
+          launch_group<T, BYTES, 8, 1>(o, x, w, rows, hidden, group, inv_h, eps, s, pdl);
+        }
       } else {
-        launch_group<T, BYTES, 8, 1>(o, x, w, rows, hidden, group, inv_h, eps, s, pdl);
+        // Rows of 65 to 256 units of 4 or 8 bytes: the fewest units a lane that hold the row (3 to
+        // 8, where 4 or 8 had lanes load clamped units that count for nothing), and rows of 5 units
+        // a lane or more 2 to a thread where the blocks still bring one resident wave. Against 4
+        // or 8 units a lane and 1 row (H200, picked shapes, both builds in one run, 2 rounds):
+        // fp16 40000x150 9.56 -> 7.93 us, bf16 8000x166 3.29 -> 2.71, bf16 12124x182 3.86 ->
+        // 3.56, fp32 100000x133 33.5 -> 30.1, fp32 236x310 1.40 -> 1.17, fp32 1314x143 1.79 ->
+        // 1.70; fp32 20815x67 4.58 -> 4.72 and fp32 64300x223 31.07 -> 31.39 the slower.
+        const int64_t wave = int64_t{device_info().sms} * device_info().threads_per_sm / 256;
+        const bool two = upt > 4 && (rows + 2 * slice - 1) / (2 * slice) >= wave;
+        launch_group_fit<T, BYTES>(upt, two ? 2 : rpt, o, x, w, rows, hidden, inv_h, eps, s, pdl);
       }
     }
   } else if (p.path == Path::kPartials && partial != nullptr) {

@@ -231,7 +231,11 @@ def test_cuda_back_to_back_launches(kernel, graph, hidden):
 # (300000x38); rows of 1025 to 2048 packs, 16 or more an SM, take 4 packs a thread (2400x8200 in
 # 16-bit dtypes, 2400x4104 in float32), and rows of more than 2048 packs, 5 or more an SM, read
 # the weight at the store (700x16392 in 16-bit dtypes, 8 packs a thread, 2049 packs; 2400x8200 in
-# float32); fewer such rows hold it (600x20000 in 16-bit dtypes, 600x10004 in float32).
+# float32); fewer such rows hold it (600x20000 in 16-bit dtypes, 600x10004 in float32). Rows of
+# 65 to 256 units of 4 or 8 bytes take the group kernel at the fewest units a lane that hold them,
+# 3 to 8, in fp32 8-byte units and 16-bit 4-byte units (40000x150: 75 units, 2 rows a thread;
+# 30001x206: 103; 236x310: 155, 1 row; 3001x366: 183; 20001x446: 223, 2 rows, the last block
+# partial; 17001x510: 255) and 16-bit 8-byte units (20001x300, 1500x620, 30001x892).
 WIDE = [
     (1000, 2),
     (999, 4),
@@ -287,6 +291,15 @@ WIDE = [
     (2400, 4104),
     (3001, 511),
     (700, 16392),
+    (40000, 150),
+    (236, 310),
+    (3001, 366),
+    (20001, 446),
+    (17001, 510),
+    (30001, 206),
+    (20001, 300),
+    (1500, 620),
+    (30001, 892),
 ]
 
 # Rows of up to 64 units of 2, 4 or 8 bytes take rms_norm_short_kernel: compile-time groups of 2 to
