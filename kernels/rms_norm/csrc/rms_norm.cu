@@ -597,8 +597,9 @@ __global__ void __launch_bounds__(256) rms_norm_group_kernel(T* __restrict__ out
 // picked shapes, sweep method, 2 rounds each, both builds in one run): fp16 205472x18 8.03 -> 6.50
 // us, bf16 76519x11 3.68 -> 2.77, bf16 24415x102 5.24 -> 3.90, bf16 78653x90 12.05 -> 10.22,
 // fp16 100000x34 7.58 -> 6.52, fp16 5738x46 1.80 -> 1.39, fp32 110200x11 4.70 -> 3.90; none of
-// 35 slower. Wider rows (UPT 4 or more, G 32) keep rms_norm_group_kernel: with run-time G this
-// form took more registers there and fewer blocks an SM (bf16 12124x182 4.12 -> 4.89 us).
+// 35 slower. Wider rows (3 units a lane or more, a warp a row) keep rms_norm_group_kernel: a draw of
+// this form with a run-time G took more registers there and fewer blocks an SM (bf16 12124x182
+// 4.12 -> 4.89 us).
 template <typename T, int BYTES, int UPT, int RPT, int G>
 __global__ void __launch_bounds__(256) rms_norm_short_kernel(T* __restrict__ out, const T* __restrict__ in,
                                                              const T* __restrict__ weight, int64_t rows, int units,
