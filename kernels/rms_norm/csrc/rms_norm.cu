@@ -523,8 +523,8 @@ __device__ __forceinline__ void group_sums(float (&ss)[RPT], int group) {
 // pointer took fp16 205472x18 11.44 -> 9.55 us, bf16 78653x90 16.86 -> 12.21. The group, a run-time
 // power of two up to 32 while this kernel took short rows too, is now the compile-time warp: lane
 // masks, row offsets and shuffles are constants. That gained (H200, picked shapes, both builds in
-// one run, 2 rounds): fp16 20000x77 5.02 -> 4.19 us, fp16 1420x137 1.74 -> 1.34, bf16 3968x129
-// 2.87 -> 2.39, fp16 180x354 1.39 -> 1.12, fp32 9448x479 11.95 -> 11.10, fp32 64300x223 32.40 ->
+// one run, 2 rounds): fp16 20000x77 5.02 -> 4.19 us, fp16 1420x137 1.74 -> 1.35, bf16 3968x129
+// 2.87 -> 2.39, fp16 180x354 1.39 -> 1.12, fp32 9448x479 11.95 -> 11.10, fp32 64300x223 32.41 ->
 // 31.07 (31.39 with the units a lane of launch_units).
 template <typename T, int BYTES, int UPT, int RPT>
 __global__ void __launch_bounds__(256) rms_norm_group_kernel(T* __restrict__ out, const T* __restrict__ in,
@@ -1433,11 +1433,12 @@ void launch_units(T* o, const T* x, const T* w, float* partial, int64_t rows, in
       } else {
         // Rows of 65 to 256 units of 4 or 8 bytes: the fewest units a lane that hold the row (3 to
         // 8, where 4 or 8 had lanes load clamped units that count for nothing), and rows of 5 units
-        // a lane or more 2 to a thread where the blocks still bring one resident wave. Against 4
-        // or 8 units a lane and 1 row (H200, picked shapes, both builds in one run, 2 rounds):
-        // fp16 40000x150 9.56 -> 7.93 us, bf16 8000x166 3.29 -> 2.71, bf16 12124x182 3.86 ->
-        // 3.56, fp32 100000x133 33.5 -> 30.1, fp32 236x310 1.40 -> 1.17, fp32 1314x143 1.79 ->
-        // 1.70; fp32 20815x67 4.58 -> 4.72 and fp32 64300x223 31.07 -> 31.39 the slower.
+        // a lane or more 2 to a thread where the blocks are still as many as the SMs hold at full
+        // occupancy (these forms hold fewer). Against 4 or 8 units a lane and the rows a thread
+        // below (H200, picked shapes, both builds in one run, 2 rounds): fp16 40000x150 9.58 -> 7.93 us, bf16
+        // 8000x166 3.29 -> 2.71, bf16 12124x182 3.86 -> 3.56, fp32 100000x133 33.5 -> 30.1, fp32
+        // 236x310 1.40 -> 1.17, fp32 1314x143 1.79 -> 1.70; fp32 20815x67 4.58 -> 4.72 and fp32
+        // 64300x223 31.07 -> 31.39 the slower.
         const int64_t wave = int64_t{device_info().sms} * device_info().threads_per_sm / 256;
         const bool two = upt > 4 && (rows + 2 * slice - 1) / (2 * slice) >= wave;
         launch_group_fit<T, BYTES>(upt, two ? 2 : rpt, o, x, w, rows, hidden, inv_h, eps, s, pdl);

@@ -233,9 +233,11 @@ def test_cuda_back_to_back_launches(kernel, graph, hidden):
 # the weight at the store (700x16392 in 16-bit dtypes, 8 packs a thread, 2049 packs; 2400x8200 in
 # float32); fewer such rows hold it (600x20000 in 16-bit dtypes, 600x10004 in float32). Rows of
 # 65 to 256 units of 4 or 8 bytes take the group kernel at the fewest units a lane that hold them,
-# 3 to 8, in fp32 8-byte units and 16-bit 4-byte units (40000x150: 75 units, 2 rows a thread;
-# 30001x206: 103; 236x310: 155, 1 row; 3001x366: 183; 20001x446: 223, 2 rows, the last block
-# partial; 17001x510: 255) and 16-bit 8-byte units (20001x300, 1500x620, 30001x892).
+# 3 to 8, 1 or 2 rows a thread, most ending in a partial block: fp32 8-byte and 16-bit 4-byte
+# units (75 units: 40000x150 at 2 rows a thread, 2000x150 at 1; 103: 30001x206; 155: 236x310 at
+# 1, 20001x310 at 2; 183: 3001x366; 223: 20001x446 at 2, 3000x446 at 1; 255: 17001x510 at 2) and
+# 16-bit 8-byte units (75: 20001x300, 2000x300; 103: 1000x412; 155: 1500x620, 20001x620; 183:
+# 1000x732; 223: 30001x892; 255: 3000x1020).
 WIDE = [
     (1000, 2),
     (999, 4),
@@ -300,6 +302,14 @@ WIDE = [
     (20001, 300),
     (1500, 620),
     (30001, 892),
+    (2000, 150),
+    (2000, 300),
+    (3000, 446),
+    (20001, 310),
+    (20001, 620),
+    (3000, 1020),
+    (1000, 412),
+    (1000, 732),
 ]
 
 # Rows of up to 64 units of 2, 4 or 8 bytes take rms_norm_short_kernel: compile-time groups of 2 to
