@@ -1431,14 +1431,17 @@ void launch_units(T* o, const T* x, const T* w, float* partial, int64_t rows, in
           launch_group<T, BYTES, 8, 1>(o, x, w, rows, hidden, group, inv_h, eps, s, pdl);
         }
       } else {
-        // Rows of 65 to 256 units of 4 or 8 bytes: the fewest units a lane that hold the row (3 to
-        // 8, where 4 or 8 had lanes load clamped units that count for nothing), and rows of 5 units
-        // a lane or more 2 to a thread where the blocks are still as many as the SMs hold at full
-        // occupancy (these forms hold fewer). Against 4 or 8 units a lane and the rows a thread
-        // below (H200, picked shapes, both builds in one run, 2 rounds): fp16 40000x150 9.58 -> 7.93 us, bf16
-        // 8000x166 3.29 -> 2.71, bf16 12124x182 3.86 -> 3.56, fp32 100000x133 33.5 -> 30.1, fp32
-        // 236x310 1.40 -> 1.17, fp32 1314x143 1.79 -> 1.70; fp32 20815x67 4.58 -> 4.72 and fp32
-        // 64300x223 31.07 -> 31.39 the slower.
+        // Rows of 65 to 256 units of 4 or 8 bytes: the fewest units a lane that hold the row (3 to 8, where 4 or
+        // 8 had lanes load clamped units that count for nothing), and rows of 5 units a lane or more 2 to a
+        // thread where the blocks are still as many as the SMs hold at full occupancy (these forms hold fewer).
+        // Against 4 or 8 units a lane and the rows a thread below (H200, picked shapes, both builds in one run,
+        // 2 rounds): fp16 40000x150 9.58 -> 7.93 us, bf16 8000x166 3.29 -> 2.71, bf16 12124x182 3.86 -> 3.56,
+        // fp32 100000x133 33.5 -> 30.1, fp32 236x310 1.40 -> 1.17, fp32 1314x143 1.79 -> 1.70; fp32 20815x67
+        // 4.58 -> 4.72 and fp32 64300x223 31.07 -> 31.39 the slower. Measured later, 2 rows a thread at 5 to 8
+        // units a lane gained nothing beyond the rounds' spread against 1 (H200, same method, 12 shapes of 35 to
+        // 165 MB moved; with 1 row: bf16 17001x510 11.24 -> 10.80 us, fp16 20001x446 11.53 -> 11.13, fp32
+        // 100000x133 30.12 -> 29.60, fp32 30000x255 18.03 -> 17.53, fp32 64300x223 31.66 -> 31.71): a candidate
+        // to drop, with its compiled forms, once the GPU tests run on that change.
         const int64_t wave = int64_t{device_info().sms} * device_info().threads_per_sm / 256;
         const bool two = upt > 4 && (rows + 2 * slice - 1) / (2 * slice) >= wave;
         launch_group_fit<T, BYTES>(upt, two ? 2 : rpt, o, x, w, rows, hidden, inv_h, eps, s, pdl);
