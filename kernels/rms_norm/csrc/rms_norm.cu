@@ -36,8 +36,8 @@
 //     pack's squares summed in two parts, by row (rms_norm_flat_kernel);
 //   - other rows that are not whole 16-byte packs or not 16-byte aligned take the widest unit their
 //     width and pointers allow (8, 4 bytes or one element): up to 256 units in coalesced lane
-//     groups with several rows per group (rows of up to 64 units in compile-time groups of 2 to
-//     32 lanes, rms_norm_short_kernel; longer ones rms_norm_group_kernel, fp32 rows of up to 512
+//     groups with several rows per group (rms_norm_group_kernel: rows of up to 64 units in
+//     compile-time groups of 2 to 32 lanes, longer ones a warp a row, fp32 rows of up to 512
 //     4-byte units too, where they are 16 or more an SM), longer ones as below;
 //   - a row per block, or shared by a thread-block cluster of up to 8 blocks (sm_90) when the row
 //     is more than a block holds in registers or the rows, 48 KB or wider, are too few to give
@@ -513,101 +513,41 @@ __device__ __forceinline__ void group_sums(float (&ss)[RPT], int group) {
   }
 }
 
-// Rows of 65 to 256 units of BYTES, 512 of fp32 4-byte units (shorter ones take
-// rms_norm_short_kernel, below): a warp a row, UPT units a lane, and RPT rows a thread, all loaded
-// before any is reduced. Row k of a thread is 8 k rows (the block's warps) after its row 0, so each
-// load of a warp is one contiguous span of a row. With a division by the group size and a 64-bit
-// row product per load the kernel was bound by instruction issue, not by memory: on an H200 (ncu,
-// raw files at c4029b2) fp16 205472x18 took 25.1k cycles issuing 0.77 instructions a cycle a
-// scheduler, where Triton's program of the same layout took 13.8k at 0.65; shifts and one base
-// pointer took fp16 205472x18 11.44 -> 9.55 us, bf16 78653x90 16.86 -> 12.21. The group, a run-time
-// power of two up to 32 while this kernel took short rows too, is now the compile-time warp: lane
-// masks, row offsets and shuffles are constants. That gained (H200, picked shapes, both builds in
-// one run, 2 rounds): fp16 20000x77 5.02 -> 4.19 us, fp16 1420x137 1.74 -> 1.35, bf16 3968x129
-// 2.87 -> 2.39, fp16 180x354 1.39 -> 1.12, fp32 9448x479 11.95 -> 11.10, fp32 64300x223 32.41 ->
-// 31.07 (31.39 with the units a lane of launch_units).
-template <typename T, int BYTES, int UPT, int RPT>
+// Rows of up to 256 units of BYTES (fp32 rows of up to 512 4-byte units too): G consecutive lanes a
+// row, G a compile-time power of two from 2 to 32 (a warp for rows of more than 64 units), UPT units
+// a lane and RPT rows a thread, all loaded before any is reduced. Row k of a thread is k * 256 / G
+// rows after its row 0, so each load of a warp covers 32 / G consecutive rows, one contiguous span.
+// Lane masks, row shifts, column offsets (c * G) and shuffles are constants; sums and stores have
+// no branches, the store only a predicate.
+// - Units past the row's end: 4- and 8-byte units of rows of up to 64 units are not loaded (their
+//   loads predicated off into zeros); 2-byte units, and every unit of wider rows, keep an address
+//   inside the row, its last unit (a cache hit), and their squares are selected away. A predicated
+//   16-bit load merges into its register and made the next load wait (fp16 rows of 8 units a lane
+//   ran 1.77 -> 2.23 us), and on wide rows predicated loads took more registers and fewer blocks an
+//   SM (bf16 12124x182 4.12 -> 4.89 us). Rows past the end read the last row, and are not stored.
+// - History. With a division by the group size and a 64-bit row product per load the kernel was
+//   bound by instruction issue: on an H200 (ncu, raw files at c4029b2) fp16 205472x18 took 25.1k
+//   cycles issuing 0.77 instructions a cycle a scheduler, where Triton's program of the same layout
+//   took 13.8k at 0.65; shifts and one base pointer took fp16 205472x18 11.44 -> 9.55 us, bf16
+//   78653x90 16.86 -> 12.21. With a run-time group (shifts by lg) it still issued about 1.56x
+//   Triton's instructions on fp16 205472x18 (ncu: 0.80 a cycle a scheduler over 17.8k cycles,
+//   against 0.65 over 14.0k) and its lanes diverged (27 of 32 active on average). A compile-time
+//   group (H200, picked shapes, sweep method, 2 rounds each, both builds in one run): rows of up to
+//   64 units, fp16 205472x18 8.03 -> 6.50 us, bf16 76519x11 3.68 -> 2.77, bf16 24415x102 5.24 ->
+//   3.90, bf16 78653x90 12.05 -> 10.22, fp16 5738x46 1.80 -> 1.39, fp32 110200x11 4.70 -> 3.90,
+//   none of 35 slower; wider rows, fp16 20000x77 5.02 -> 4.19 us, fp16 1420x137 1.74 -> 1.35, bf16
+//   3968x129 2.87 -> 2.39, fp16 180x354 1.39 -> 1.12, fp32 9448x479 11.95 -> 11.10, fp32 64300x223
+//   32.41 -> 31.07 (31.39 with the units a lane of launch_units).
+template <typename T, int BYTES, int UPT, int RPT, int G>
 __global__ void __launch_bounds__(256) rms_norm_group_kernel(T* __restrict__ out, const T* __restrict__ in,
                                                              const T* __restrict__ weight, int64_t rows, int units,
                                                              float inv_hidden, float eps, bool trigger) {
-  static_assert(UPT > 2, "rows of more than 64 units: a warp a row");
+  static_assert(G >= 2 && G <= 32 && (G & (G - 1)) == 0, "G a power of two from 2 to 32");
+  static_assert(UPT <= 2 || G == 32, "rows of more than 64 units take a warp a row");
   using U = Unit<T, BYTES>;
   using R = typename U::R;
-  constexpr int kG = 32;
-  constexpr int kPerSlice = 256 / kG;  // rows of the block per k
-  const int lane = static_cast<int>(threadIdx.x) % kG;
-  const int64_t row0 = static_cast<int64_t>(blockIdx.x) * (RPT * kPerSlice) + threadIdx.x / kG;
-  const int64_t left = rows - row0;  // rows from this thread's first on
-  const int64_t step = static_cast<int64_t>(kPerSlice) * units;  // units between a thread's rows
-  // Every load is of an address inside x: rows past the end read the last row, lanes past the
-  // row's end its last unit (both cache hits), and neither is summed or stored. Loads that were
-  // predicated into a zeroed register got their 16-bit halves merged after each load, which made
-  // the next load wait (fp16 rows of 8 units a lane ran 1.77 -> 2.23 us).
-  const int64_t first = row0 < rows ? row0 : rows - 1;
-  const R* x = reinterpret_cast<const R*>(in) + first * units + lane;
-  const R* w = reinterpret_cast<const R*>(weight) + lane;
-  int off[UPT];  // lane-relative unit of column c, clamped to the row
-  bool col[UPT];
-#pragma unroll
-  for (int c = 0; c < UPT; ++c) {
-    col[c] = lane + c * kG < units;
-    off[c] = col[c] ? c * kG : units - 1 - lane;
-  }
-  R v[RPT][UPT], wv[UPT];
-  farm_pdl::wait_for_previous_grid();
-#pragma unroll
-  for (int c = 0; c < UPT; ++c) wv[c] = w[off[c]];
-#pragma unroll
-  for (int k = 0; k < RPT; ++k) {
-    const R* xk = x + (k * kPerSlice < left ? k * step : 0);
-#pragma unroll
-    for (int c = 0; c < UPT; ++c) v[k][c] = xk[off[c]];
-  }
-  farm_pdl::allow_next_grid(trigger);
-  float ss[RPT];
-#pragma unroll
-  for (int k = 0; k < RPT; ++k) {
-    ss[k] = 0.0f;
-#pragma unroll
-    for (int c = 0; c < UPT; ++c) ss[k] += col[c] ? U::sumsq(v[k][c]) : 0.0f;
-  }
-  group_sums(ss, kG);
-  R* y = reinterpret_cast<R*>(out) + row0 * units + lane;
-#pragma unroll
-  for (int k = 0; k < RPT; ++k) {
-    const float rstd = rsqrtf(ss[k] * inv_hidden + eps);
-    R* yk = y + k * step;
-#pragma unroll
-    for (int c = 0; c < UPT; ++c) {
-      const R o = U::scale(v[k][c], wv[c], rstd);
-      if (k * kPerSlice < left && col[c]) yk[c * kG] = o;
-    }
-  }
-}
-
-// Rows of up to 2 * G units (UPT 1 or 2 a lane), G a compile-time group of 2 to 32 lanes: the layout
-// of rms_norm_group_kernel with fewer instructions a unit, which is what bound it on such short rows.
-// The lane masks, row shifts, column offsets (c * G) and the shuffles are constants; units of 4
-// bytes or more past the row's end are not loaded but zeroed (their loads predicated off), and
-// 2-byte units keep the clamped address (a predicated 16-bit load merges into its register and made
-// the next load wait) with their squares selected away; sums and stores have no branches, the store
-// only a predicate. On an H200 (ncu) the group kernel on fp16 205472x18 issued about 1.56x the
-// instructions of Triton's program (0.80 a cycle a scheduler over 17.8k cycles, against 0.65 over
-// 14.0k) and its lanes diverged (27 of 32 active on average). This kernel against the group kernel (H200,
-// picked shapes, sweep method, 2 rounds each, both builds in one run): fp16 205472x18 8.03 -> 6.50
-// us, bf16 76519x11 3.68 -> 2.77, bf16 24415x102 5.24 -> 3.90, bf16 78653x90 12.05 -> 10.22,
-// fp16 100000x34 7.58 -> 6.52, fp16 5738x46 1.80 -> 1.39, fp32 110200x11 4.70 -> 3.90; none of
-// 35 slower. Wider rows (3 units a lane or more, a warp a row) keep rms_norm_group_kernel: a draw of
-// this form with a run-time G took more registers there and fewer blocks an SM (bf16 12124x182
-// 4.12 -> 4.89 us).
-template <typename T, int BYTES, int UPT, int RPT, int G>
-__global__ void __launch_bounds__(256) rms_norm_short_kernel(T* __restrict__ out, const T* __restrict__ in,
-                                                             const T* __restrict__ weight, int64_t rows, int units,
-                                                             float inv_hidden, float eps, bool trigger) {
-  static_assert(UPT <= 2 && G >= 2 && G <= 32 && (G & (G - 1)) == 0, "rows of up to 2 * G units, G a power of two");
-  using U = Unit<T, BYTES>;
-  using R = typename U::R;
-  constexpr bool kClamp = BYTES < 4;
+  constexpr bool kWide = UPT > 2;
+  constexpr bool kClamp = BYTES < 4 || kWide;  // units past the row's end loaded from its last
   constexpr int kPerSlice = 256 / G;  // rows of the block per k
   const int lane = static_cast<int>(threadIdx.x) % G;
   const int64_t row0 = static_cast<int64_t>(blockIdx.x) * (RPT * kPerSlice) + threadIdx.x / G;
@@ -639,7 +579,9 @@ __global__ void __launch_bounds__(256) rms_norm_short_kernel(T* __restrict__ out
   for (int k = 0; k < RPT; ++k) {
     ss[k] = 0.0f;
 #pragma unroll
-    for (int c = 0; c < UPT; ++c) ss[k] += U::sumsq(kClamp && !col[c] ? U::zero() : v[k][c]);
+    for (int c = 0; c < UPT; ++c) {  // the square selected away on wide rows, the unit on short ones
+      ss[k] += kWide ? (col[c] ? U::sumsq(v[k][c]) : 0.0f) : U::sumsq(kClamp && !col[c] ? U::zero() : v[k][c]);
+    }
   }
   group_sums(ss, G);
   R* y = reinterpret_cast<R*>(out) + row0 * units + lane;
@@ -1276,26 +1218,22 @@ void launch_group(T* out, const T* in, const T* weight, int64_t rows, int64_t hi
   const int64_t per_block = int64_t{RPT} * (256 / group);
   const auto blocks = static_cast<unsigned>((rows + per_block - 1) / per_block);
   const bool trigger = pdl && farm_pdl::trigger_pays(2 * per_block * units * BYTES, blocks);
-  if constexpr (UPT <= 2) {  // rows of up to 2 * group units: the group a compile-time constant
-    const auto launch = [&](auto kernel) {
-      farm_pdl::launch(kernel, blocks, 256, s, pdl, out, in, weight, rows, units, inv_h, eps, trigger);
-    };
-    // launch_units passes a power of two from 2 to 32. 8-byte units never halve their group, so
-    // theirs is 32 wherever a lane takes 2 units (rows of 33 to 64): no other form is compiled.
-    if constexpr (BYTES == 8 && UPT == 2) {
-      launch(rms_norm_short_kernel<T, BYTES, UPT, RPT, 32>);
-    } else {
-      switch (group) {
-        case 2: launch(rms_norm_short_kernel<T, BYTES, UPT, RPT, 2>); break;
-        case 4: launch(rms_norm_short_kernel<T, BYTES, UPT, RPT, 4>); break;
-        case 8: launch(rms_norm_short_kernel<T, BYTES, UPT, RPT, 8>); break;
-        case 16: launch(rms_norm_short_kernel<T, BYTES, UPT, RPT, 16>); break;
-        default: launch(rms_norm_short_kernel<T, BYTES, UPT, RPT, 32>); break;  // 32
-      }
-    }
+  const auto launch = [&](auto kernel) {
+    farm_pdl::launch(kernel, blocks, 256, s, pdl, out, in, weight, rows, units, inv_h, eps, trigger);
+  };
+  // launch_units passes a power of two from 2 to 32. 8-byte units never halve their group, so theirs
+  // is 32 wherever a lane takes 2 units (rows of 33 to 64), and rows of 3 units a lane or more are
+  // a warp's: no other form of those is compiled.
+  if constexpr (UPT > 2 || (BYTES == 8 && UPT == 2)) {
+    launch(rms_norm_group_kernel<T, BYTES, UPT, RPT, 32>);
   } else {
-    farm_pdl::launch(rms_norm_group_kernel<T, BYTES, UPT, RPT>, blocks, 256, s, pdl, out, in, weight, rows, units,
-                     inv_h, eps, trigger);
+    switch (group) {
+      case 2: launch(rms_norm_group_kernel<T, BYTES, UPT, RPT, 2>); break;
+      case 4: launch(rms_norm_group_kernel<T, BYTES, UPT, RPT, 4>); break;
+      case 8: launch(rms_norm_group_kernel<T, BYTES, UPT, RPT, 8>); break;
+      case 16: launch(rms_norm_group_kernel<T, BYTES, UPT, RPT, 16>); break;
+      default: launch(rms_norm_group_kernel<T, BYTES, UPT, RPT, 32>); break;  // 32
+    }
   }
 }
 
@@ -1380,7 +1318,7 @@ void launch_units(T* o, const T* x, const T* w, float* partial, int64_t rows, in
       group /= 2;  // next_pow2((units + 1) / 2): upt 2 at most
     }
     // Rows of one unit (2-, 4- or 8-byte rows off 16-byte alignment) take 2 lanes, one idle, and so
-    // do rows of 2 units that halved to one lane: one compiled form of rms_norm_short_kernel fewer.
+    // do rows of 2 units that halved to one lane: one compiled form of rms_norm_group_kernel fewer.
     if (group < 2) group = 2;
     if constexpr (BYTES == 4 && sizeof(T) == 4) {
       if (units > kGroupMaxUnits) {  // fp32 rows of 257..512 units (plan_of): a warp a row

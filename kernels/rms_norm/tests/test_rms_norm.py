@@ -312,7 +312,7 @@ WIDE = [
     (1000, 732),
 ]
 
-# Rows of up to 64 units of 2, 4 or 8 bytes take rms_norm_short_kernel: compile-time groups of 2 to
+# Rows of up to 64 units of 2, 4 or 8 bytes take rms_norm_group_kernel in compile-time groups of 2 to
 # 32 lanes (2: 300001x3; rows of 3 to 5 units and 7, 9, 11, 17, 33, 63 units of 2 bytes in 16-bit
 # dtypes, 4 in fp32), 1 or 2 units a lane (2 in a group of 4: 100001x7), 1 to 8 rows a thread (8,
 # on devices of 132 SMs: 280001x11 and 70001x33 in 16-bit dtypes), lanes past the row's end (loads
@@ -370,7 +370,7 @@ def test_cuda_rows_of_any_width(kernel, rows, hidden, dtype):
 @pytest.mark.parametrize("offset", [0, 8], ids=["one-element", "8-bytes"])
 def test_cuda_short_rows_off_alignment(kernel, offset, hidden, dtype):
     """Rows of 1 to 8 elements whose tensors start one element or 8 bytes past a 16-byte boundary
-    cannot be read several to a 16-byte pack: they take the short-row kernel in units of 2, 4 or 8
+    cannot be read several to a 16-byte pack: they take the group kernel in units of 2, 4 or 8
     bytes, from one unit a row (2 lanes, one idle) up."""
     rows = 5001
     skip = max(1, offset // dtype.itemsize)  # elements before the tensors
