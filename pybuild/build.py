@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import __version__, backends, safeload
+from .deps import Resolved
 from .digest import digest_mismatches, source_hash
 from .digest import ops_name as make_ops_name
 from .elf import NotELFError, bad_rpaths
@@ -33,7 +34,7 @@ from .host import Toolchain, ccache, host_toolchain
 from .logged_run import run_logged as _run_logged
 from .manifest import Manifest
 from .metadata import METADATA, git_state, make_metadata, write_metadata
-from .preflight import check_depends, check_variant_buildable
+from .preflight import check_variant_buildable, resolve_depends
 from .staging import check_writable, owned_staging, remove_dead_leftovers, variant_lock
 from .variants import Variant, parse_variant_name
 
@@ -67,7 +68,12 @@ def _no_progress(message: str, fraction: float | None) -> None:
 
 
 def _build_key(
-    manifest: Manifest, variant: Variant, src_hash: str, archs: tuple[str, ...], toolchain: Toolchain | None
+    manifest: Manifest,
+    variant: Variant,
+    src_hash: str,
+    archs: tuple[str, ...],
+    toolchain: Toolchain | None,
+    deps: tuple[Resolved, ...] = (),
 ) -> str:
     key = {
         "source": src_hash,
@@ -77,6 +83,7 @@ def _build_key(
         "python": None if toolchain is None else toolchain.python,
         "templates": template_fingerprint(),
         "cuda-archs": list(archs),
+        "depends": [[d.pin.name, d.tree_sha256] for d in deps],
         "cflags": [os.environ.get(v, "") for v in ("CXXFLAGS", "CUDAFLAGS", "LDFLAGS")],
         # metadata.json records the git state: a commit (or a newly dirty tree) makes a new build
         # (ninja recompiles nothing; only the provenance changes).
@@ -126,13 +133,13 @@ def build_variant(
     final = root / BUILD_DIR / variant.name
     stamp = root / WORK_DIR / variant.name / "stamp.json"
     check_variant_buildable(variant, toolchain)
-    check_depends(manifest, variant)
     _check_output_place(root, variant)
+    deps = resolve_depends(manifest, variant, lambda message: progress(message, None))
 
     remove_dead_leftovers(root)  # what killed runs left, even when this run has nothing to do
     src_hash = source_hash(manifest)
     archs = backends.get(variant.backend).build_archs(manifest, variant, options.cuda_archs)
-    key = _build_key(manifest, variant, src_hash, archs, toolchain)
+    key = _build_key(manifest, variant, src_hash, archs, toolchain, deps)
     if not options.force and is_up_to_date(final, stamp, key):
         return BuildResult(manifest.name, variant.name, "up to date", time.monotonic() - start, dir_size(final), final)
     cmake, ninja = toolchain.cmake_and_ninja()  # the whole toolchain before anything is written
@@ -142,9 +149,8 @@ def build_variant(
             return BuildResult(
                 manifest.name, variant.name, "up to date", time.monotonic() - start, dir_size(final), final
             )
-        job = _Job(
-            manifest, variant, toolchain, root, make_ops_name(manifest, variant.backend, src_hash), archs, cmake, ninja
-        )
+        ops = make_ops_name(manifest, variant.backend, src_hash)
+        job = _Job(manifest, variant, toolchain, root, ops, archs, cmake, ninja, deps)
         job.work.mkdir(parents=True, exist_ok=True)
         job.log.write_text(f"pybuild {__version__} building {manifest.name} for {variant.name}\n")
         env = _configure(job, progress)
@@ -170,6 +176,7 @@ class _Job:
     archs: tuple[str, ...]
     cmake: str
     ninja: str
+    deps: tuple[Resolved, ...] = ()
 
     @property
     def work(self) -> Path:
@@ -211,6 +218,7 @@ def _configure(job: _Job, progress: Progress) -> dict[str, str]:
     if launcher:
         args += [f"-DCMAKE_CXX_COMPILER_LAUNCHER={launcher}", f"-DCMAKE_CUDA_COMPILER_LAUNCHER={launcher}"]
     args += backend.cmake_args(job.manifest, variant, job.toolchain, job.archs)
+    args += [f"-D{d.pin.env_var}={d.root}" for d in job.deps]
     _drop_moved_cmake_cache(job.cmake_dir)
     configure_key = hashlib.sha256("\0".join(args).encode()).hexdigest()
     configure_stamp = job.work / "configure.sha256"

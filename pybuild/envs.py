@@ -40,7 +40,7 @@ from .envplan import (
     plan_env,
 )
 from .errors import ToolchainError
-from .fsutil import dir_size, locked
+from .fsutil import cache_root, dir_size, locked
 from .host import Toolchain, cuda_toolkit_root, find_nvcc, host_system, nvcc_version, torch_info_at
 from .variants import Variant
 
@@ -136,14 +136,6 @@ def host_facts() -> HostFacts:
         nvcc_version=version,
         nvcc=str(nvcc) if version else None,
     )
-
-
-def cache_root() -> Path:
-    """``PYBUILD_CACHE_DIR``, else ``$XDG_CACHE_HOME/pybuild``, else ``~/.cache/pybuild``."""
-    if os.environ.get("PYBUILD_CACHE_DIR"):
-        return Path(os.environ["PYBUILD_CACHE_DIR"])
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "pybuild"
 
 
 def envs_dir() -> Path:

@@ -113,6 +113,14 @@ def locked(path: Path, on_wait: Callable[[], None] | None = None) -> Iterator[No
             fcntl.flock(f, fcntl.LOCK_UN)
 
 
+def cache_root() -> Path:
+    """``PYBUILD_CACHE_DIR``, else ``$XDG_CACHE_HOME/pybuild``, else ``~/.cache/pybuild``."""
+    if os.environ.get("PYBUILD_CACHE_DIR"):
+        return Path(os.environ["PYBUILD_CACHE_DIR"])
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "pybuild"
+
+
 def dir_size(path: Path) -> int:
     from .safeload import walk
 

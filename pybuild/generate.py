@@ -14,6 +14,7 @@ from pathlib import Path
 import jinja2
 
 from . import __version__, backends
+from .deps import Pin, pin_for
 from .errors import PybuildError
 from .manifest import COMPILED_SUFFIXES, Manifest
 
@@ -92,12 +93,25 @@ def render_project(manifest: Manifest, spec: ProjectSpec) -> dict[str, str]:
         "tvm_ffi": manifest.framework == "tvm-ffi",
         "marker": f"{MARKER} {__version__}",
         "shared_dest": SHARED_DEST,
+        "deps": manifest_pins(manifest),
     }
     headers = render_shared_headers()
     return {
         rel: headers[rel] if rel in headers else _env.get_template(_template_for(rel)).render(ctx)
         for rel in generated_paths(manifest)
     }
+
+
+def manifest_pins(manifest: Manifest) -> list[Pin]:
+    """The pinned dependencies (:mod:`pybuild.deps`) the kernel's sections name, once each, in order; the
+    project adds each one's headers to the variants of its backend."""
+    found: dict[str, Pin] = {}
+    for k in manifest.kernels:
+        for name in k.depends:
+            pin = pin_for(name)
+            if pin is not None and name not in found:
+                found[name] = pin
+    return list(found.values())
 
 
 def cmake_fragments(spec: ProjectSpec) -> dict[str, list[str]]:

@@ -3,7 +3,10 @@ kernel depends on? Each refusal is one line naming what to install or change."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from . import backends
+from .deps import Pin, Resolved, pin_for, pins, resolve
 from .errors import ToolchainError
 from .host import Toolchain
 from .manifest import Manifest
@@ -40,19 +43,34 @@ def check_variant_buildable(variant: Variant, toolchain: Toolchain) -> None:
         raise ToolchainError(why)
 
 
-#: `depends` this farm provides to a build: torch itself (the farm's own `cutlass` and `cub` names
-#: come with the CUDA toolkit or the kernel). Upstream's pinned CUTLASS, SYCL-TLA and metal-cpp are not.
+#: `depends` names that need nothing fetched: torch itself, and the farm's own `cutlass` and `cub`
+#: (they come with the CUDA toolkit or the kernel). Upstream's pinned ones are in :mod:`pybuild.deps`.
 PROVIDED_DEPENDS = ("torch", "cutlass", "cub")
 
 
-def check_depends(manifest: Manifest, variant: Variant) -> None:
-    """Every `depends` of the kernels ``variant`` compiles is one this farm provides."""
+def variant_pins(manifest: Manifest, variant: Variant) -> tuple[Pin, ...]:
+    """The pinned dependencies the kernel sections compiled into ``variant`` name, once each, in
+    manifest order: those of ``variant``'s backend (a CUTLASS pin is for CUDA variants only)."""
+    found: dict[str, Pin] = {}
     for k in manifest.kernels_for(variant):
-        missing = [d for d in k.depends if d not in PROVIDED_DEPENDS]
-        if missing:
-            msg = (
-                f"{manifest.path}: [kernel.{k.name}] depends on {', '.join(missing)}, which this farm does not "
-                f"provide to a build, so {variant.name} cannot be built here; vendor the headers into the kernel "
-                "folder and list them in `include` instead"
-            )
-            raise ToolchainError(msg)
+        for name in k.depends:
+            if name in PROVIDED_DEPENDS or name in found:
+                continue
+            pin = pin_for(name)
+            if pin is None:
+                msg = (
+                    f"{manifest.path}: [kernel.{k.name}] depends on {name!r}, which this farm does not know; "
+                    f"it knows {', '.join([*PROVIDED_DEPENDS, *pins()])}"
+                )
+                raise ToolchainError(msg)
+            if pin.backend == variant.backend:
+                found[name] = pin
+    return tuple(found.values())
+
+
+def resolve_depends(
+    manifest: Manifest, variant: Variant, report: Callable[[str], None] | None = None
+) -> tuple[Resolved, ...]:
+    """The header tree of every pinned dependency ``variant`` compiles against, fetched if needed;
+    else one line naming the dependency and how to provide it."""
+    return tuple(resolve(pin, report) for pin in variant_pins(manifest, variant))

@@ -8,6 +8,7 @@ let
   prelude = import ./prelude.nix;
   files = [
     ./backends.nix
+    ./deps.nix
     ./variant-name.nix
     ./variants.nix
     ./kernels.nix

@@ -99,12 +99,15 @@ in
           pybuild,
           variantsFile,
         }:
-        mk "${kernel.name}-${variant.name}-impure-host" {
-          args = [ ./build-variant.sh ];
-          inherit python pybuild variantsFile;
-          kernelSrc = src;
-          variant = variant.name;
-        };
+        mk "${kernel.name}-${variant.name}-impure-host" (
+          {
+            args = [ ./build-variant.sh ];
+            inherit python pybuild variantsFile;
+            kernelSrc = src;
+            variant = variant.name;
+          }
+          // lib.dependencyEnv (lib.kernelPins kernel.dir variant.backend)
+        );
 
       # A kernel's lock, when the committed one is missing or stale (`lockedWith`).
       computeLock =

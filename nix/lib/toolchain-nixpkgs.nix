@@ -178,7 +178,8 @@ in
             # The extension must load wherever torch is installed: no RPATH into the store.
             # pybuild's CMake project installs without RPATH and refuses one that slipped in.
             NIX_DONT_SET_RPATH = "1";
-          };
+          }
+          // lib.dependencyEnv (lib.kernelPins kernel.dir variant.backend);
           # buildCommand skips the fixup phase: nothing strips or patches the files whose
           # digests metadata.json records.
           buildCommand = "source ${./build-variant.sh}";

@@ -8,6 +8,7 @@ lib.runTests (
     map (f: import f { inherit lib; }) [
       ./prelude.nix
       ./backends.nix
+      ./deps.nix
       ./lazy-derivation.nix
       ./variants.nix
       ./kernels.nix

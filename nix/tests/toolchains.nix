@@ -12,6 +12,7 @@ let
   cpu = variant "cpu" null "cpu";
   args = v: {
     kernel.name = "img2gray";
+    kernel.dir = ../../kernels/img2gray;
     variant = v;
     src = "/kernel-source";
     pybuild = "/pybuild-source";
@@ -89,6 +90,23 @@ in
       wheel = "https://download.pytorch.org/whl/cu126/torch-2.11.0%2Bcu126-cp313-cp313-manylinux_2_28_x86_64.whl";
       hash = "sha256-cuda";
     };
+  };
+  # A pinned dependency reaches the build as PYBUILD_DEP_<NAME> (names only: the values would fetch).
+  testNixpkgsToolchainHandsInPinnedDependencies = {
+    expr =
+      let
+        drv = stubbed.mkVariant (args cuda126 // { kernel = { name = "cutlass-kernel"; dir = ./fixtures/cutlass-kernel; }; });
+      in
+      builtins.filter (n: lib.hasPrefix "PYBUILD_DEP_" n) (builtins.attrNames drv.env);
+    expected = [ "PYBUILD_DEP_CUTLASS_3_6" ];
+  };
+  testHostToolchainHandsInPinnedDependencies = {
+    expr =
+      let
+        drv = host.mkVariant (args cuda126 // { kernel = { name = "cutlass-kernel"; dir = ./fixtures/cutlass-kernel; }; });
+      in
+      builtins.filter (n: lib.hasPrefix "PYBUILD_DEP_" n) (builtins.attrNames drv.drvAttrs);
+    expected = [ "PYBUILD_DEP_CUTLASS_3_6" ];
   };
   testNixpkgsToolchainCpuVariantDropsCudaLibraries = {
     expr =

@@ -43,11 +43,8 @@ EXAMPLES = sorted(p.parent.name for p in UPSTREAM.glob("*/build.toml"))
 
 #: Refused here as upstream refuses it (upstream: "empty set of capabilities / architectures" at build).
 REFUSED = {"relu-invalid-capability": "not an AMD GPU target"}
-#: Accepted, but not built by this farm, and why (`build` refuses them in one line, see test_editions.py).
-NOT_BUILT = {
-    "cutlass-gemm-tvm-ffi": "depends on cutlass_3_6: the farm provides no CUTLASS headers",
-    "cutlass-gemm": "depends on cutlass_3_6: the farm provides no CUTLASS headers",
-}
+#: The pinned dependencies' archives (CUTLASS), served to builds as a mirror where no network is.
+DEPS_MIRROR = REPO.parent / "shared" / "deps" / "cutlass"
 
 
 def _manifest(name: str) -> Manifest | None:
@@ -61,7 +58,7 @@ def _examples(backend: str, noarch: bool | None = None) -> list[str]:
     out = []
     for name in EXAMPLES:
         m = _manifest(name)
-        if m is None or name in NOT_BUILT or backend not in m.backends:
+        if m is None or backend not in m.backends:
             continue
         if noarch is None or m.noarch == noarch:
             out.append(name)
@@ -184,6 +181,8 @@ def _gpu_reason() -> str | None:
 def gpu_builds(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     major, minor = torch.cuda.get_device_capability()
     env = {**os.environ, "PYBUILD_CUDA_ARCHS": os.environ.get("PYBUILD_CUDA_ARCHS", f"{major}.{minor}")}
+    if "PYBUILD_DEPS_MIRROR" not in env and DEPS_MIRROR.is_dir():
+        env["PYBUILD_DEPS_MIRROR"] = str(DEPS_MIRROR)
     names = [n for n in _examples("cuda") if _not_here(n, "cuda") is None]
     return _build(names, tmp_path_factory.mktemp("upstream-gpu"), env)
 

@@ -481,19 +481,29 @@ def test_cuda_capabilities_are_intersected_with_the_toolkit(kdir: Path) -> None:
         cuda_capabilities_for(m, "13.0")
 
 
-def test_a_dependency_the_farm_does_not_provide_stops_the_build_in_one_line(kdir: Path) -> None:
-    from pybuild.build import build_variant
+def test_a_pinned_dependency_is_for_its_backends_variants_and_missing_is_one_line(
+    kdir: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """As upstream, a CUTLASS pin reaches CUDA builds only; where nothing provides it, the build stops
+    in one line naming it and the fix (the resolver itself: tests/unit/test_deps.py)."""
     from pybuild.errors import ToolchainError
-    from pybuild.host import host_variants
+    from pybuild.preflight import resolve_depends, variant_pins
+    from pybuild.variants import parse_variant_name
 
-    text = V5.replace('cxx-flags = ["-DCPU_ONLY"]', 'cxx-flags = ["-DCPU_ONLY"]').replace(
+    text = V5.replace(
         'depends = ["torch"]\nsrc = ["csrc/k_cpu.cpp"]', 'depends = ["torch", "cutlass_3_6"]\nsrc = ["csrc/k_cpu.cpp"]'
+    )
+    text = text.replace(
+        'depends = ["torch"]\nsrc = ["csrc/k.cu", ', 'depends = ["torch", "cutlass_4_0"]\nsrc = ["csrc/k.cu", '
     )
     (kdir / "build.toml").write_text(text.replace('minver = "2.11"\nmaxver = "2.14"\n', ""))
     m = load_manifest(kdir)
-    cpu = next(v for v in host_variants() if v.backend == "cpu")
-    with pytest.raises(
-        ToolchainError, match=r"\[kernel.k_cpu\] depends on cutlass_3_6, which this farm does not provide"
-    ):
-        build_variant(m, cpu)
-    assert not (kdir / "build").exists()
+    cpu = parse_variant_name("torch213-cxx11-cpu-x86_64-linux")
+    cuda = parse_variant_name("torch213-cxx11-cu130-x86_64-linux")
+    assert variant_pins(m, cpu) == ()
+    assert [p.name for p in variant_pins(m, cuda)] == ["cutlass_4_0"]
+    monkeypatch.setenv("PYBUILD_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("PYBUILD_DEPS_MIRROR", "http://127.0.0.1:9")
+    monkeypatch.delenv("PYBUILD_DEP_CUTLASS_4_0", raising=False)
+    with pytest.raises(ToolchainError, match=r"^cutlass_4_0 \(CUTLASS 4.0.0\) is not in .*PYBUILD_DEP_CUTLASS_4_0"):
+        resolve_depends(m, cuda)

@@ -103,3 +103,16 @@ function(pybuild_check_backend backends)
     message(FATAL_ERROR "pybuild: PYBUILD_BACKEND=cuda needs a CUDA build of torch; this torch has no CUDA")
   endif()
 endfunction()
+
+# A pinned dependency of `depends` (a header tree such as CUTLASS): the include folders ``subdirs``
+# of the folder that the cache variable ``var`` names, for the whole module (as upstream adds them).
+function(pybuild_dependency var subdirs)
+  if(NOT DEFINED ${var} OR NOT IS_DIRECTORY "${${var}}")
+    message(FATAL_ERROR "pybuild: build.toml depends on a header tree; configure with -D${var}=<its folder> (`pybuild build` fetches the pinned one)")
+  endif()
+  foreach(_sub IN LISTS subdirs)
+    if(IS_DIRECTORY "${${var}}/${_sub}")
+      target_include_directories(${OPS_NAME} SYSTEM PRIVATE "${${var}}/${_sub}")
+    endif()
+  endforeach()
+endfunction()
