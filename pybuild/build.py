@@ -31,6 +31,7 @@ from .errors import BuildError, InputLimitError, ToolchainError, VariantsError
 from .fsutil import dir_size, remove_tree, replace_dir
 from .generate import ProjectSpec, render_ops_py, template_fingerprint, write_project
 from .host import Toolchain, ccache, host_toolchain
+from .jobs import compile_jobs
 from .logged_run import run_logged as _run_logged
 from .manifest import Manifest
 from .metadata import METADATA, git_state, make_metadata, write_metadata
@@ -251,9 +252,7 @@ def _compile(job: _Job, env: dict[str, str], options: BuildOptions, progress: Pr
             target = Path(what[-1]).name if what else ""
             progress(f"compiling [{done}/{total}] {target}", done / total)
 
-    build_cmd = [job.cmake, "--build", str(job.cmake_dir)]
-    if options.jobs:
-        build_cmd += ["--parallel", str(options.jobs)]
+    build_cmd = [job.cmake, "--build", str(job.cmake_dir), "--parallel", str(options.jobs or compile_jobs())]
     progress("compiling", 0.0)
     _run_logged(build_cmd, job.log, cwd=job.work, on_line=on_line, env=env)
 

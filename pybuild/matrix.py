@@ -8,21 +8,17 @@ reported with the reason, and so is every result, in one summary.
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
-from pathlib import Path
 
 from .build import BuildOptions, BuildResult, build_variant
 from .envs import Env, EnvPlan, Refusal, ensure_env, host_facts, index_config, plan_env, uv_bin
 from .errors import PybuildError, ToolchainError
+from .jobs import compile_jobs, mem_available_gib
 from .manifest import Manifest
 from .variants import Variant
-
-#: Memory one compile job may take at its peak (nvcc on a CUDA file with torch's headers).
-GIB_PER_JOB = 3
 
 
 @dataclass(frozen=True)
@@ -30,16 +26,6 @@ class VariantJob:
     variant: Variant
     plan: EnvPlan
     manifests: tuple[Manifest, ...]
-
-
-def _mem_available_gib() -> float | None:
-    try:
-        for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith("MemAvailable:"):
-                return int(line.split()[1]) / 2**20
-    except (OSError, ValueError, IndexError):
-        return None
-    return None
 
 
 def parallel_plan(
@@ -50,12 +36,11 @@ def parallel_plan(
     jobs: int | None = None,
 ) -> tuple[int, int]:
     """(variants built at once, compile jobs per build). The compile jobs of all builds together are
-    ``jobs`` (the user's --jobs), else at most one per core and per ``GIB_PER_JOB`` of available
-    memory; they are split among the variants built at once (``parallel`` of them, if given)."""
-    cores = cores or os.cpu_count() or 1
+    ``jobs`` (the user's --jobs), else :func:`pybuild.jobs.compile_jobs` (MAX_JOBS, or one per core and
+    per ``GIB_PER_JOB`` of available memory); they are split among the variants built at once
+    (``parallel`` of them, if given)."""
     if jobs is None:
-        by_mem = int(mem_gib // GIB_PER_JOB) if mem_gib is not None else cores
-        jobs = max(1, min(cores, by_mem))
+        jobs = compile_jobs(cores, mem_gib, read_memory=False)
     at_once = max(1, min(parallel or jobs, n_variants))
     return at_once, max(1, jobs // at_once)
 
@@ -164,7 +149,7 @@ def build_in_envs(
     """Build every job, up to :func:`parallel_plan` variants at once; results in the jobs' order."""
     if not jobs:
         return []
-    at_once, per_build = parallel_plan(len(jobs), parallel, mem_gib=_mem_available_gib(), jobs=options.jobs)
+    at_once, per_build = parallel_plan(len(jobs), parallel, mem_gib=mem_available_gib(), jobs=options.jobs)
     options = replace(options, jobs=per_build)
     if at_once > 1:
         noun = "variant" if len(jobs) == 1 else "variants"

@@ -56,10 +56,12 @@ class Reporter:
                 last: list[str] = []
 
                 def update(message: str, fraction: float | None) -> None:
-                    phase = message.split(" [")[0]
+                    # one line per phase, and per translation unit while compiling (a log shows
+                    # where a long CUDA build is)
+                    step = message if message.startswith("compiling [") else message.split(" [")[0]
                     with lock:
-                        if not self.quiet and (not last or last[-1] != phase):
-                            last.append(phase)
+                        if not self.quiet and (not last or last[-1] != step):
+                            last.append(step)
                             err_console.print(escape(f"  {label}: {message}"))
 
                 return update

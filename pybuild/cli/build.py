@@ -62,8 +62,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--jobs",
         type=int_at_least(1),
         metavar="N",
-        help="parallel compile jobs (default: ninja's; "
-        "with --all/--variant, all builds together: one per core and per 3 GiB of free memory)",
+        help="parallel compile jobs (default: MAX_JOBS, else one per core and per 3 GiB of free memory; "
+        "with --all/--variant, the total of all builds at once)",
     )
     p.add_argument("-k", "--keep-going", action="store_true", help="build the other kernels after a failure")
     add_variants_flag(p)

@@ -216,11 +216,34 @@ def test_pip_find_links_are_mirrored_for_uv(tmp_path: Path, monkeypatch: pytest.
     ],
 )
 def test_parallel_plan(
-    n: int, parallel: int | None, cores: int, mem: float, jobs: int | None, expected: tuple[int, int]
+    n: int,
+    parallel: int | None,
+    cores: int,
+    mem: float,
+    jobs: int | None,
+    expected: tuple[int, int],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    monkeypatch.delenv("MAX_JOBS", raising=False)
     at_once, per_build = parallel_plan(n, parallel, cores=cores, mem_gib=mem, jobs=jobs)
     assert (at_once, per_build) == expected
     assert at_once * per_build <= (jobs or max(1, min(cores, int(mem // 3))))  # never more than the budget
+
+
+def test_max_jobs_sets_the_compile_jobs_as_upstream_reads_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    from pybuild.errors import UsageError
+    from pybuild.jobs import compile_jobs
+
+    monkeypatch.delenv("MAX_JOBS", raising=False)
+    assert compile_jobs(cores=16, mem_gib=24.0) == 8  # 24 GiB: 8 jobs of 3 GiB, though 16 cores
+    assert compile_jobs(cores=2, mem_gib=24.0) == 2
+    assert compile_jobs(cores=16, mem_gib=1.0) == 1
+    monkeypatch.setenv("MAX_JOBS", "5")
+    assert compile_jobs(cores=2, mem_gib=1.0) == 5
+    assert parallel_plan(1, cores=2, mem_gib=1.0) == (1, 5)
+    monkeypatch.setenv("MAX_JOBS", "many")
+    with pytest.raises(UsageError, match="MAX_JOBS='many': expected a number of compile jobs of at least 1"):
+        compile_jobs()
 
 
 def test_build_refuses_a_variant_no_index_serves_before_any_work(
