@@ -62,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
 
     rep = Reporter(quiet=args.quiet)
     matrix = load_matrix(args)
-    manifests = [m for m in load_manifests(args.kernel_dirs) if not m.noarch]
+    manifests = [m for m in load_manifests(args.kernel_dirs, quiet=args.quiet) if not m.noarch]
     if not manifests:
         raise UsageError("test: no compiled kernel named (a pure-Python kernel's tests run with plain pytest)")
     variants = [parse_variant_name(n) for n in dict.fromkeys(args.variant)]
