@@ -101,7 +101,7 @@ def prepare(
     if args.no_build:
         for m, v in wanted:
             check_built(m, v)
-    here = [(m, v) for m, v in wanted if not getattr(args, "torch", None) and _builds_here(m, v)]
+    here = [(m, v) for m, v in wanted if not getattr(args, "torch", None) and _runs_here(m, v, args.no_build)]
     jobs, refusals = plan_jobs([w for w in wanted if w not in here])
     if refusals:
         raise refusal_error(refusals)
@@ -114,13 +114,14 @@ def prepare(
     return out
 
 
-def _builds_here(manifest: Manifest, variant: Variant) -> bool:
-    """Whether this Python's torch is exactly ``variant``'s (a host variant of the kernel)."""
+def _runs_here(manifest: Manifest, variant: Variant, no_build: bool) -> bool:
+    """Whether this Python's torch is exactly ``variant``'s (a host variant of the kernel; one this
+    machine also builds, nvcc included, unless ``no_build``)."""
     from ..errors import ToolchainError
     from ..host import kernel_host_variants
 
     try:
-        return variant in kernel_host_variants(manifest)
+        return variant in kernel_host_variants(manifest, require_toolchain=not no_build)
     except ToolchainError:  # no torch in this Python
         return False
 

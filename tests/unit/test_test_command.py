@@ -162,3 +162,24 @@ def test_the_plugins_finder_resolves_the_package_in_its_build_only(tinyk: Path) 
     assert spec is not None and spec.origin == str(built / "tinyk" / "__init__.py")
     assert finder.find_spec("os") is None
     assert BuiltFirst({"tinyk": str(tinyk / "nowhere")}).find_spec("tinyk") is None
+
+
+def test_a_cuda_torch_here_runs_its_own_variant_without_an_environment(
+    guide_kernel: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The GPU machine's case: torch 2.11 + CUDA 13.0 in this Python, no network. Its variant runs here
+    (built here where nvcc is present; with --no-build also without nvcc); another variant does not."""
+    from pybuild import host
+    from pybuild.backends import cuda
+    from pybuild.cli.test import _runs_here
+
+    info = host.TorchInfo(version="2.11.0+cu130", cuda="13.0", hip=None, path=Path("/nowhere"))
+    monkeypatch.setattr(host, "torch_info", lambda: info)
+    monkeypatch.setattr(host, "host_system", lambda: "x86_64-linux")
+    m = load_manifest(guide_kernel)
+    mine, other = (parse_variant_name(f"torch211-cxx11-{cu}-x86_64-linux") for cu in ("cu130", "cu128"))
+    monkeypatch.setattr(cuda, "find_nvcc", lambda: Path("/usr/local/cuda/bin/nvcc"))
+    assert _runs_here(m, mine, no_build=False) and not _runs_here(m, other, no_build=False)
+    monkeypatch.setattr(cuda, "find_nvcc", lambda: None)
+    assert not _runs_here(m, mine, no_build=False)  # building needs nvcc: the variant's environment has one
+    assert _runs_here(m, mine, no_build=True)
