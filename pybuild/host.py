@@ -150,13 +150,14 @@ def tvm_ffi_version() -> str | None:
     return f"{m[1]}.{m[2]}" if m else None
 
 
-def kernel_host_variants(manifest: Manifest) -> list[Variant]:
+def kernel_host_variants(manifest: Manifest, require_toolchain: bool = True) -> list[Variant]:
     """The variants of ``manifest`` this machine builds: all noarch ones of a pure-Python kernel (they
-    need no toolchain), else the host variants the kernel accepts."""
+    need no toolchain), else the host variants the kernel accepts (``require_toolchain`` False: those
+    this Python's torch runs, nvcc or not)."""
     if manifest.noarch:
         return manifest.variants(())
     out = []
-    for v in host_variants():
+    for v in host_variants(require_nvcc=require_toolchain):
         if manifest.framework == "tvm-ffi":
             version = tvm_ffi_version()
             if version is None:

@@ -106,5 +106,9 @@ class Reporter:
         out_console.print(table)
 
 
+def warning(message: str) -> None:
+    err_console.print(f"[bold yellow]warning:[/] {escape(message)}", markup=True, highlight=False, soft_wrap=True)
+
+
 def error(message: str) -> None:
     err_console.print(f"[bold red]error:[/] {escape(message)}", markup=True, highlight=False, soft_wrap=True)

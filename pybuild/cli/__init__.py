@@ -25,6 +25,7 @@ from . import (
     migrate,
     new,
     publish,
+    shell,
     test,
     variants,
     wheel,
@@ -42,6 +43,7 @@ COMMANDS: tuple[Command, ...] = (
     clean,
     build,
     test,
+    shell,
     envs,
     check,
     publish,
@@ -83,8 +85,11 @@ def _dispatch(argv: list[str], passed_on: list[str]) -> int:
             )
         make_parser().print_help()
         raise UsageError("python -m pybuild: no command given; choose one of those listed above")
-    if passed_on and args.command != "test":
-        raise UsageError(f"python -m pybuild {args.command}: arguments after `--` are only for `test` (pytest's)")
+    if passed_on and args.command not in ("test", "shell"):
+        raise UsageError(
+            f"python -m pybuild {args.command}: arguments after `--` are only for `test` (pytest's) "
+            "and `shell` (the command)"
+        )
     args.pytest_args = passed_on
     if extra:
         raise UsageError(
@@ -97,7 +102,7 @@ def _dispatch(argv: list[str], passed_on: list[str]) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command ``argv`` names (default: ``sys.argv[1:]``) and return its exit code."""
     argv = list(sys.argv[1:] if argv is None else argv)
-    passed_on = argv[argv.index("--") + 1 :] if "--" in argv else []  # `test ... -- PYTEST_ARGS`
+    passed_on = argv[argv.index("--") + 1 :] if "--" in argv else []  # `test ... -- PYTEST_ARGS`, `shell ... -- CMD`
     argv = argv[: argv.index("--")] if "--" in argv else argv
     return guarded(lambda: _dispatch(argv, passed_on), debug="--debug" in argv)
 

@@ -78,7 +78,7 @@ def run(args: argparse.Namespace) -> int:
     _check_selection(args)
     rep = Reporter(quiet=args.quiet, json_mode=args.json)
     matrix = load_matrix(args)
-    manifests = load_manifests(args.kernel_dirs)  # validate all before building
+    manifests = load_manifests(args.kernel_dirs, quiet=args.quiet)  # validate all before building
     archs = check_cuda_archs(args.cuda_archs, "--cuda-archs") if args.cuda_archs is not None else None
     options = BuildOptions(cuda_archs=archs, force=args.force, jobs=args.jobs)
     planned = {m.root: kernel_host_variants(m) for m in manifests}

@@ -29,7 +29,7 @@ def run(args: argparse.Namespace) -> int:
     from ..manifest.editions import CURRENT_EDITION, edition_label
 
     rep = Reporter(quiet=args.quiet, json_mode=args.json)
-    manifests = load_manifests(args.kernel_dirs)  # the first broken one raises its one-line error
+    manifests = load_manifests(args.kernel_dirs, quiet=args.quiet)  # the first broken one raises its one-line error
     matrix = load_matrix(args)
     rows = []
     for m in manifests:
@@ -48,6 +48,7 @@ def run(args: argparse.Namespace) -> int:
                 "backends": list(m.backends),
                 "variants": [v.name for v in variants],
                 "repo-id": m.repo_id,
+                "warnings": list(m.warnings),
             }
         )
         built = f"{len(variants)} variant{'' if len(variants) == 1 else 's'}"

@@ -112,9 +112,11 @@ def kernel_dirs(args_dirs: Sequence[str]) -> list[Path]:
     return dirs
 
 
-def load_manifests(args_dirs: Sequence[str]) -> list[Manifest]:
-    """Every named kernel (each folder once), all parsed before any work, with names unique."""
+def load_manifests(args_dirs: Sequence[str], quiet: bool = False) -> list[Manifest]:
+    """Every named kernel (each folder once), all parsed before any work, with names unique; each
+    manifest's warnings printed (unless ``quiet``)."""
     from ..manifest import duplicate_name_message, load_manifest
+    from ..ui import warning
 
     seen: dict[Path, Path] = {}
     for d in kernel_dirs(args_dirs):
@@ -126,6 +128,9 @@ def load_manifests(args_dirs: Sequence[str]) -> list[Manifest]:
     for name, dirs in by_name.items():
         if len(dirs) > 1:
             raise UsageError(duplicate_name_message(name, dirs))
+    for m in manifests if not quiet else ():
+        for line in m.warnings:
+            warning(line)
     return manifests
 
 

@@ -35,7 +35,7 @@ def run(args: argparse.Namespace) -> int:
     from ..generate import ProjectSpec, checked_project, write_project
 
     rep = Reporter(quiet=args.quiet)
-    manifests = load_manifests(args.kernel_dirs)  # validate all first
+    manifests = load_manifests(args.kernel_dirs, quiet=args.quiet)  # validate all first
     planned = []
     for manifest in manifests:
         if manifest.noarch:

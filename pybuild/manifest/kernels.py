@@ -36,6 +36,8 @@ class KernelSpec:
     """One ``[kernel.<name>]`` section; the keys every backend takes."""
 
     backend: ClassVar[str] = ""
+    #: sources compiled on their own that only this backend's sections take (ROCm's `.hip`)
+    own_suffixes: ClassVar[frozenset[str]] = frozenset()
     name: str
     depends: tuple[str, ...] = key(
         "depends",
@@ -62,7 +64,8 @@ class KernelSpec:
     @property
     def compiled_src(self) -> tuple[str, ...]:
         """The sources compiled on their own (headers listed in `src` are only dependencies)."""
-        return tuple(s for s in self.src if Path(s).suffix in COMPILED_SUFFIXES)
+        compiled = COMPILED_SUFFIXES | self.own_suffixes
+        return tuple(s for s in self.src if Path(s).suffix in compiled)
 
     def applies_to(self, variant: Variant) -> bool:
         """Whether this section is compiled into ``variant``: its backend only."""
@@ -80,7 +83,7 @@ class KernelSpec:
             if kind == "version":
                 values[f.name] = reader.version(toml, f.metadata.get("example", "2.12"))
             elif path:
-                values[f.name] = reader.paths(root, toml, must_be_dir=path == "dir")
+                values[f.name] = reader.paths(root, toml, must_be_dir=path == "dir", suffixes=cls.own_suffixes)
             else:
                 values[f.name] = reader.str_list(toml)
         spec = cls(name=name, **values)
@@ -122,19 +125,26 @@ class CudaKernel(KernelSpec):
             return _version_tuple(variant.backend_version) >= self.cuda_minver
         return True
 
+    @property
+    def unknown_capabilities(self) -> tuple[str, ...]:
+        """The capabilities it names that no supported CUDA toolkit knows: dropped from every build, as
+        upstream intersects a section's list with each toolkit's."""
+        return tuple(c for c in self.cuda_capabilities if unknown_cuda_capability(c))
+
     def check(self, reader: Reader) -> None:
-        for c in self.cuda_capabilities:
-            hint = unknown_cuda_capability(c)
-            if hint:
-                reader.fail(
-                    f"`cuda-capabilities` in [{reader.section}] has {c!r}, which no supported CUDA toolkit "
-                    f"knows; {hint}"
-                )
+        unknown = self.unknown_capabilities
+        if unknown and len(unknown) == len(self.cuda_capabilities):  # upstream: "empty set of capabilities"
+            reader.fail(
+                f"`cuda-capabilities` in [{reader.section}] has {unknown[0]!r}, which no supported CUDA toolkit "
+                f"knows, and no capability a toolkit knows: that leaves an empty set of capabilities; "
+                f"{unknown_cuda_capability(unknown[0])}"
+            )
 
 
 @dataclass(frozen=True)
 class RocmKernel(KernelSpec):
     backend: ClassVar[str] = "rocm"
+    own_suffixes: ClassVar[frozenset[str]] = frozenset({".hip"})
     rocm_archs: tuple[str, ...] = key("rocm-archs", "str_list", farm=True, doc='AMD GPU targets, e.g. ["gfx942"]')
     hip_flags: tuple[str, ...] = key("hip-flags", "str_list", language="HIP", doc="flags for hipcc")
 

@@ -7,6 +7,7 @@ the fix; unknown keys get a did-you-mean.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 from importlib.resources import files
@@ -25,6 +26,7 @@ from .convert import (
     stable_abi,
     unknown_capabilities,
 )
+from .doubts import doubts
 from .editions import detect
 from .editions.base import Edition
 from .model import Manifest
@@ -115,7 +117,7 @@ def to_model(data: dict[str, Any], edition: Edition, path: Path) -> Manifest:
     manifest = Manifest(path=path, **general, **torch, kernels=kernels, edition=edition, framework=framework)
     _check_shape(manifest, "torch-noarch" in data)
     _check_python_depends(manifest)
-    return manifest
+    return dataclasses.replace(manifest, warnings=doubts(manifest))
 
 
 def loader_python_depends() -> tuple[set[str], dict[str, set[str]]] | None:

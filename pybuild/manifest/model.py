@@ -66,6 +66,8 @@ class Manifest:
     stable_abi: tuple[tuple[str, tuple[int, int]], ...] = ()  # backend -> torch version of its stable-ABI build
     noarch_cuda_capabilities: tuple[str, ...] = ()  # [torch-noarch]: written into metadata only
     noarch_rocm_archs: tuple[str, ...] = ()
+    #: what the manifest asks for that upstream accepts but that is doubtful: one line each, to print
+    warnings: tuple[str, ...] = field(default=(), compare=False)
 
     @property
     def root(self) -> Path:
@@ -142,11 +144,12 @@ class Manifest:
         return tuple(k for k in self.kernels if k.applies_to(variant))
 
     def cuda_capabilities(self) -> tuple[str, ...]:
-        """The CUDA capabilities its CUDA sections name (in order, once each), else the defaults."""
+        """The CUDA capabilities its CUDA sections name that a supported toolkit knows (in order, once
+        each), else the defaults."""
         caps: list[str] = []
         for k in self.kernels:
             if isinstance(k, CudaKernel):
-                caps += [c for c in k.cuda_capabilities if c not in caps]
+                caps += [c for c in k.cuda_capabilities if c not in caps and c not in k.unknown_capabilities]
         return tuple(caps) or DEFAULT_CUDA_CAPABILITIES
 
     def accepts(self, variant: Variant) -> bool:

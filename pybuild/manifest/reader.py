@@ -80,8 +80,11 @@ class Reader:
             self.fail(f'{where} must be "major.minor" like "{example}"; found {value!r}')
         return int(m[1]), int(m[2])
 
-    def path_key(self, root: Path, key: str, rel: str, must_be_dir: bool = False) -> None:
-        """``rel`` (a value of ``key``) names a source file (or an include folder) inside ``root``."""
+    def path_key(
+        self, root: Path, key: str, rel: str, must_be_dir: bool = False, suffixes: frozenset[str] = frozenset()
+    ) -> None:
+        """``rel`` (a value of ``key``) names a source file (or an include folder) inside ``root``; a
+        source file has one of :data:`SOURCE_SUFFIXES` or of ``suffixes`` (a backend's own, like ``.hip``)."""
         where = self.where(key)
         if "\0" in rel or any(ord(c) < 32 for c in rel):
             self.fail(f"{where}: path {rel!r} contains a control character; name the file plainly")
@@ -103,12 +106,15 @@ class Reader:
             self.fail(f"{where}: {rel!r} is a folder; list the source files in it one by one")
         if not full.is_file():
             self.fail(f"{where}: source file {rel!r} does not exist (looked in {root})")
-        if p.suffix not in SOURCE_SUFFIXES:
-            self.fail(f"{where}: {rel!r} is not a C/C++/CUDA source or header ({', '.join(sorted(SOURCE_SUFFIXES))})")
+        allowed = SOURCE_SUFFIXES | suffixes
+        if p.suffix not in allowed:
+            self.fail(f"{where}: {rel!r} is not a C/C++/CUDA source or header ({', '.join(sorted(allowed))})")
 
-    def paths(self, root: Path, key: str, must_be_dir: bool = False) -> tuple[str, ...]:
+    def paths(
+        self, root: Path, key: str, must_be_dir: bool = False, suffixes: frozenset[str] = frozenset()
+    ) -> tuple[str, ...]:
         """A list of paths under ``key``, each checked by :meth:`path_key`."""
         values = self.str_list(key)
         for rel in values:
-            self.path_key(root, key, rel, must_be_dir)
+            self.path_key(root, key, rel, must_be_dir, suffixes)
         return values

@@ -302,10 +302,6 @@ REFUSALS = [
     (lambda t: t.replace('rocm-archs = ["gfx942"]', 'rocm-archs = ["gfx99999"]'), "'gfx99999', not an AMD GPU target"),
     (lambda t: t.replace("version = 2", 'version = "2"'), "`version` in [general] must be an integer"),
     (
-        lambda t: t.replace("[torch]\n", '[torch.stable-abi]\ncuda = "2.9"\n[torch]\n'),
-        "torch's stable ABI starts at 2.10",
-    ),
-    (
         lambda t: t.replace("[torch]\n", '[torch.stable-abi]\ngpu = "2.11"\n[torch]\n'),
         "unknown backend `gpu` in [torch.stable-abi]",
     ),

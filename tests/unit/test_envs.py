@@ -270,7 +270,7 @@ def test_test_command_refuses_the_same_way(
     assert main(["test", str(kernel), "--variant", "torch213-cxx11-cu132-x86_64-linux"]) == 5
     assert "whl/cu132" in capsys.readouterr().err
     assert main(["build", str(kernel), "--variant", "torch213-cxx11-cpu-x86_64-linux", "--", "-x"]) == 2
-    assert "arguments after `--` are only for `test`" in capsys.readouterr().err
+    assert "arguments after `--` are only for `test` (pytest's) and `shell`" in capsys.readouterr().err
 
 
 STABLE_KERNELS = [

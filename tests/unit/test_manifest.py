@@ -101,7 +101,7 @@ ERRORS = [
         "asks for the legacy torch-universal variant, which this farm does not build; for a pure-Python kernel",
     ),
     (lambda t: t.replace("[general]\n", ""), "unknown key `name` in [top level]"),
-    (lambda t: t.replace("universal = false", "version = 0"), "must be a positive integer"),
+    (lambda t: t.replace("universal = false", "version = -1"), "must be a whole number from 0"),
     (lambda t: t.replace("[torch]\n", '[torch]\nminver = "2.13"\nmaxver = "2.12"\n'), "no torch version is left"),
     (
         lambda t: t.replace("[torch]\n", '[torch]\npyext = [".py"]\n'),
