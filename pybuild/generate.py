@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import jinja2
+import tomlkit
 
 from . import __version__, backends
 from .errors import PybuildError
@@ -32,6 +33,34 @@ _env = jinja2.Environment(
     lstrip_blocks=False,
 )
 _env.tests["compiled"] = lambda path: Path(path).suffix in COMPILED_SUFFIXES
+
+
+def cmake_bracket(value: str) -> str:
+    """``value`` as one CMake bracket argument, ``[==[value]==]``, at the lowest level ``value``
+    cannot close: CMake reads it as literal data, expanding no ``${}``, ``$ENV{}`` or escape in it.
+    A control character (a newline right after the opening bracket would be dropped) is refused:
+    the manifest checks keep them out of every value that reaches CMake."""
+    if any(ord(c) < 32 or ord(c) == 127 for c in value):
+        raise ValueError(f"cmake_bracket: {value!r} holds a control character, which no CMake value here may")
+    level = 0
+    while (value + "]" + "=" * level + "]").find("]" + "=" * level + "]") != len(value):
+        level += 1
+    eq = "=" * level
+    return f"[{eq}[{value}]{eq}]"
+
+
+def cmake_args(values: tuple[str, ...] | list[str]) -> str:
+    """``values`` as bracket arguments separated by spaces (see :func:`cmake_bracket`)."""
+    return " ".join(cmake_bracket(v) for v in values)
+
+
+def toml_value(value: object) -> str:
+    """``value`` as a TOML value written by tomlkit: a string is quoted and escaped, never TOML syntax."""
+    return str(tomlkit.item(value).as_string())
+
+
+_env.filters["cmake"] = cmake_args
+_env.filters["toml"] = toml_value
 
 
 @dataclass(frozen=True)

@@ -34,10 +34,16 @@ class Reporter:
     def __init__(self, quiet: bool = False, json_mode: bool = False):
         self.quiet = quiet or json_mode
         self.json_mode = json_mode
+        self.silent = quiet  # -q: not even warnings
 
     def info(self, message: str) -> None:
         if not self.quiet:
             err_console.print(escape(message))
+
+    def warn(self, message: str) -> None:
+        """One ``warning:`` line on stderr (shown with --json too; only -q silences it)."""
+        if not self.silent:
+            err_console.print(f"[yellow]warning:[/] {escape(message)}", markup=True, highlight=False, soft_wrap=True)
 
     @contextmanager
     def task(self, label: str) -> Iterator[Callable[[str, float | None], None]]:

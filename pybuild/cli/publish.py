@@ -103,6 +103,10 @@ def _warnings(manifest: Manifest, plan: ReleasePlan, quiet: bool) -> None:
             markup=False,
             soft_wrap=True,
         )
+    if manifest.license_warning and not quiet:
+        err_console.print(
+            f"warning: {manifest.license_warning}", style="yellow", highlight=False, markup=False, soft_wrap=True
+        )
     if plan.noncompliant:  # loud on purpose, even with -q
         err_console.print(
             f"[bold yellow]WARNING: publishing a NON-COMPLIANT build of {plan.kernel} "

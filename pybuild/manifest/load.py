@@ -65,7 +65,7 @@ def _torch_fields(path: Path, data: dict[str, Any], framework: str, general: dic
         torch_minver=minver,
         torch_maxver=maxver,
         torch_pyext=pyext(torch),
-        torch_cxx_flags=torch.str_list("cxx-flags"),
+        torch_cxx_flags=torch.flags("cxx-flags"),
         stable_abi=stable_abi(torch, backends) if framework == "torch" else (),
         noarch_cuda_capabilities=caps,
         noarch_rocm_archs=noarch_list(torch, "rocm_archs") if noarch else (),

@@ -8,6 +8,8 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from packaging.licenses import InvalidLicenseExpression, canonicalize_license_expression
+
 from .. import backends as registry
 from .. import safeload
 from ..variants import (
@@ -66,6 +68,19 @@ class Manifest:
     stable_abi: tuple[tuple[str, tuple[int, int]], ...] = ()  # backend -> torch version of its stable-ABI build
     noarch_cuda_capabilities: tuple[str, ...] = ()  # [torch-noarch]: written into metadata only
     noarch_rocm_archs: tuple[str, ...] = ()
+
+    @property
+    def license_warning(self) -> str | None:
+        """Why `license` is not an SPDX expression (upstream takes any string, so this is a warning);
+        None if it is one."""
+        try:
+            canonicalize_license_expression(self.license)
+        except InvalidLicenseExpression:
+            return (
+                f"{self.path}: `license` in [general] is {self.license!r}, not an SPDX license expression; "
+                'it is published as given. Use an SPDX identifier, e.g. license = "Apache-2.0" or "MIT"'
+            )
+        return None
 
     @property
     def root(self) -> Path:

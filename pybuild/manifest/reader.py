@@ -12,6 +12,10 @@ from .schema import did_you_mean
 SOURCE_SUFFIXES = {".c", ".cc", ".cpp", ".cxx", ".cu", ".h", ".hh", ".hpp", ".cuh", ".inc", ".metal", ".mm"}
 COMPILED_SUFFIXES = {".c", ".cc", ".cpp", ".cxx", ".cu", ".mm", ".metal"}
 
+#: Characters a path in build.toml may not hold: CMake's list separator and bracket nesting, its
+#: variable and generator-expression sigil, and the shell's quoting, expansion and globbing.
+PATH_METACHARACTERS = ";$`\\\"'[]<>*?|&"
+
 #: How a type reads in an error message ("must be an integer", not "must be a int").
 _KIND_NAMES = {
     int: "an integer (e.g. 1)",
@@ -83,8 +87,14 @@ class Reader:
     def path_key(self, root: Path, key: str, rel: str, must_be_dir: bool = False) -> None:
         """``rel`` (a value of ``key``) names a source file (or an include folder) inside ``root``."""
         where = self.where(key)
-        if "\0" in rel or any(ord(c) < 32 for c in rel):
+        if "\0" in rel or any(ord(c) < 32 or ord(c) == 127 for c in rel):
             self.fail(f"{where}: path {rel!r} contains a control character; name the file plainly")
+        bad = sorted({c for c in rel if c in PATH_METACHARACTERS})
+        if bad:
+            self.fail(
+                f"{where}: path {rel!r} contains {' '.join(repr(c) for c in bad)}, which CMake or a shell "
+                "would read as a list or an expansion; rename the file with letters, digits, '.', '_', '-' and '/'"
+            )
         p = Path(rel)
         if p.is_absolute():
             self.fail(f"{where}: path {rel!r} is absolute; use a path relative to the kernel folder")
@@ -106,9 +116,35 @@ class Reader:
         if p.suffix not in SOURCE_SUFFIXES:
             self.fail(f"{where}: {rel!r} is not a C/C++/CUDA source or header ({', '.join(sorted(SOURCE_SUFFIXES))})")
 
+    def flags(self, key: str) -> tuple[str, ...]:
+        """A list of compiler flags under ``key``: each reaches the compiler as exactly one argument,
+        so what CMake would split or evaluate is refused (see :data:`FLAG_RULE`)."""
+        values = self.str_list(key)
+        for flag in values:
+            problem = flag_problem(flag)
+            if problem:
+                self.fail(f"{self.where(key)}: flag {flag!r} {problem}; write each flag as one plain argument")
+        return values
+
     def paths(self, root: Path, key: str, must_be_dir: bool = False) -> tuple[str, ...]:
         """A list of paths under ``key``, each checked by :meth:`path_key`."""
         values = self.str_list(key)
         for rel in values:
             self.path_key(root, key, rel, must_be_dir)
         return values
+
+
+def flag_problem(flag: str) -> str | None:
+    """Why CMake could not pass ``flag`` to a compiler as one literal argument; None if it can."""
+    if not flag:
+        return "is empty (CMake would pass nothing)"
+    if any(ord(c) < 32 or ord(c) == 127 for c in flag):
+        return "contains a control character"
+    for text, why in ((";", "CMake's list separator"), ("$<", "a CMake generator expression")):
+        if text in flag:
+            return f"contains {text!r} ({why})"
+    if "[" in flag or "]" in flag:
+        return "contains a square bracket (CMake joins list elements between brackets)"
+    if flag.endswith("\\"):
+        return "ends in a backslash (CMake would join it to the next flag)"
+    return None
