@@ -41,7 +41,7 @@ def shared_headers() -> list[tuple[str, Path]]:
     from . import generate  # read at call time: the folder is pybuild's own
 
     root = generate.INCLUDE
-    return sorted((p.relative_to(root).as_posix(), p) for p in safeload.files(root) if p.is_file())
+    return sorted((p.relative_to(root).as_posix(), p) for p in safeload.files(root, follow_links=True) if p.is_file())
 
 
 def ops_name(manifest: Manifest, backend: str, src_hash: str) -> str:

@@ -12,6 +12,8 @@ from .schema import did_you_mean
 SOURCE_SUFFIXES = {".c", ".cc", ".cpp", ".cxx", ".cu", ".h", ".hh", ".hpp", ".cuh", ".inc", ".metal", ".mm"}
 COMPILED_SUFFIXES = {".c", ".cc", ".cpp", ".cxx", ".cu", ".mm", ".metal"}
 
+#: Folders of a kernel that pybuild writes: never a source or include folder.
+OUTPUT_DIRS = ("build", ".pybuild")
 #: Characters a path in build.toml may not hold: CMake's list separator and bracket nesting, its
 #: variable and generator-expression sigil, and the shell's quoting, expansion and globbing.
 PATH_METACHARACTERS = ";$`\\\"'[]<>*?|&"
@@ -100,6 +102,16 @@ class Reader:
             self.fail(f"{where}: path {rel!r} is absolute; use a path relative to the kernel folder")
         if ".." in p.parts:
             self.fail(f"{where}: path {rel!r} escapes the kernel folder; keep sources inside it")
+        if not p.parts:
+            self.fail(
+                f"{where}: path {rel!r} is the kernel folder itself, which holds build/ and .pybuild/; "
+                'name the folder that holds the headers, e.g. "csrc"'
+            )
+        if p.parts[0] in OUTPUT_DIRS:
+            self.fail(
+                f"{where}: path {rel!r} lies in {p.parts[0]}/, which the build writes; keep sources "
+                "elsewhere in the kernel folder"
+            )
         full = root / p
         try:
             full.resolve().relative_to(root.resolve())

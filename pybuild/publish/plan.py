@@ -19,10 +19,10 @@ from ..check import CheckReport
 from ..errors import PublishError, UsageError
 from ..generate import generated_paths
 from ..manifest import Manifest
+from ..manifest.convert import is_repo_id
 from ..safeload import shown
 
 VERSION_RE = re.compile(r"^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)$", re.ASCII)
-REPO_ID_RE = re.compile(r"^[A-Za-z0-9][-A-Za-z0-9_.]*/[A-Za-z0-9][-A-Za-z0-9_.]*$", re.ASCII)
 CARD = "README.md"
 
 #: What a release holds, relative to the kernel folder.
@@ -104,7 +104,7 @@ def parse_version(version: str, manifest: Manifest) -> tuple[int, int, int]:
 
 
 def check_repo_id(repo_id: str) -> str:
-    if not REPO_ID_RE.fullmatch(repo_id) or ".." in repo_id or repo_id.endswith((".git", ".")):
+    if not is_repo_id(repo_id):
         raise UsageError(f"--repo-id {repo_id!r}: expected ORG/NAME, e.g. my-org/img2gray")
     return repo_id
 
@@ -128,7 +128,7 @@ def _refuse_link(path: Path) -> PublishError:
 
 def _own_file(root: Path, rel: str) -> Path | None:
     """``root/rel`` if it is a regular file reached without any symlink on the way (None if absent)."""
-    path = root
+    path, mode = root, stat.S_IFDIR  # "." names the root folder itself: no file
     for part in Path(rel).parts:
         path = path / part
         try:
@@ -161,7 +161,7 @@ def select_files(manifest: Manifest) -> list[tuple[str, Path]]:
             chosen[name] = found
     # Everything build.toml names (sources, include folders, the wrapper), wherever it lives:
     # the published repo must rebuild from its own files.
-    for rel in manifest.source_files():
+    for rel in manifest.source_files(PublishError):
         if rel not in generated and not _excluded(Path(rel)):
             found = _own_file(root, rel)
             if found is not None:
@@ -208,6 +208,18 @@ def _folder_files(
         yield posix, p
 
 
+def _refuse_strays(selected: list[tuple[str, Path]], variants: set[str]) -> None:
+    """``build/`` holds only the variants ``check`` verified: anything else there (a stray
+    ``build/credentials.txt``, a folder that is no variant) would be uploaded unchecked."""
+    for rel, path in selected:
+        parts = rel.split("/")
+        if parts[0] == "build" and (len(parts) < 3 or parts[1] not in variants):
+            raise PublishError(
+                f"{shown(path)}: is not in a built variant that `check` verified; build/ holds only what "
+                "the build made: move it out of build/"
+            )
+
+
 def noncompliance_lines(report: CheckReport) -> list[str]:
     lines = []
     for r in report.failures:
@@ -241,7 +253,9 @@ def make_plan(
             "or pass --allow-noncompliant to publish anyway (recorded in the kernel card)"
         )
         raise PublishError(msg)
-    files = [ReleaseFile.from_bytes(rel, p.read_bytes(), p) for rel, p in select_files(manifest)]
+    selected = select_files(manifest)
+    _refuse_strays(selected, set(report.variants))
+    files = [ReleaseFile.from_bytes(rel, p.read_bytes(), p) for rel, p in selected]
     card = render_card(
         manifest,
         repo_id=repo_id,
