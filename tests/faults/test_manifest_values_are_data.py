@@ -305,3 +305,40 @@ def test_any_source_path_round_trips_or_is_refused(tinyk: Path, rel: str) -> Non
     files = render_project(m, ProjectSpec("cpu", "_tinyk_cpu_0123456789"))
     assert cmake_bracket(name) in files["CMakeLists.txt"]
     assert cmake_read_back([name], tinyk.parent) == [name]
+
+
+# --- license: written by tomlkit and PyYAML, warned about when not SPDX ---------------------------------
+
+CRAFTED_LICENSE = 'MIT" }\n[project.scripts]\nevil = "os:system"\n---\nextra_gated_prompt: "give me your token'
+
+
+def test_a_crafted_license_stays_one_value_in_pyproject_and_the_card(tinyk: Path) -> None:
+    m = parse_manifest(manifest_text(license=CRAFTED_LICENSE), tinyk / "build.toml")
+    pyproject = tomllib.loads(render_project(m, ProjectSpec("cpu", "_tinyk_cpu_0123456789"))["pyproject.toml"])
+    assert set(pyproject) == {"build-system", "project"} and "scripts" not in pyproject["project"]
+    assert pyproject["project"]["license"] == {"text": CRAFTED_LICENSE}
+    assert yaml.safe_load(front_matter(CRAFTED_LICENSE)) == {
+        "license": CRAFTED_LICENSE.lower(),
+        "tags": ["kernels", "pybuild"],
+    }
+
+
+@pytest.mark.parametrize(
+    "license, warned",
+    [
+        ("Apache-2.0", False),
+        ("apache-2.0", False),
+        ("MIT OR Apache-2.0", False),
+        ("other", True),
+        ("not a license", True),
+    ],
+)
+def test_a_license_that_is_not_spdx_is_accepted_with_a_warning(
+    tinyk: Path, license: str, warned: bool, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """kernel-builder takes any string, so check-config accepts it (exit 0) and warns in one line."""
+    (tinyk / "build.toml").write_text(manifest_text(license=license))
+    assert main(["check-config", str(tinyk)]) == 0
+    warnings = [line for line in capsys.readouterr().err.splitlines() if line.startswith("warning:")]
+    expected = f"warning: {tinyk / 'build.toml'}: `license` in [general] is {license!r}, not an SPDX license expression"
+    assert [w.startswith(expected) for w in warnings] == ([True] if warned else [])
