@@ -6,6 +6,7 @@ kernel card, ``build/``); nothing reached through a symlink, nothing generated o
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import os
 import re
@@ -16,11 +17,14 @@ from pathlib import Path
 
 from .. import safeload
 from ..check import CheckReport
+from ..digest import DIGEST_EXCLUDED, source_hash
 from ..errors import PublishError, UsageError
 from ..generate import generated_paths
 from ..manifest import Manifest
 from ..manifest.convert import is_repo_id
+from ..metadata import METADATA
 from ..safeload import shown
+from .stream import changed_error, hash_file
 
 VERSION_RE = re.compile(r"^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)$", re.ASCII)
 CARD = "README.md"
@@ -41,29 +45,24 @@ def git_blob_oid(data: bytes) -> str:
 
 @dataclass(frozen=True)
 class ReleaseFile:
+    """One entry of a release's manifest: what is uploaded at ``path``, hashed once when planned."""
+
     path: str  # path in the repo (posix)
     size: int
     sha256: str
     git_oid: str
     source: Path | None  # the local file, or None for generated content
-    content: bytes | None = None
-
-    def data(self) -> bytes:
-        if self.content is not None:
-            return self.content
-        assert self.source is not None
-        return self.source.read_bytes()
+    content: bytes | None = None  # generated content (the kernel card)
 
     @classmethod
-    def from_bytes(cls, path: str, data: bytes, source: Path | None = None) -> ReleaseFile:
-        return cls(
-            path,
-            len(data),
-            hashlib.sha256(data).hexdigest(),
-            git_blob_oid(data),
-            source,
-            None if source is not None else data,
-        )
+    def from_bytes(cls, path: str, data: bytes) -> ReleaseFile:
+        return cls(path, len(data), hashlib.sha256(data).hexdigest(), git_blob_oid(data), None, data)
+
+    @classmethod
+    def from_file(cls, path: str, source: Path) -> ReleaseFile:
+        """``source`` streamed once (never read whole): its size, sha256 and git blob id."""
+        size, sha256, git_oid = hash_file(source)
+        return cls(path, size, sha256, git_oid, source)
 
 
 @dataclass(frozen=True)
@@ -220,6 +219,56 @@ def _refuse_strays(selected: list[tuple[str, Path]], variants: set[str]) -> None
             )
 
 
+def _match_checked_digests(root: Path, files: list[ReleaseFile], variants: set[str]) -> None:
+    """Every file of a built variant is the one ``check`` verified: its sha256 is the one the
+    variant's metadata.json records (and check compared), and no recorded file is missing."""
+    by_variant: dict[str, dict[str, ReleaseFile]] = {}
+    for f in files:
+        parts = f.path.split("/", 2)
+        if parts[0] == "build" and len(parts) == 3 and parts[1] in variants:
+            by_variant.setdefault(parts[1], {})[parts[2]] = f
+    for variant, found in sorted(by_variant.items()):
+        try:
+            recorded = safeload.load_json(root / "build" / variant / METADATA, PublishError)["digest"]["files"]
+        except (KeyError, TypeError):
+            continue  # no digest recorded: check's `digest` row says so
+        for rel, f in sorted(found.items()):
+            if rel in DIGEST_EXCLUDED or "__pycache__" in rel.split("/"):
+                continue
+            want = recorded.get(rel)
+            got = base64.b64encode(bytes.fromhex(f.sha256)).decode()
+            if want != got:
+                why = "not in its variant's digest" if want is None else "its sha256 is not metadata.json's"
+                raise changed_error(root / f.path, why)
+        for rel in sorted(set(recorded) - set(found)):
+            raise changed_error(root / "build" / variant / rel, "it is gone")
+
+
+def _match_checked_sources(manifest: Manifest, files: list[ReleaseFile], report: CheckReport) -> None:
+    """The sources to upload are those ``check`` found the variants built from: their source hash,
+    computed from the release manifest's digests, is the one each passing `sources` row verified."""
+    passed = [r.variant for r in report.results if r.check == "sources" and r.status == "pass"]
+    if not passed:
+        return
+    by_path = {f.path: f for f in files}
+
+    def sha256_of(rel: str) -> bytes:
+        f = by_path.get(rel)
+        return bytes.fromhex(f.sha256 if f is not None else hash_file(manifest.root / rel)[1])
+
+    now = source_hash(manifest, sha256_of)
+    for variant in passed:
+        meta = safeload.load_json(manifest.root / "build" / variant / METADATA, PublishError)
+        built = (meta.get("pybuild") or {}).get("source-hash") if isinstance(meta, dict) else None
+        if built and built != now:
+            msg = (
+                f"{manifest.root}: the kernel's sources changed after they were checked ({variant} was built "
+                f"from source hash {built[:10]}, the files to upload hash to {now[:10]}); nothing was committed: "
+                f"rebuild, run `python -m pybuild check` and publish again"
+            )
+            raise PublishError(msg)
+
+
 def noncompliance_lines(report: CheckReport) -> list[str]:
     lines = []
     for r in report.failures:
@@ -255,7 +304,9 @@ def make_plan(
         raise PublishError(msg)
     selected = select_files(manifest)
     _refuse_strays(selected, set(report.variants))
-    files = [ReleaseFile.from_bytes(rel, p.read_bytes(), p) for rel, p in selected]
+    files = [ReleaseFile.from_file(rel, p) for rel, p in selected]
+    _match_checked_digests(manifest.root, files, set(report.variants))
+    _match_checked_sources(manifest, files, report)
     card = render_card(
         manifest,
         repo_id=repo_id,
