@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -191,6 +192,7 @@ def checked_project(manifest: Manifest, spec: ProjectSpec, dest: Path | None = N
     the kernel folder) overwrites no file pybuild did not generate; nothing is written."""
     dest = dest or manifest.root
     files = render_project(manifest, spec)
+    _refuse_linked_folders(dest, files)
     for rel in files:
         target = dest / rel
         if target.exists() and not is_generated(target):
@@ -223,10 +225,25 @@ def write_project(
     return written
 
 
+def _refuse_linked_folders(root: Path, rels: Iterable[str]) -> None:
+    """No folder on the way to a generated file is a symlink: generate and clean write and delete
+    inside the kernel folder only, never through a link to elsewhere."""
+    for rel in rels:
+        for parent in reversed(Path(rel).parents):
+            if parent != Path(".") and (root / parent).is_symlink():
+                msg = (
+                    f"{root / parent}: is a symlink; pybuild writes and removes its generated files "
+                    "(here " + rel + ") only inside the kernel folder: replace the link with a folder"
+                )
+                raise PybuildError(msg)
+
+
 def clean_project(manifest: Manifest) -> list[str]:
     """Remove the files ``generate`` wrote (only those carrying the marker), and the folders that
-    leaves empty. Returns what was removed."""
+    leaves empty. Returns what was removed; refuses, removing nothing, where a folder on the way is a
+    symlink."""
     wanted = generated_paths(manifest)
+    _refuse_linked_folders(manifest.root, wanted)
     return _remove_generated(manifest.root, [*wanted, *(r for r in _stale_headers(manifest.root) if r not in wanted)])
 
 

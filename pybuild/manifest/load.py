@@ -149,6 +149,10 @@ def _check_python_depends(manifest: Manifest) -> None:
 def parse_manifest(text: str, path: Path) -> Manifest:
     """Parse ``build.toml`` text of any edition the farm reads. ``path`` locates the kernel folder for
     the file checks."""
+    if text.startswith("\ufeff"):
+        raise ManifestError(
+            f"{path}: starts with a UTF-8 byte-order mark, which TOML does not allow; save it without one"
+        )
     try:
         data = safeload.loads_toml(text, str(path), ManifestError)
     except tomllib.TOMLDecodeError as e:
