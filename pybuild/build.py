@@ -50,6 +50,7 @@ class BuildOptions:
     cuda_archs: tuple[str, ...] | None = None  # override build.toml, e.g. ("9.0",) for a quick dev build
     force: bool = False
     jobs: int | None = None
+    sandbox: bool = False  # configure, compile and install under bubblewrap (pybuild.sandbox)
 
 
 @dataclass(frozen=True)
@@ -151,7 +152,7 @@ def build_variant(
                 manifest.name, variant.name, "up to date", time.monotonic() - start, dir_size(final), final
             )
         ops = make_ops_name(manifest, variant.backend, src_hash)
-        job = _Job(manifest, variant, toolchain, root, ops, archs, cmake, ninja, deps)
+        job = _Job(manifest, variant, toolchain, root, ops, archs, cmake, ninja, deps=deps, sandbox=options.sandbox)
         job.work.mkdir(parents=True, exist_ok=True)
         job.log.write_text(f"pybuild {__version__} building {manifest.name} for {variant.name}\n")
         env = _configure(job, progress)
@@ -178,6 +179,7 @@ class _Job:
     cmake: str
     ninja: str
     deps: tuple[Resolved, ...] = ()
+    sandbox: bool = False
 
     @property
     def work(self) -> Path:
@@ -238,9 +240,32 @@ def _configure(job: _Job, progress: Progress) -> dict[str, str]:
         # keeps the compiles cheap)
         shutil.rmtree(job.cmake_dir, ignore_errors=True)
         progress("configuring (CMake)", None)
-        _run_logged(args, job.log, cwd=job.work, env=env)
+        _step(job, args, env, writable=[job.work])
         configure_stamp.write_text(configure_key)
     return env
+
+
+def _step(
+    job: _Job,
+    cmd: list[str],
+    env: dict[str, str] | None,
+    *,
+    writable: list[Path],
+    on_line: Callable[[str], None] | None = None,
+) -> None:
+    """Run one build step in the variant's work folder; with ``--sandbox`` under bubblewrap, where only
+    ``writable`` may be written and the kernel folder and the toolchain are read-only."""
+    if job.sandbox:
+        from .sandbox import sandboxed
+
+        tc = job.toolchain
+        python = Path(tc.python)
+        readable = [job.root, python.parent.parent, python.resolve().parent.parent, tc.torch.path, *tc.bin_dirs]
+        if tc.nvcc is not None:
+            readable.append(tc.nvcc.resolve().parent.parent)
+        cmd = sandboxed(cmd, env or dict(os.environ), cwd=job.work, writable=writable, readable=readable)
+        env = {"PATH": os.environ.get("PATH", "")}  # bubblewrap's own; the step gets the allow-list
+    _run_logged(cmd, job.log, cwd=job.work, on_line=on_line, env=env)
 
 
 def _compile(job: _Job, env: dict[str, str], options: BuildOptions, progress: Progress) -> None:
@@ -254,14 +279,19 @@ def _compile(job: _Job, env: dict[str, str], options: BuildOptions, progress: Pr
 
     build_cmd = [job.cmake, "--build", str(job.cmake_dir), "--parallel", str(options.jobs or compile_jobs())]
     progress("compiling", 0.0)
-    _run_logged(build_cmd, job.log, cwd=job.work, on_line=on_line, env=env)
+    _step(job, build_cmd, env, writable=[job.work], on_line=on_line)
 
 
 def _install(job: _Job, final: Path, src_hash: str) -> None:
     """Install the build into a staging folder, complete it (package, metadata.json) and swap it in."""
     variant = job.variant
     with _staging(job.root, variant) as staging:
-        _run_logged([job.cmake, "--install", str(job.cmake_dir), "--prefix", str(staging)], job.log, cwd=job.work)
+        _step(
+            job,
+            [job.cmake, "--install", str(job.cmake_dir), "--prefix", str(staging)],
+            None,
+            writable=[job.work, staging],
+        )
         pkg_dest = _add_package(job.manifest, staging, job.ops, noarch=False)
         for so in pkg_dest.glob("*.so"):
             try:

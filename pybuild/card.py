@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import jinja2
+import yaml
 
 from . import __version__
 from .check import MANYLINUX, CheckReport
@@ -100,6 +101,12 @@ def card_variants(report: CheckReport) -> list[CardVariant]:
     return rows
 
 
+def front_matter(license: str) -> str:
+    """The card's YAML front matter (between its ``---`` lines), written by PyYAML's safe dumper: the
+    license is one scalar however it is spelled, never more keys. The Hub's license ids are lowercase."""
+    return str(yaml.safe_dump({"license": license.lower(), "tags": ["kernels", "pybuild"]}, sort_keys=False))
+
+
 def render_card(
     manifest: Manifest, *, repo_id: str, version: str, report: CheckReport, noncompliant: list[str] | None = None
 ) -> str:
@@ -115,7 +122,7 @@ def render_card(
     text = _env.get_template(TEMPLATE).render(
         name=manifest.name,
         python_name=manifest.python_name,
-        license=manifest.license.lower(),
+        front_matter=front_matter(manifest.license),
         summary=summary or f"The `{manifest.name}` kernel.",
         version=version,
         major=major,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+from collections.abc import Callable
 from pathlib import Path
 
 from . import safeload
@@ -14,21 +15,24 @@ SOURCE_HASH_LEN = 10
 DIGEST_EXCLUDED = ("metadata.json", "metadata.json.sigstore")
 
 
-def source_hash(manifest: Manifest) -> str:
+def source_hash(manifest: Manifest, sha256_of: Callable[[str], bytes] | None = None) -> str:
     """sha256 over every source file's path and bytes (hex). Two kernels differ iff this differs.
 
     A compiled kernel's sources include the farm's shared headers (``<kernel_farm/...>``), which every
     generated project has on its include path: a changed header makes other binaries, so another name.
-    A pure-Python kernel compiles nothing; its hash covers its own files only.
+    A pure-Python kernel compiles nothing; its hash covers its own files only. ``sha256_of(rel)`` gives
+    a source file's sha256 digest where it is known already (publish's manifest); else each file is
+    read in chunks.
     """
+    digest_of = sha256_of or (lambda rel: file_sha256(manifest.root / rel))
     h = hashlib.sha256()
     for rel in manifest.source_files():
         h.update(rel.encode() + b"\0")
-        h.update(hashlib.sha256((manifest.root / rel).read_bytes()).digest())
+        h.update(digest_of(rel))
     if not manifest.noarch:
         for rel, path in shared_headers():
             h.update(f"{SHARED_PREFIX}{rel}".encode() + b"\0")
-            h.update(hashlib.sha256(path.read_bytes()).digest())
+            h.update(file_sha256(path))
     return h.hexdigest()
 
 
@@ -41,7 +45,7 @@ def shared_headers() -> list[tuple[str, Path]]:
     from . import generate  # read at call time: the folder is pybuild's own
 
     root = generate.INCLUDE
-    return sorted((p.relative_to(root).as_posix(), p) for p in safeload.files(root) if p.is_file())
+    return sorted((p.relative_to(root).as_posix(), p) for p in safeload.files(root, follow_links=True) if p.is_file())
 
 
 def ops_name(manifest: Manifest, backend: str, src_hash: str) -> str:
@@ -49,12 +53,17 @@ def ops_name(manifest: Manifest, backend: str, src_hash: str) -> str:
     return f"_{manifest.python_name}_{backend}_{src_hash[:SOURCE_HASH_LEN]}"
 
 
-def file_sha256_b64(path: Path) -> str:
+def file_sha256(path: Path) -> bytes:
+    """The sha256 digest of ``path``, read in chunks."""
     h = hashlib.sha256()
     with path.open("rb") as f:
         for chunk in iter(lambda: f.read(1 << 20), b""):
             h.update(chunk)
-    return base64.b64encode(h.digest()).decode()
+    return h.digest()
+
+
+def file_sha256_b64(path: Path) -> str:
+    return base64.b64encode(file_sha256(path)).decode()
 
 
 def digest_files(variant_dir: Path) -> dict[str, str]:

@@ -40,7 +40,7 @@ from .envplan import (
     plan_env,
 )
 from .errors import ToolchainError
-from .fsutil import cache_root, dir_size, locked
+from .fsutil import cache_root, dir_size, locked, remove_tree, try_locked
 from .host import Toolchain, cuda_toolkit_root, find_nvcc, host_system, nvcc_version, torch_info_at
 from .variants import Variant
 
@@ -219,11 +219,30 @@ def _toolchain(path: Path, plan: EnvPlan) -> Toolchain:
 
 
 def _read_marker(path: Path, plan: EnvPlan) -> dict | None:
+    """The marker of the complete environment ``path`` of ``plan``; None where there is none, it is of
+    another plan or shape, or the environment lost its interpreter (half removed): then it is made again."""
+    data = _marker(path)
+    if data is None or data.get("key") != plan.key or not (path / "bin" / "python").exists():
+        return None
+    return data
+
+
+def _marker(path: Path) -> dict | None:
+    """``path``'s marker if it has the shape this pybuild writes (else None: the environment counts
+    as incomplete, never as a traceback)."""
     try:
         data = json.loads((path / MARKER).read_text())
     except (OSError, ValueError):
         return None
-    return data if isinstance(data, dict) and data.get("key") == plan.key else None
+    if not isinstance(data, dict) or not isinstance(data.get("key"), str):
+        return None
+    plan = data.get("plan")
+    extra = data.get("extra", [])
+    if not isinstance(plan, dict) or not all(isinstance(plan.get(k), str) for k in ("variant", "source")):
+        return None
+    if not isinstance(extra, list) or not all(isinstance(x, str) for x in extra):
+        return None
+    return data
 
 
 def _verify(path: Path, plan: EnvPlan, variant: Variant) -> Toolchain:
@@ -341,12 +360,29 @@ def test_packages() -> tuple[str, ...]:
 
 def list_envs() -> list[tuple[Path, dict, int]]:
     """Every complete environment in the cache: (path, marker, size in bytes)."""
-    root = envs_dir()
     found = []
-    for d in sorted(root.iterdir()) if root.is_dir() else ():
-        try:
-            marker = json.loads((d / MARKER).read_text())
-        except (OSError, ValueError):
-            continue
-        found.append((d, marker, dir_size(d)))
+    for d in env_folders():
+        marker = _marker(d)
+        if marker is not None:
+            found.append((d, marker, dir_size(d)))
     return found
+
+
+def env_folders() -> list[Path]:
+    """Every environment folder in the cache, complete or not."""
+    root = envs_dir()
+    return [d for d in sorted(root.iterdir()) if d.is_dir() and not d.is_symlink()] if root.is_dir() else []
+
+
+def clear_env(path: Path) -> bool:
+    """Remove the environment ``path`` (complete or not) unless a run is making it now (its lock is
+    held): the marker goes first, so a removal cut short leaves an environment no run trusts.
+    Returns whether it was removed."""
+    root = path.parent
+    with try_locked(root / f"{path.name}.lock") as free:
+        if not free:
+            return False
+        (path / MARKER).unlink(missing_ok=True)
+        remove_tree(path)
+        (root / f"{path.name}.log").unlink(missing_ok=True)
+    return True  # the lock file stays: a run waiting on it must lock the same file as the next one

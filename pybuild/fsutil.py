@@ -96,6 +96,22 @@ def remove_tree(path: Path) -> None:
 
 
 @contextlib.contextmanager
+def try_locked(path: Path) -> Iterator[bool]:
+    """Yields whether the exclusive advisory lock on ``path`` was free; if it was, it is held for the
+    block. Never waits."""
+    with path.open("a") as f:
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            yield False
+            return
+        try:
+            yield True
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
+@contextlib.contextmanager
 def locked(path: Path, on_wait: Callable[[], None] | None = None) -> Iterator[None]:
     """An exclusive advisory lock on ``path`` for the duration of the block; ``on_wait`` is called
     first if another holder makes this one wait."""

@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import os
 import tempfile
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
 import jinja2
+import tomlkit
 
 from . import __version__, backends
 from .deps import Pin, pin_for
@@ -33,6 +35,34 @@ _env = jinja2.Environment(
     lstrip_blocks=False,
 )
 _env.tests["compiled"] = lambda path: Path(path).suffix in COMPILED_SUFFIXES
+
+
+def cmake_bracket(value: str) -> str:
+    """``value`` as one CMake bracket argument, ``[==[value]==]``, at the lowest level ``value``
+    cannot close: CMake reads it as literal data, expanding no ``${}``, ``$ENV{}`` or escape in it.
+    A control character (a newline right after the opening bracket would be dropped) is refused:
+    the manifest checks keep them out of every value that reaches CMake."""
+    if any(ord(c) < 32 or ord(c) == 127 for c in value):
+        raise ValueError(f"cmake_bracket: {value!r} holds a control character, which no CMake value here may")
+    level = 0
+    while (value + "]" + "=" * level + "]").find("]" + "=" * level + "]") != len(value):
+        level += 1
+    eq = "=" * level
+    return f"[{eq}[{value}]{eq}]"
+
+
+def cmake_args(values: tuple[str, ...] | list[str]) -> str:
+    """``values`` as bracket arguments separated by spaces (see :func:`cmake_bracket`)."""
+    return " ".join(cmake_bracket(v) for v in values)
+
+
+def toml_value(value: object) -> str:
+    """``value`` as a TOML value written by tomlkit: a string is quoted and escaped, never TOML syntax."""
+    return str(tomlkit.item(value).as_string())
+
+
+_env.filters["cmake"] = cmake_args
+_env.filters["toml"] = toml_value
 
 
 @dataclass(frozen=True)
@@ -176,6 +206,7 @@ def checked_project(manifest: Manifest, spec: ProjectSpec, dest: Path | None = N
     the kernel folder) overwrites no file pybuild did not generate; nothing is written."""
     dest = dest or manifest.root
     files = render_project(manifest, spec)
+    _refuse_linked_folders(dest, files)
     for rel in files:
         target = dest / rel
         if target.exists() and not is_generated(target):
@@ -208,10 +239,25 @@ def write_project(
     return written
 
 
+def _refuse_linked_folders(root: Path, rels: Iterable[str]) -> None:
+    """No folder on the way to a generated file is a symlink: generate and clean write and delete
+    inside the kernel folder only, never through a link to elsewhere."""
+    for rel in rels:
+        for parent in reversed(Path(rel).parents):
+            if parent != Path(".") and (root / parent).is_symlink():
+                msg = (
+                    f"{root / parent}: is a symlink; pybuild writes and removes its generated files "
+                    "(here " + rel + ") only inside the kernel folder: replace the link with a folder"
+                )
+                raise PybuildError(msg)
+
+
 def clean_project(manifest: Manifest) -> list[str]:
     """Remove the files ``generate`` wrote (only those carrying the marker), and the folders that
-    leaves empty. Returns what was removed."""
+    leaves empty. Returns what was removed; refuses, removing nothing, where a folder on the way is a
+    symlink."""
     wanted = generated_paths(manifest)
+    _refuse_linked_folders(manifest.root, wanted)
     return _remove_generated(manifest.root, [*wanted, *(r for r in _stale_headers(manifest.root) if r not in wanted)])
 
 

@@ -12,7 +12,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from .errors import BuildError, ToolchainError
+from .errors import BuildError, PybuildError, ToolchainError
 
 #: Runs a command as the leader of its own process group that dies with pybuild: when pybuild exits or
 #: is killed (even by SIGKILL), the system sends this wrapper SIGTERM (PR_SET_PDEATHSIG), and it kills
@@ -79,6 +79,11 @@ def run_logged(
             cause = next((t.strip() for t in tail[at + 1 :] if t.strip()), "")
             first = f"{first} {cause}"
         step = f"{Path(cmd[0]).name} {cmd[1] if len(cmd) > 1 else ''}"
+        if any("No space left on device" in t for t in tail):  # the disk, not the code: exit 1, as Python's ENOSPC
+            raise PybuildError(
+                f"`{step}` failed: no space left on device (full log: {log}); free space on the file system "
+                f"of {cwd or Path.cwd()} and the build's temporary folder, then build again"
+            )
         msg = f"`{step}` failed (exit {rc}): {first[:300]} (full log: {log})"
         compiler = re.search(r"CMAKE_(CXX|C|CUDA)_COMPILER", "\n".join(tail))
         if compiler and len(cmd) > 1 and cmd[1] == "-S":  # configure could not use a compiler: the toolchain

@@ -183,13 +183,21 @@ def walk(
         # level; callers that need an order sort the result
 
 
-def files(root: Path, error: ErrorType = InputLimitError, max_depth: int = MAX_TREE_DEPTH) -> list[Path]:
-    """The regular files under ``root`` (links to regular files included), sorted; a FIFO, device or
-    socket raises ``error`` naming it."""
+def files(
+    root: Path, error: ErrorType = InputLimitError, max_depth: int = MAX_TREE_DEPTH, follow_links: bool = False
+) -> list[Path]:
+    """The regular files under ``root``, sorted; a FIFO, device or socket raises ``error`` naming it,
+    and so does a symlink (a kernel's files are its own: a link may lead out of the kernel folder)
+    unless ``follow_links`` (pybuild's own files), which takes links to regular files."""
     out = []
     for path, st in walk(root, error, max_depth):
         mode = st.st_mode
         if stat.S_ISLNK(mode):
+            if not follow_links:
+                raise error(
+                    f"{shown(path)}: is a symlink; a kernel's files are its own and a link may lead out of "
+                    "the kernel folder: replace it with a copy of what it points to, or remove it"
+                )
             try:
                 mode = path.stat().st_mode
             except OSError:

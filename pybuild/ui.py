@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import sys
 import threading
 from collections.abc import Callable, Iterator, Sequence
@@ -17,6 +18,17 @@ from rich.table import Table
 # Without a terminal (CI logs, pipes) rich would wrap at 80 columns; tables stay readable at 160.
 err_console = Console(stderr=True, highlight=False, width=None if sys.stderr.isatty() else 160)
 out_console = Console(highlight=False, width=None if sys.stdout.isatty() else 160)
+
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+_CONTROL_BUT_NEWLINE = re.compile(r"[\x00-\x09\x0b-\x1f\x7f-\x9f]")
+
+
+def printable(text: str, newlines: bool = False) -> str:
+    """``text`` with every control character written as an escape (``\\x1b``): a file name from a
+    kernel folder cannot move the cursor, recolour the terminal or forge a line of output."""
+    pattern = _CONTROL_BUT_NEWLINE if newlines else _CONTROL
+    return pattern.sub(lambda m: m[0].encode("unicode_escape").decode("ascii"), text)
 
 
 def human_size(n: int) -> str:
@@ -34,10 +46,18 @@ class Reporter:
     def __init__(self, quiet: bool = False, json_mode: bool = False):
         self.quiet = quiet or json_mode
         self.json_mode = json_mode
+        self.silent = quiet  # -q: not even warnings
 
     def info(self, message: str) -> None:
         if not self.quiet:
-            err_console.print(escape(message))
+            err_console.print(escape(printable(message, newlines=True)))
+
+    def warn(self, message: str) -> None:
+        """One ``warning:`` line on stderr (shown with --json too; only -q silences it)."""
+        if not self.silent:
+            err_console.print(
+                f"[yellow]warning:[/] {escape(printable(message))}", markup=True, highlight=False, soft_wrap=True
+            )
 
     @contextmanager
     def task(self, label: str) -> Iterator[Callable[[str, float | None], None]]:
@@ -62,7 +82,7 @@ class Reporter:
                     with lock:
                         if not self.quiet and (not last or last[-1] != step):
                             last.append(step)
-                            err_console.print(escape(f"  {label}: {message}"))
+                            err_console.print(escape(printable(f"  {label}: {message}")))
 
                 return update
 
@@ -83,7 +103,7 @@ class Reporter:
                 def update(message: str, fraction: float | None) -> None:
                     progress.update(
                         task_id,
-                        description=escape(f"{label}: {message}"),
+                        description=escape(printable(f"{label}: {message}")),
                         total=None if fraction is None else 1.0,
                         completed=fraction or 0.0,
                     )
@@ -98,17 +118,19 @@ class Reporter:
             return
         if self.quiet:
             return
-        table = Table(title=title, title_justify="left")
+        table = Table(title=escape(printable(title)), title_justify="left")
         for c in columns:
             table.add_column(c)
         for r in rows:
-            table.add_row(*(escape(str(x)) for x in r))
+            table.add_row(*(escape(printable(str(x))) for x in r))
         out_console.print(table)
 
 
 def warning(message: str) -> None:
-    err_console.print(f"[bold yellow]warning:[/] {escape(message)}", markup=True, highlight=False, soft_wrap=True)
+    err_console.print(
+        f"[bold yellow]warning:[/] {escape(printable(message))}", markup=True, highlight=False, soft_wrap=True
+    )
 
 
 def error(message: str) -> None:
-    err_console.print(f"[bold red]error:[/] {escape(message)}", markup=True, highlight=False, soft_wrap=True)
+    err_console.print(f"[bold red]error:[/] {escape(printable(message))}", markup=True, highlight=False, soft_wrap=True)

@@ -28,7 +28,7 @@ from packaging.tags import Tag
 from packaging.utils import canonicalize_name
 from wheel.wheelfile import WheelFile
 
-from . import __version__
+from . import __version__, safeload
 from .check import MACOS, MANYLINUX, PYTHON_ABI
 from .digest import digest_mismatches
 from .errors import PybuildError, UsageError
@@ -104,7 +104,7 @@ def platform_tag(variant: Variant, extensions: list[Path]) -> str:
 
 
 def _extensions(pkg: Path) -> list[Path]:
-    return sorted(p for p in pkg.rglob("*") if p.is_file() and p.suffix in (".so", ".dylib", ".pyd"))
+    return [p for p in safeload.files(pkg, PybuildError) if p.suffix in (".so", ".dylib", ".pyd")]
 
 
 def _summary(pkg: Path) -> str:
@@ -261,11 +261,10 @@ def wheel_entries(spec: WheelSpec, pkg: Path, variant_dir: Path) -> list[tuple[s
     """``(archive path, bytes, executable)`` of every file but RECORD (which the writer adds last)."""
     top = re.sub(r"[-.]+", "_", spec.name)
     entries: list[tuple[str, bytes, bool]] = []
-    for p in sorted(pkg.rglob("*")):
+    for p in safeload.files(pkg, PybuildError):  # a symlink or special file is refused by name
         rel = p.relative_to(pkg)
         if (
-            not p.is_file()
-            or "__pycache__" in rel.parts
+            "__pycache__" in rel.parts
             or p.suffix == ".pyc"
             or (pkg == variant_dir and rel.as_posix() in (METADATA, f"{METADATA}.sigstore"))
         ):

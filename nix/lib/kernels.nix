@@ -15,7 +15,7 @@ let
     sort
     variantName
     ;
-  inherit (builtins) fromTOML hashString toJSON;
+  inherit (builtins) fromTOML hashString removeAttrs toJSON;
   lockCommand = "python -m pybuild lock";
   # pybuild's RULES_VERSION (pybuild/manifest/lock.py); a test keeps the two equal.
   lockRules = 1;
@@ -33,9 +33,13 @@ let
       throw "readKernel: ${toString (lockPath dir)}: has merge-conflict markers; run `${lockCommand} ${toString dir}` to write it again and commit the file"
     else
       fromJSON text;
+  # Written from this build.toml by these rules, and not edited since: its content hash covers
+  # everything else it says (name, backends, variants), so a hand-edited lock is stale.
   lockFitsKernel =
     dir: lock:
-    lock."build-toml-json-sha256" or null == lib.buildTomlHash dir && lock."rules-sha256" or null == lib.lockRulesHash;
+    lock."build-toml-json-sha256" or null == lib.buildTomlHash dir
+    && lock."rules-sha256" or null == lib.lockRulesHash
+    && lock."content-sha256" or null == hashString "sha256" (toJSON (removeAttrs lock [ "content-sha256" ]));
   kernelOfLock = dir: lock: {
     inherit dir lock;
     inherit (lock) name framework backends;
@@ -50,8 +54,9 @@ in
     any edition pybuild reads. pybuild alone decides which variants a kernel builds (backends,
     `[torch]` and `[general.cuda]` bounds, stable ABI, tvm-ffi) and writes the result there; this
     reads it, after checking that it was written from this very `build.toml` (`buildTomlHash`) by
-    these rules (`lockRulesHash`). Asked for, a missing or stale lock is refused in one line that
-    names the command to run; `lockedWith` (as `genFlakeOutputs` uses it) computes it instead.
+    these rules (`lockRulesHash`), and not edited since (`content-sha256`). Asked for, a missing or
+    stale lock is refused in one line that names the command to run; `lockedWith` (as `genFlakeOutputs`
+    uses it) computes it instead.
     `storedLock` is the committed lock as it is, or null.
 
     # Inputs
@@ -83,7 +88,7 @@ in
         else if stored == null then
           throw "readKernel: ${file}: no variants.lock.json beside it; run `${lockCommand} ${toString dir}` and commit the file (or evaluate it with genFlakeOutputs, which computes it)"
         else if !(lockFitsKernel dir stored) then
-          throw "readKernel: ${file}: variants.lock.json was written from another build.toml or by other pybuild rules; run `${lockCommand} ${toString dir}` and commit the file"
+          throw "readKernel: ${file}: variants.lock.json was written from another build.toml or by other pybuild rules, or edited since; run `${lockCommand} ${toString dir}` and commit the file"
         else
           stored;
     in

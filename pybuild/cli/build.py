@@ -66,6 +66,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "with --all/--variant, the total of all builds at once)",
     )
     p.add_argument("-k", "--keep-going", action="store_true", help="build the other kernels after a failure")
+    p.add_argument(
+        "--sandbox",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="run configure, compile and install under bubblewrap: no network, an empty HOME, no environment "
+        "but an allow-list, the kernel read-only, only its work and staging folders writable "
+        "(default: on where PYBUILD_SANDBOX=1, as CI sets it for pull requests)",
+    )
     add_variants_flag(p)
     add_output_flags(p)
 
@@ -74,13 +82,18 @@ def run(args: argparse.Namespace) -> int:
     from ..build import BuildOptions
     from ..host import kernel_host_variants
     from ..manifest import check_cuda_archs
+    from ..sandbox import bwrap
+    from ..sandbox import default_on as default_sandbox
 
     _check_selection(args)
     rep = Reporter(quiet=args.quiet, json_mode=args.json)
     matrix = load_matrix(args)
     manifests = load_manifests(args.kernel_dirs, quiet=args.quiet)  # validate all before building
     archs = check_cuda_archs(args.cuda_archs, "--cuda-archs") if args.cuda_archs is not None else None
-    options = BuildOptions(cuda_archs=archs, force=args.force, jobs=args.jobs)
+    sandbox = args.sandbox if args.sandbox is not None else default_sandbox()
+    if sandbox:
+        bwrap()  # a missing bubblewrap is named before any work
+    options = BuildOptions(cuda_archs=archs, force=args.force, jobs=args.jobs, sandbox=sandbox)
     planned = {m.root: kernel_host_variants(m) for m in manifests}
     # --all and --variant names beyond this Python's torch build in per-variant environments; every
     # name is checked, and every environment planned, before any build starts

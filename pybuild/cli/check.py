@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..ui import Reporter, out_console
+from ..ui import Reporter, out_console, printable
 from .common import add_output_flags, add_variants_flag, kernel_dirs, load_matrix
 
 if TYPE_CHECKING:
@@ -75,7 +75,8 @@ def print_check(rep: Reporter, report: CheckReport) -> None:
     rep.table(f"check {report.kernel} ({report.build_dir})", ["variant", "check", "result", "detail"], rows)
     for r in report.results:
         if r.check == "variants" and r.data.get("missing") and not rep.quiet:
+            missing = ", ".join(r.data["missing"])
             out_console.print(
-                f"missing variants of {report.kernel} ({len(r.data['missing'])}): {', '.join(r.data['missing'])}",
+                printable(f"missing variants of {report.kernel} ({len(r.data['missing'])}): {missing}"),
                 markup=False,
             )

@@ -51,6 +51,8 @@ def run(args: argparse.Namespace) -> int:
                 "warnings": list(m.warnings),
             }
         )
+        if m.license_warning:
+            rep.warn(m.license_warning)
         built = f"{len(variants)} variant{'' if len(variants) == 1 else 's'}"
         rep.info(
             f"{m.path}: ok ({edition_label(m.edition)}, {m.framework}, backends {', '.join(m.backends)}; {built}){note}"

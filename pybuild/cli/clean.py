@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
+from collections.abc import Iterator
+from pathlib import Path
 
 from ..ui import Reporter
 from .common import add_kernel_dirs, add_output_flags, kernel_dirs
@@ -19,8 +22,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    import shutil
-
     from ..build import BUILD_DIR, WORK_DIR
     from ..generate import clean_project
     from ..manifest import load_manifest
@@ -33,13 +34,46 @@ def run(args: argparse.Namespace) -> int:
         for rel in removed:
             rep.info(f"  removed {d / rel}")
         if args.build:
-            for extra in (BUILD_DIR, WORK_DIR):
-                if (d / extra).is_dir():
-                    shutil.rmtree(d / extra)
-                    rep.info(f"  removed {d / extra}/")
+            with _no_build_running(d):
+                for extra in (BUILD_DIR, WORK_DIR):
+                    _remove_outputs(d / extra, rep)
             if (d / "compile_commands.json").is_file():
                 (d / "compile_commands.json").unlink()
                 rep.info(f"  removed {d / 'compile_commands.json'}")
         if not removed and not args.build:
             rep.info(f"  {d}: nothing to clean")
     return 0
+
+
+@contextlib.contextmanager
+def _no_build_running(kernel: Path) -> Iterator[None]:
+    """Hold the lock of every variant that has one (``.pybuild/<variant>.lock``) while the build
+    outputs are removed; a variant whose lock a running build holds stops the command, removing nothing."""
+    from ..errors import PybuildError
+    from ..fsutil import try_locked
+
+    with contextlib.ExitStack() as stack:
+        work = kernel / ".pybuild"
+        for lock in sorted(work.glob("*.lock")) if work.is_dir() and not work.is_symlink() else ():
+            if not stack.enter_context(try_locked(lock)):
+                raise PybuildError(
+                    f"{kernel}: a build of {lock.stem} is running (it holds {lock}); wait for it to finish, "
+                    "then clean --build"
+                )
+        yield
+
+
+def _remove_outputs(folder: Path, rep: Reporter) -> None:
+    """Remove ``folder`` (build/ or .pybuild/); a symlinked one (build/ on tmpfs or another disk) keeps
+    its link and loses what it holds."""
+    from ..fsutil import remove_tree
+
+    if folder.is_symlink():
+        if folder.is_dir():
+            for child in sorted(folder.iterdir()):
+                remove_tree(child)
+            rep.info(f"  emptied {folder}/ (a symlink, kept)")
+        return
+    if folder.is_dir():
+        remove_tree(folder)
+        rep.info(f"  removed {folder}/")

@@ -22,17 +22,17 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """List (or remove) the per-variant environments in the cache."""
-    import shutil
-
-    from ..envs import envs_dir, list_envs
+    from ..envs import clear_env, env_folders, envs_dir, list_envs
 
     rep = Reporter(quiet=args.quiet, json_mode=args.json)
-    found = list_envs()
-    if args.clear:
-        for path, _, _ in found:
-            shutil.rmtree(path)
-            rep.info(f"removed {path}")
+    if args.clear:  # complete or not; one a run is making now is left to it
+        for path in env_folders():
+            if clear_env(path):
+                rep.info(f"removed {path}")
+            else:
+                rep.warn(f"{path}: kept, a run is making it now; clear again when it is done")
         return 0
+    found = list_envs()
     rows = [
         (m["plan"]["variant"], m.get("torch", "?"), m.get("nvcc") or "-", m["plan"]["source"], str(p))
         for p, m, _ in found

@@ -26,8 +26,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Rewrite older-edition build.toml files as the current edition (diff shown; --check for CI)."""
-    from ..generate import write_atomic
-    from ..manifest.migrate import migrate_text
+    from ..manifest.migrate import migrate_text, write_migrations
 
     rep = Reporter(quiet=args.quiet)
     migrations = []
@@ -51,7 +50,7 @@ def run(args: argparse.Namespace) -> int:
                 f"{', '.join(str(m.path) for m in pending)}; run `python -m pybuild migrate` on them"
             )
         return 0
+    write_migrations(pending)  # all or nothing
     for m in pending:
-        write_atomic(m.path, m.new)
         rep.info(f"{m.path}: migrated to edition 5 (was {m.edition})")
     return 0

@@ -7,7 +7,7 @@ import json
 from typing import TYPE_CHECKING
 
 from ..errors import UsageError
-from ..ui import Reporter, human_size
+from ..ui import Reporter, human_size, printable
 from .check import print_check
 from .common import add_output_flags, add_variants_flag, int_at_least, load_manifests, load_matrix
 
@@ -103,6 +103,9 @@ def _warnings(manifest: Manifest, plan: ReleasePlan, quiet: bool) -> None:
             markup=False,
             soft_wrap=True,
         )
+    if manifest.license_warning and not quiet:
+        line = f"warning: {printable(manifest.license_warning)}"
+        err_console.print(line, style="yellow", highlight=False, markup=False, soft_wrap=True)
     if plan.noncompliant:  # loud on purpose, even with -q
         err_console.print(
             f"[bold yellow]WARNING: publishing a NON-COMPLIANT build of {plan.kernel} "
@@ -110,7 +113,7 @@ def _warnings(manifest: Manifest, plan: ReleasePlan, quiet: bool) -> None:
             highlight=False,
         )
         for line in plan.noncompliant:
-            err_console.print(f"  - {line}", style="yellow", highlight=False, markup=False)
+            err_console.print(f"  - {printable(line)}", style="yellow", highlight=False, markup=False)
 
 
 def _dry_run(plan: ReleasePlan, json_mode: bool) -> int:

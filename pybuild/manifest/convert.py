@@ -20,7 +20,39 @@ from .reader import COMPILED_SUFFIXES, Reader
 
 KERNEL_SECTION_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*$", re.ASCII)
 PYEXT_RE = re.compile(r"^[A-Za-z0-9_]+(\.[A-Za-z0-9_]+)*$", re.ASCII)
-_REPO_ID_RE = re.compile(r"[A-Za-z0-9][-A-Za-z0-9_.]*/[A-Za-z0-9][-A-Za-z0-9_.]*")
+REPO_ID_RE = re.compile(r"[A-Za-z0-9][-A-Za-z0-9_.]*/[A-Za-z0-9][-A-Za-z0-9_.]*", re.ASCII)
+#: A git revision as a build.toml may name it: a branch, tag or commit, never an option or a range.
+REVISION_RE = re.compile(r"[A-Za-z0-9_][-A-Za-z0-9_./]*", re.ASCII)
+
+
+def is_repo_id(value: str) -> bool:
+    """An ``org/name`` the Hub takes: letters, digits, '-', '_', '.'; no '..' or '--', not ending in
+    '.', '-' or '.git' (the rule `publish --repo-id` applies too)."""
+    return (
+        REPO_ID_RE.fullmatch(value) is not None
+        and ".." not in value
+        and "--" not in value
+        and not value.endswith((".git", ".", "-"))
+    )
+
+
+def _kernel_depends(general: Reader) -> tuple[tuple[str, int | str], ...]:
+    """[general] kernel-depends as (repo id, version or revision), each repo id and revision checked."""
+    out: list[tuple[str, int | str]] = []
+    for dep in general.table.get("kernel-depends", ()):
+        repo_id, version = dep["repo-id"], dep.get("version", dep.get("revision"))
+        if not is_repo_id(repo_id):
+            general.fail(
+                f'`repo-id` {repo_id!r} in [general] kernel-depends is not a Hub repo id; use "org/name", '
+                'e.g. "kernels-community/activation"'
+            )
+        if isinstance(version, str) and (not REVISION_RE.fullmatch(version) or ".." in version):
+            general.fail(
+                f"`revision` {version!r} of {repo_id!r} in [general] kernel-depends is not a branch, tag or "
+                'commit; name one, e.g. revision = "v1.2.0" or a commit hash'
+            )
+        out.append((repo_id, version))
+    return tuple(out)
 
 
 def farm_depends_fix(dep: str) -> str:
@@ -88,7 +120,7 @@ def general_fields(path: Path, data: dict[str, Any], schema: Schema) -> dict[str
     if cuda_min and cuda_max and cuda_min > cuda_max:
         cuda.fail(f"`minver` {cuda_min} is above `maxver` {cuda_max} in [general.cuda]; no CUDA toolkit is left")
     repo_id = hub.get("repo-id", str)
-    if repo_id is not None and not _REPO_ID_RE.fullmatch(repo_id):
+    if repo_id is not None and not is_repo_id(repo_id):
         hub.fail(f'`repo-id` in [general.hub] is {repo_id!r}; use "org/name", e.g. "kernels-community/{name}"')
     return dict(
         name=name,
@@ -105,9 +137,7 @@ def general_fields(path: Path, data: dict[str, Any], schema: Schema) -> dict[str
         cuda_minver=cuda_min,
         cuda_maxver=cuda_max,
         backend_python_depends=per_backend,
-        kernel_depends=tuple(
-            (d["repo-id"], d.get("version", d.get("revision"))) for d in general.table.get("kernel-depends", ())
-        ),
+        kernel_depends=_kernel_depends(general),
     )
 
 
@@ -207,4 +237,4 @@ def unknown_capabilities(reader: Reader, caps: tuple[str, ...]) -> None:
             )
 
 
-__all__ = ["COMPILED_SUFFIXES", "Manifest", "farm_depends_fix", "general_fields", "kernel_section"]
+__all__ = ["COMPILED_SUFFIXES", "Manifest", "farm_depends_fix", "general_fields", "is_repo_id", "kernel_section"]

@@ -51,14 +51,13 @@ class KernelSpec:
     cxx_flags: tuple[str, ...] = key("cxx-flags", "str_list", language="CXX,OBJCXX", doc="flags for its C++ sources")
 
     @property
-    def compile_options(self) -> tuple[tuple[str, str], ...]:
-        """(CMake languages, flag) for every flag key of this type (fields declared with ``language``),
-        in declaration order: what the generated project passes per source language."""
+    def compile_options(self) -> tuple[tuple[str, tuple[str, ...]], ...]:
+        """(CMake languages, flags) for every flag key of this type that lists flags (fields declared
+        with ``language``), in declaration order: what the generated project passes per source language."""
         return tuple(
-            (f.metadata["language"], flag)
+            (f.metadata["language"], getattr(self, f.name))
             for f in dataclasses.fields(self)
-            if "language" in f.metadata
-            for flag in getattr(self, f.name)
+            if "language" in f.metadata and getattr(self, f.name)
         )
 
     @property
@@ -84,6 +83,8 @@ class KernelSpec:
                 values[f.name] = reader.version(toml, f.metadata.get("example", "2.12"))
             elif path:
                 values[f.name] = reader.paths(root, toml, must_be_dir=path == "dir", suffixes=cls.own_suffixes)
+            elif "language" in f.metadata:
+                values[f.name] = reader.flags(toml)
             else:
                 values[f.name] = reader.str_list(toml)
         spec = cls(name=name, **values)

@@ -67,7 +67,7 @@ def _torch_fields(path: Path, data: dict[str, Any], framework: str, general: dic
         torch_minver=minver,
         torch_maxver=maxver,
         torch_pyext=pyext(torch),
-        torch_cxx_flags=torch.str_list("cxx-flags"),
+        torch_cxx_flags=torch.flags("cxx-flags"),
         stable_abi=stable_abi(torch, backends) if framework == "torch" else (),
         noarch_cuda_capabilities=caps,
         noarch_rocm_archs=noarch_list(torch, "rocm_archs") if noarch else (),
@@ -151,6 +151,10 @@ def _check_python_depends(manifest: Manifest) -> None:
 def parse_manifest(text: str, path: Path) -> Manifest:
     """Parse ``build.toml`` text of any edition the farm reads. ``path`` locates the kernel folder for
     the file checks."""
+    if text.startswith("\ufeff"):
+        raise ManifestError(
+            f"{path}: starts with a UTF-8 byte-order mark, which TOML does not allow; save it without one"
+        )
     try:
         data = safeload.loads_toml(text, str(path), ManifestError)
     except tomllib.TOMLDecodeError as e:

@@ -11,7 +11,10 @@ instead of computing it again. The file records what decided it, in forms Nix co
 - ``matrix-sha256`` (compiled kernels only): the sha256 of the matrix's variant names, sorted, one a
   line, so a reformatted ``variants.json`` does not count but a new variant does;
 - ``rules-sha256``: the sha256 of ``{"backends": <the backends of backends.json>, "rules": RULES_VERSION}`` as
-  canonical JSON, so a lock written by other acceptance rules is stale.
+  canonical JSON, so a lock written by other acceptance rules is stale;
+- ``content-sha256``: the sha256 of the lock itself without this key, as canonical JSON (Nix:
+  ``toJSON (removeAttrs lock [ "content-sha256" ])``), so a lock edited by hand (a renamed kernel,
+  dropped variants) whose other hashes were left alone is stale too.
 
 Nix reads a fresh lock as it is; a missing or stale one it computes with this command by
 import-from-derivation (``lockedWith``). A test keeps the committed locks fresh.
@@ -98,7 +101,7 @@ def lock_document(manifest: Manifest, matrix: Matrix) -> dict[str, Any]:
             if v.tvm_ffi:
                 entry["tvm-ffi"] = v.torch
             variants.append(entry)
-    return {
+    doc: dict[str, Any] = {
         "written-by": COMMAND,
         "build-toml-json-sha256": build_toml_hash(manifest.path),
         **({} if manifest.noarch else {"matrix-sha256": matrix_hash(matrix)}),
@@ -108,6 +111,15 @@ def lock_document(manifest: Manifest, matrix: Matrix) -> dict[str, Any]:
         "backends": list(manifest.backends),
         "variants": variants,
     }
+    return {**doc, CONTENT_KEY: content_hash(doc)}
+
+
+CONTENT_KEY = "content-sha256"
+
+
+def content_hash(doc: dict[str, Any]) -> str:
+    """The lock's own content without its ``content-sha256`` (Nix: ``toJSON (removeAttrs lock [...])``)."""
+    return _sha256(canonical_json({k: v for k, v in doc.items() if k != CONTENT_KEY}))
 
 
 def lock_text(manifest: Manifest, matrix: Matrix) -> str:

@@ -9,7 +9,11 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import os
+import re
+import stat
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -74,7 +78,7 @@ def migrate_text(text: str, path: Path) -> Migration:
                     f"edition {CURRENT_EDITION}; {farm_depends_fix(d)}, then migrate"
                 )
     doc = tomlkit.parse(text)
-    general = _as_table(doc, "general")
+    general = _as_table(doc, "general", path)
     if "license" not in general:
         raise ManifestError(
             f"{path}: edition {CURRENT_EDITION} requires `license` in [general]; add the kernel's "
@@ -104,6 +108,8 @@ def migrate_text(text: str, path: Path) -> Migration:
             elif "torch" not in table["depends"]:
                 table["depends"].insert(0, "torch")
     new_text = tomlkit.dumps(doc)
+    if "\r\n" in text:  # tomlkit writes the lines it adds with "\n": keep the file's own line ends
+        new_text = re.sub(r"\r?\n", "\r\n", new_text)
     new = parse_manifest(new_text, path)
     if _comparable(new) != _comparable(old):
         diff = [
@@ -118,14 +124,14 @@ def migrate_text(text: str, path: Path) -> Migration:
     return Migration(path, text, new_text, edition)
 
 
-def _as_table(doc: Any, key: str) -> Table:
+def _as_table(doc: Any, key: str, path: Path) -> Table:
     """``doc[key]`` as a ``[key]`` table: an inline table (``general = { name = "x" }``) is rewritten as one."""
     value = doc[key]
     if isinstance(value, Table):
         return value
     if not isinstance(value, InlineTable):  # the manifest parsed, so [general] is a table of some kind
         raise ManifestError(
-            f"`{key}` is written in a form migrate cannot rewrite; write it as a [{key}] table, then migrate"
+            f"{path}: `{key}` is written in a form migrate cannot rewrite; write it as a [{key}] table, then migrate"
         )
     table = tomlkit.table()
     for k, v in value.items():
@@ -170,3 +176,40 @@ def _array(items: Any) -> Any:
     arr = tomlkit.array()
     arr.extend(items)
     return arr
+
+
+def write_migrations(migrations: list[Migration]) -> None:
+    """Write every migrated build.toml, all or nothing: each new text first goes to a temporary file
+    in its kernel's ``.pybuild/`` (the same file system; a kill leaves nothing beside build.toml),
+    with the old file's permissions; only when all are written are they renamed over the old files.
+    A symlinked build.toml is refused: migrate rewrites the kernel's own file, never a link's target."""
+    staged: list[tuple[Path, Path]] = []
+    current = migrations[0].path if migrations else Path("build.toml")
+    try:
+        for m in migrations:
+            current = m.path
+            st = m.path.lstat()
+            if stat.S_ISLNK(st.st_mode):
+                raise ManifestError(
+                    f"{m.path}: is a symlink; migrate rewrites a kernel's own build.toml: run it where the "
+                    "file itself lies, or replace the link with a copy"
+                )
+            work = m.path.parent / ".pybuild"
+            work.mkdir(exist_ok=True)
+            fd, name = tempfile.mkstemp(dir=work, prefix="migrate.build.toml.")
+            staged.append((Path(name), m.path))
+            with os.fdopen(fd, "wb") as f:
+                f.write(m.new.encode("utf-8"))
+                f.flush()
+                os.fsync(f.fileno())
+            os.chmod(name, stat.S_IMODE(st.st_mode))
+    except OSError as e:
+        for staged_file, _ in staged:
+            staged_file.unlink(missing_ok=True)
+        raise ManifestError(f"{current}: cannot be rewritten ({e.strerror}); nothing was migrated") from None
+    except BaseException:
+        for staged_file, _ in staged:
+            staged_file.unlink(missing_ok=True)
+        raise
+    for staged_file, path in staged:
+        os.replace(staged_file, path)

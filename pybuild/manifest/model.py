@@ -8,6 +8,8 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from packaging.licenses import InvalidLicenseExpression, canonicalize_license_expression
+
 from .. import backends as registry
 from .. import safeload
 from ..variants import (
@@ -68,6 +70,19 @@ class Manifest:
     noarch_rocm_archs: tuple[str, ...] = ()
     #: what the manifest asks for that upstream accepts but that is doubtful: one line each, to print
     warnings: tuple[str, ...] = field(default=(), compare=False)
+
+    @property
+    def license_warning(self) -> str | None:
+        """Why `license` is not an SPDX expression (upstream takes any string, so this is a warning);
+        None if it is one."""
+        try:
+            canonicalize_license_expression(self.license)
+        except InvalidLicenseExpression:
+            return (
+                f"{self.path}: `license` in [general] is {self.license!r}, not an SPDX license expression; "
+                'it is published as given. Use an SPDX identifier, e.g. license = "Apache-2.0" or "MIT"'
+            )
+        return None
 
     @property
     def root(self) -> Path:
@@ -182,8 +197,9 @@ class Manifest:
         """The folder of the Python package's parent: ``torch-ext`` (``tvm-ffi-ext`` for tvm-ffi)."""
         return "tvm-ffi-ext" if self.framework == "tvm-ffi" else "torch-ext"
 
-    def source_files(self) -> list[str]:
-        """Every file whose content defines a build (relative to the kernel folder), sorted."""
+    def source_files(self, error: safeload.ErrorType = safeload.InputLimitError) -> list[str]:
+        """Every file whose content defines a build (relative to the kernel folder), sorted. A symlink
+        or special file in an include folder or the package raises ``error`` naming it."""
         files = {"build.toml", *self.torch_src}
         for k in self.kernels:
             files.update(k.src)
@@ -191,25 +207,21 @@ class Manifest:
         for inc in (*self.torch_include, *(i for k in self.kernels for i in k.include)):
             base = root / inc
             if base.is_dir():
-                files.update(str(p.relative_to(root)) for p in safeload.files(base) if p.is_file())
-        files.update(f"{self.package_dir}/{self.python_name}/{rel}" for rel in self.package_files())
+                files.update(str(p.relative_to(root)) for p in safeload.files(base, error))
+        files.update(f"{self.package_dir}/{self.python_name}/{rel}" for rel in self.package_files(error))
         return sorted(files)
 
-    def package_files(self) -> list[str]:
+    def package_files(self, error: safeload.ErrorType = safeload.InputLimitError) -> list[str]:
         """The files of ``torch-ext/<name>/`` a variant ships (relative to that folder, sorted): those
-        whose extension [torch] `pyext` lists, without caches, built extensions and the generated _ops.py."""
+        whose extension [torch] `pyext` lists, without caches, built extensions and the generated _ops.py.
+        A symlink or special file in the package raises ``error`` naming it (never followed)."""
         pkg = self.root / self.package_dir / self.python_name
         if not pkg.is_dir():
             return []
         found = []
-        for p in safeload.files(pkg):
+        for p in safeload.files(pkg, error):
             rel = p.relative_to(pkg)
-            if (
-                not p.is_file()
-                or "__pycache__" in rel.parts
-                or rel.as_posix() == "_ops.py"
-                or p.name.endswith(BUILT_SUFFIXES)
-            ):
+            if "__pycache__" in rel.parts or rel.as_posix() == "_ops.py" or p.name.endswith(BUILT_SUFFIXES):
                 continue
             if any(p.name.endswith("." + ext) for ext in self.torch_pyext):
                 found.append(rel.as_posix())

@@ -12,6 +12,12 @@ from .schema import did_you_mean
 SOURCE_SUFFIXES = {".c", ".cc", ".cpp", ".cxx", ".cu", ".h", ".hh", ".hpp", ".cuh", ".inc", ".metal", ".mm"}
 COMPILED_SUFFIXES = {".c", ".cc", ".cpp", ".cxx", ".cu", ".mm", ".metal"}
 
+#: Folders of a kernel that pybuild writes: never a source or include folder.
+OUTPUT_DIRS = ("build", ".pybuild")
+#: Characters a path in build.toml may not hold: CMake's list separator and bracket nesting, its
+#: variable and generator-expression sigil, and the shell's quoting, expansion and globbing.
+PATH_METACHARACTERS = ";$`\\\"'[]<>*?|&"
+
 #: How a type reads in an error message ("must be an integer", not "must be a int").
 _KIND_NAMES = {
     int: "an integer (e.g. 1)",
@@ -86,13 +92,29 @@ class Reader:
         """``rel`` (a value of ``key``) names a source file (or an include folder) inside ``root``; a
         source file has one of :data:`SOURCE_SUFFIXES` or of ``suffixes`` (a backend's own, like ``.hip``)."""
         where = self.where(key)
-        if "\0" in rel or any(ord(c) < 32 for c in rel):
+        if "\0" in rel or any(ord(c) < 32 or ord(c) == 127 for c in rel):
             self.fail(f"{where}: path {rel!r} contains a control character; name the file plainly")
+        bad = sorted({c for c in rel if c in PATH_METACHARACTERS})
+        if bad:
+            self.fail(
+                f"{where}: path {rel!r} contains {' '.join(repr(c) for c in bad)}, which CMake or a shell "
+                "would read as a list or an expansion; rename the file with letters, digits, '.', '_', '-' and '/'"
+            )
         p = Path(rel)
         if p.is_absolute():
             self.fail(f"{where}: path {rel!r} is absolute; use a path relative to the kernel folder")
         if ".." in p.parts:
             self.fail(f"{where}: path {rel!r} escapes the kernel folder; keep sources inside it")
+        if not p.parts:
+            self.fail(
+                f"{where}: path {rel!r} is the kernel folder itself, which holds build/ and .pybuild/; "
+                'name the folder that holds the headers, e.g. "csrc"'
+            )
+        if p.parts[0] in OUTPUT_DIRS:
+            self.fail(
+                f"{where}: path {rel!r} lies in {p.parts[0]}/, which the build writes; keep sources "
+                "elsewhere in the kernel folder"
+            )
         full = root / p
         try:
             full.resolve().relative_to(root.resolve())
@@ -110,6 +132,16 @@ class Reader:
         if p.suffix not in allowed:
             self.fail(f"{where}: {rel!r} is not a C/C++/CUDA source or header ({', '.join(sorted(allowed))})")
 
+    def flags(self, key: str) -> tuple[str, ...]:
+        """A list of compiler flags under ``key``: each reaches the compiler as exactly one argument,
+        so what CMake would split or evaluate is refused (see :data:`FLAG_RULE`)."""
+        values = self.str_list(key)
+        for flag in values:
+            problem = flag_problem(flag)
+            if problem:
+                self.fail(f"{self.where(key)}: flag {flag!r} {problem}; write each flag as one plain argument")
+        return values
+
     def paths(
         self, root: Path, key: str, must_be_dir: bool = False, suffixes: frozenset[str] = frozenset()
     ) -> tuple[str, ...]:
@@ -118,3 +150,19 @@ class Reader:
         for rel in values:
             self.path_key(root, key, rel, must_be_dir, suffixes)
         return values
+
+
+def flag_problem(flag: str) -> str | None:
+    """Why CMake could not pass ``flag`` to a compiler as one literal argument; None if it can."""
+    if not flag:
+        return "is empty (CMake would pass nothing)"
+    if any(ord(c) < 32 or ord(c) == 127 for c in flag):
+        return "contains a control character"
+    for text, why in ((";", "CMake's list separator"), ("$<", "a CMake generator expression")):
+        if text in flag:
+            return f"contains {text!r} ({why})"
+    if "[" in flag or "]" in flag:
+        return "contains a square bracket (CMake joins list elements between brackets)"
+    if flag.endswith("\\"):
+        return "ends in a backslash (CMake would join it to the next flag)"
+    return None

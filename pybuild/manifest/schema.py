@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import re
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -100,13 +101,20 @@ _EXAMPLES = {
 }
 
 
+_SCP_HOST_RE = re.compile(r"([A-Za-z0-9_][-A-Za-z0-9_.]*@)?[A-Za-z0-9][-A-Za-z0-9.]*", re.ASCII)
+
+
 def _git_url_ok(value: str) -> bool:
-    """A URL `git clone` takes: one of upstream's schemes, or scp-like `host:path` (upstream's GitUrl)."""
+    """A URL `git clone` takes: one of upstream's schemes, or scp-like `host:path` (upstream's GitUrl);
+    never one that git would read as an option (`-oProxyCommand=...`) or with a space or control
+    character in it."""
+    if value.startswith("-") or any(c.isspace() or ord(c) < 32 or ord(c) == 127 for c in value):
+        return False
     scheme, sep, rest = value.partition("://")
     if sep:
-        return scheme in _GIT_SCHEMES and bool(rest)
+        return scheme in _GIT_SCHEMES and bool(rest) and not rest.startswith("-")
     host, sep, path = value.partition(":")
-    return bool(sep and host and path and not path.startswith("/") and " " not in value)
+    return bool(sep and _SCP_HOST_RE.fullmatch(host) and path and not path.startswith(("/", "-")))
 
 
 def _kernel_dep_ok(dep: Any) -> bool:

@@ -38,7 +38,6 @@ from .hub import (
 )
 from .plan import (
     CARD,
-    REPO_ID_RE,
     VERSION_RE,
     ReleaseFile,
     ReleasePlan,
@@ -58,7 +57,6 @@ __all__ = [
     "DEFAULT_RETRIES",
     "HUB_MANAGED",
     "MIN_HUB_CLIENT",
-    "REPO_ID_RE",
     "VERSION_RE",
     "Hub",
     "PublishResult",

@@ -6,6 +6,7 @@ kernel card, ``build/``); nothing reached through a symlink, nothing generated o
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import os
 import re
@@ -16,13 +17,16 @@ from pathlib import Path
 
 from .. import safeload
 from ..check import CheckReport
+from ..digest import DIGEST_EXCLUDED, source_hash
 from ..errors import PublishError, UsageError
 from ..generate import generated_paths
 from ..manifest import Manifest
+from ..manifest.convert import is_repo_id
+from ..metadata import METADATA
 from ..safeload import shown
+from .stream import changed_error, hash_file
 
 VERSION_RE = re.compile(r"^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)$", re.ASCII)
-REPO_ID_RE = re.compile(r"^[A-Za-z0-9][-A-Za-z0-9_.]*/[A-Za-z0-9][-A-Za-z0-9_.]*$", re.ASCII)
 CARD = "README.md"
 
 #: What a release holds, relative to the kernel folder.
@@ -41,29 +45,24 @@ def git_blob_oid(data: bytes) -> str:
 
 @dataclass(frozen=True)
 class ReleaseFile:
+    """One entry of a release's manifest: what is uploaded at ``path``, hashed once when planned."""
+
     path: str  # path in the repo (posix)
     size: int
     sha256: str
     git_oid: str
     source: Path | None  # the local file, or None for generated content
-    content: bytes | None = None
-
-    def data(self) -> bytes:
-        if self.content is not None:
-            return self.content
-        assert self.source is not None
-        return self.source.read_bytes()
+    content: bytes | None = None  # generated content (the kernel card)
 
     @classmethod
-    def from_bytes(cls, path: str, data: bytes, source: Path | None = None) -> ReleaseFile:
-        return cls(
-            path,
-            len(data),
-            hashlib.sha256(data).hexdigest(),
-            git_blob_oid(data),
-            source,
-            None if source is not None else data,
-        )
+    def from_bytes(cls, path: str, data: bytes) -> ReleaseFile:
+        return cls(path, len(data), hashlib.sha256(data).hexdigest(), git_blob_oid(data), None, data)
+
+    @classmethod
+    def from_file(cls, path: str, source: Path) -> ReleaseFile:
+        """``source`` streamed once (never read whole): its size, sha256 and git blob id."""
+        size, sha256, git_oid = hash_file(source)
+        return cls(path, size, sha256, git_oid, source)
 
 
 @dataclass(frozen=True)
@@ -104,7 +103,7 @@ def parse_version(version: str, manifest: Manifest) -> tuple[int, int, int]:
 
 
 def check_repo_id(repo_id: str) -> str:
-    if not REPO_ID_RE.fullmatch(repo_id) or ".." in repo_id or repo_id.endswith((".git", ".")):
+    if not is_repo_id(repo_id):
         raise UsageError(f"--repo-id {repo_id!r}: expected ORG/NAME, e.g. my-org/img2gray")
     return repo_id
 
@@ -128,7 +127,7 @@ def _refuse_link(path: Path) -> PublishError:
 
 def _own_file(root: Path, rel: str) -> Path | None:
     """``root/rel`` if it is a regular file reached without any symlink on the way (None if absent)."""
-    path = root
+    path, mode = root, stat.S_IFDIR  # "." names the root folder itself: no file
     for part in Path(rel).parts:
         path = path / part
         try:
@@ -161,7 +160,7 @@ def select_files(manifest: Manifest) -> list[tuple[str, Path]]:
             chosen[name] = found
     # Everything build.toml names (sources, include folders, the wrapper), wherever it lives:
     # the published repo must rebuild from its own files.
-    for rel in manifest.source_files():
+    for rel in manifest.source_files(PublishError):
         if rel not in generated and not _excluded(Path(rel)):
             found = _own_file(root, rel)
             if found is not None:
@@ -208,6 +207,68 @@ def _folder_files(
         yield posix, p
 
 
+def _refuse_strays(selected: list[tuple[str, Path]], variants: set[str]) -> None:
+    """``build/`` holds only the variants ``check`` verified: anything else there (a stray
+    ``build/credentials.txt``, a folder that is no variant) would be uploaded unchecked."""
+    for rel, path in selected:
+        parts = rel.split("/")
+        if parts[0] == "build" and (len(parts) < 3 or parts[1] not in variants):
+            raise PublishError(
+                f"{shown(path)}: is not in a built variant that `check` verified; build/ holds only what "
+                "the build made: move it out of build/"
+            )
+
+
+def _match_checked_digests(root: Path, files: list[ReleaseFile], variants: set[str]) -> None:
+    """Every file of a built variant is the one ``check`` verified: its sha256 is the one the
+    variant's metadata.json records (and check compared), and no recorded file is missing."""
+    by_variant: dict[str, dict[str, ReleaseFile]] = {}
+    for f in files:
+        parts = f.path.split("/", 2)
+        if parts[0] == "build" and len(parts) == 3 and parts[1] in variants:
+            by_variant.setdefault(parts[1], {})[parts[2]] = f
+    for variant, found in sorted(by_variant.items()):
+        try:
+            recorded = safeload.load_json(root / "build" / variant / METADATA, PublishError)["digest"]["files"]
+        except (KeyError, TypeError):
+            continue  # no digest recorded: check's `digest` row says so
+        for rel, f in sorted(found.items()):
+            if rel in DIGEST_EXCLUDED or "__pycache__" in rel.split("/"):
+                continue
+            want = recorded.get(rel)
+            got = base64.b64encode(bytes.fromhex(f.sha256)).decode()
+            if want != got:
+                why = "not in its variant's digest" if want is None else "its sha256 is not metadata.json's"
+                raise changed_error(root / f.path, why)
+        for rel in sorted(set(recorded) - set(found)):
+            raise changed_error(root / "build" / variant / rel, "it is gone")
+
+
+def _match_checked_sources(manifest: Manifest, files: list[ReleaseFile], report: CheckReport) -> None:
+    """The sources to upload are those ``check`` found the variants built from: their source hash,
+    computed from the release manifest's digests, is the one each passing `sources` row verified."""
+    passed = [r.variant for r in report.results if r.check == "sources" and r.status == "pass"]
+    if not passed:
+        return
+    by_path = {f.path: f for f in files}
+
+    def sha256_of(rel: str) -> bytes:
+        f = by_path.get(rel)
+        return bytes.fromhex(f.sha256 if f is not None else hash_file(manifest.root / rel)[1])
+
+    now = source_hash(manifest, sha256_of)
+    for variant in passed:
+        meta = safeload.load_json(manifest.root / "build" / variant / METADATA, PublishError)
+        built = (meta.get("pybuild") or {}).get("source-hash") if isinstance(meta, dict) else None
+        if built and built != now:
+            msg = (
+                f"{manifest.root}: the kernel's sources changed after they were checked ({variant} was built "
+                f"from source hash {built[:10]}, the files to upload hash to {now[:10]}); nothing was committed: "
+                f"rebuild, run `python -m pybuild check` and publish again"
+            )
+            raise PublishError(msg)
+
+
 def noncompliance_lines(report: CheckReport) -> list[str]:
     lines = []
     for r in report.failures:
@@ -241,7 +302,11 @@ def make_plan(
             "or pass --allow-noncompliant to publish anyway (recorded in the kernel card)"
         )
         raise PublishError(msg)
-    files = [ReleaseFile.from_bytes(rel, p.read_bytes(), p) for rel, p in select_files(manifest)]
+    selected = select_files(manifest)
+    _refuse_strays(selected, set(report.variants))
+    files = [ReleaseFile.from_file(rel, p) for rel, p in selected]
+    _match_checked_digests(manifest.root, files, set(report.variants))
+    _match_checked_sources(manifest, files, report)
     card = render_card(
         manifest,
         repo_id=repo_id,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable
 from functools import partial
-from typing import Any
+from typing import Any, BinaryIO, cast
 
 from ..errors import PublishError
 from .hub import (
@@ -19,19 +19,26 @@ from .hub import (
     is_transient,
     status_code,
 )
-from .plan import VERSION_RE, ReleasePlan
+from .plan import VERSION_RE, ReleaseFile, ReleasePlan
+from .stream import VerifiedFile
 
 
 def _operations(plan: ReleasePlan, remote: dict[str, RemoteFile]) -> list[Any]:
     from huggingface_hub import CommitOperationAdd, CommitOperationDelete
 
-    ops: list[Any] = [
-        CommitOperationAdd(path_in_repo=f.path, path_or_fileobj=str(f.source) if f.source else f.data())
-        for f in plan.files
-    ]
+    ops: list[Any] = [CommitOperationAdd(path_in_repo=f.path, path_or_fileobj=_payload(f)) for f in plan.files]
     keep = {f.path for f in plan.files} | set(HUB_MANAGED)
     ops += [CommitOperationDelete(path_in_repo=p) for p in sorted(remote) if p not in keep]
     return ops
+
+
+def _payload(f: ReleaseFile) -> bytes | BinaryIO:
+    """What the upload reads for ``f``: generated content as it is, a local file through
+    :class:`VerifiedFile` (its manifest digest checked on every pass, never the path itself)."""
+    if f.source is None:
+        assert f.content is not None
+        return f.content
+    return cast(BinaryIO, VerifiedFile(f.source, f.size, f.sha256))
 
 
 def _commit_message(plan: ReleasePlan) -> tuple[str, str]:
@@ -270,13 +277,33 @@ def _commit(
                     commit_message=title,
                     commit_description=body,
                 )
-                return str(info.oid)
             except Exception as e:  # noqa: BLE001
                 landed = _landed_commit(hub, plan, tip, e, last=hub.last_attempt(attempt.retry_state))
                 if landed is not None:
                     return landed
                 raise
+            return _read_back_commit(hub, plan, str(getattr(info, "oid", "")))
     raise AssertionError("unreachable")
+
+
+def _read_back_commit(hub: Hub, plan: ReleasePlan, answered: str) -> str:
+    """The branch as the refs show it after the commit, trusted over the commit's answer: it must
+    point at the answered commit, holding exactly the release. Where the refs cannot be read (the
+    retries spent), the answer stands, as before any read-back: the tag step reads them again."""
+    try:
+        branches, _ = hub.refs()
+        now = branches.get(plan.branch)
+        holds = now is not None and not differences(plan, hub.tree(now))
+    except Exception:  # noqa: BLE001 (no refs to trust: the commit's answer decides)
+        return answered
+    if now != answered or not holds:
+        msg = (
+            f"{plan.repo_id}: the Hub answered the commit with {answered[:12] or 'no commit id'}, but branch "
+            f"{plan.branch} points at {str(now)[:12]}, which does not hold this release; nothing was tagged: "
+            "check the repo, then run the same command again"
+        )
+        raise PublishError(msg)
+    return now
 
 
 def _landed_commit(hub: Hub, plan: ReleasePlan, tip: str, exc: Exception, *, last: bool) -> str | None:
@@ -329,6 +356,18 @@ def _tag(hub: Hub, plan: ReleasePlan, commit: str) -> None:
                     )
                     raise PublishError(msg) from None
                 raise
+            try:
+                _, tags = hub.refs()  # the refs, not the answer, say whether the tag exists
+            except Exception:  # noqa: BLE001 (no refs to trust: the answer decides, as before any read-back)
+                return
+            if tags.get(plan.tag) != commit:
+                now = f"points at {tags[plan.tag][:12]}" if plan.tag in tags else "does not exist"
+                msg = (
+                    f"{plan.repo_id}: the Hub answered the creation of tag {plan.tag} as done, but the tag {now} "
+                    f"(expected {commit[:12]})"
+                )
+                raise PublishError(msg)
+            return
 
 
 def _drop_branch_if_unused(hub: Hub, plan: ReleasePlan, start: str | None) -> str:

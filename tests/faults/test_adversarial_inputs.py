@@ -119,6 +119,57 @@ CHECK = ["check", "kernels/tinyk", "--no-import", "--json"]  # JSON: the details
 PUBLISH = ["publish", "kernels/tinyk", "--repo-id", "org/tinyk", "--version", "1.0.0", "--dry-run"]
 BUILD_NOARCH = ["build", "kernels/softcap"]
 VARIANTS = ["variants"]
+CHECK_CONFIG = ["check-config", "kernels/tinyk"]
+WHEEL = ["wheel", "kernels/tinyk", "--version", "1.0.0", "-o", "kernels/tinyk/.pybuild/dist"]
+OUTSIDE = "outside-secret.txt"  # beside kernels/: outside every kernel folder
+
+
+def toml_with(old: str, new: str) -> Callable[[Path], None]:
+    """tinyk's build.toml with ``old`` replaced by ``new`` (both must be present)."""
+
+    def setup(farm: Path) -> None:
+        p = farm / TOML
+        text = p.read_text()
+        assert old in text, old
+        p.write_text(text.replace(old, new, 1))
+
+    return setup
+
+
+V5_TINYK = """\
+[general]
+name = "tinyk"
+version = 1
+edition = 5
+license = "MIT"
+backends = ["cpu"]
+{general}
+
+[torch]
+src = ["torch-ext/torch_binding.cpp"]
+
+[kernel.tinyk_cpu]
+backend = "cpu"
+depends = ["torch"]
+src = ["csrc/tinyk_cpu.cpp"]
+"""
+
+
+def general_with(lines: str) -> Callable[[Path], None]:
+    """tinyk's build.toml in upstream's current edition, with ``lines`` at the end of [general]."""
+    return write(TOML, V5_TINYK.format(general=lines))
+
+
+def outside_link(rel: str) -> Callable[[Path], None]:
+    """``rel`` a symlink to a secret file outside the kernel folder."""
+
+    def setup(farm: Path) -> None:
+        (farm / OUTSIDE).write_text("TOKEN=hf_secret\n")
+        p = farm / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.symlink_to(farm / OUTSIDE)
+
+    return setup
 
 
 def meta(data: str | bytes) -> Callable[[Path], None]:
@@ -251,6 +302,115 @@ CASES: list[tuple[str, Callable[[Path], None], list[str], str]] = [
         "not a regular file",
     ),
     ("collect-result-is-a-file", write("result", "x"), ["collect", "result"], "result"),
+    # a kernel's inputs are exactly its files (issue: untrusted build.toml)
+    (
+        "stray-file-in-build-publish",
+        write("kernels/tinyk/build/credentials.txt", "TOKEN=x"),
+        PUBLISH,
+        "credentials.txt: is not in a built variant",
+    ),
+    (
+        "stray-folder-in-build-publish",
+        write("kernels/tinyk/build/notes/todo.txt", "x"),
+        PUBLISH,
+        "build/notes/metadata.json is missing",
+    ),
+    (
+        "symlink-in-noarch-package-build",
+        outside_link("kernels/softcap/torch-ext/softcap/leak.py"),
+        BUILD_NOARCH,
+        "leak.py: is a symlink",
+    ),
+    (
+        "symlink-in-built-package-wheel",
+        lambda farm: outside_link(str(variant_dir(farm).relative_to(farm) / "tinyk" / "leak.py"))(farm),
+        WHEEL,
+        "leak.py: is a symlink",
+    ),
+    (
+        "symlink-in-built-package-publish",
+        lambda farm: outside_link(str(variant_dir(farm).relative_to(farm) / "tinyk" / "leak.py"))(farm),
+        PUBLISH,
+        "leak.py: is a symlink",
+    ),
+    (
+        "include-the-kernel-folder",
+        toml_with('src = ["csrc/tinyk_cpu.cpp"]', 'src = ["csrc/tinyk_cpu.cpp"]\ninclude = ["."]'),
+        CHECK_CONFIG,
+        "is the kernel folder itself",
+    ),
+    (
+        "include-the-kernel-folder-publish",
+        toml_with('src = ["csrc/tinyk_cpu.cpp"]', 'src = ["csrc/tinyk_cpu.cpp"]\ninclude = ["./"]'),
+        PUBLISH,
+        "is the kernel folder itself",
+    ),
+    (
+        "include-the-build-folder",
+        toml_with('src = ["csrc/tinyk_cpu.cpp"]', 'src = ["csrc/tinyk_cpu.cpp"]\ninclude = ["build"]'),
+        CHECK_CONFIG,
+        "lies in build/",
+    ),
+    (
+        "source-in-pybuild-folder",
+        toml_with('src = ["csrc/tinyk_cpu.cpp"]', 'src = [".pybuild/work/x.cpp"]'),
+        CHECK_CONFIG,
+        "lies in .pybuild/",
+    ),
+    (
+        "semicolon-in-src",
+        lambda farm: (
+            write("kernels/tinyk/csrc/a.cpp;b.cpp", "//")(farm),
+            toml_with('"csrc/tinyk_cpu.cpp"', '"csrc/a.cpp;b.cpp"')(farm),
+        ),
+        CHECK_CONFIG,
+        "contains ';'",
+    ),
+    (
+        "cmake-code-in-flag",
+        toml_with(
+            'src = ["csrc/tinyk_cpu.cpp"]',
+            'src = ["csrc/tinyk_cpu.cpp"]\ncxx-flags = ["-DX=\\")\\nfile(WRITE /tmp/pwned x)"]',
+        ),
+        CHECK_CONFIG,
+        "contains a control character",
+    ),
+    (
+        "genex-in-flag",
+        toml_with('src = ["csrc/tinyk_cpu.cpp"]', 'src = ["csrc/tinyk_cpu.cpp"]\ncxx-flags = ["$<TARGET_FILE:x>"]'),
+        CHECK_CONFIG,
+        "generator expression",
+    ),
+    (
+        "kernel-depends-path-repo-id",
+        general_with('kernel-depends = [{ repo-id = "../../../etc/passwd", version = 1 }]'),
+        CHECK_CONFIG,
+        "is not a Hub repo id",
+    ),
+    (
+        "kernel-depends-option-revision",
+        general_with('kernel-depends = [{ repo-id = "org/dep", revision = "--upload-pack=touch x" }]'),
+        CHECK_CONFIG,
+        "is not a branch, tag or commit",
+    ),
+    (
+        "upstream-is-an-option",
+        general_with('upstream = "-oProxyCommand=touch:x"'),
+        CHECK_CONFIG,
+        "`upstream` in [general] must be a git URL",
+    ),
+    (
+        "upstream-ssh-option-host",
+        general_with('upstream = "ssh://-oProxyCommand=x/repo"'),
+        CHECK_CONFIG,
+        "`upstream` in [general] must be a git URL",
+    ),
+    (
+        "hub-repo-id-double-dot",
+        general_with('[general.hub]\nrepo-id = "org/a..b"'),
+        CHECK_CONFIG,
+        "`repo-id` in [general.hub] is 'org/a..b'",
+    ),
     # arguments
     (
         "build-unknown-variant",
@@ -328,3 +488,30 @@ def test_a_2000_deep_junk_tree_in_build_is_replaced_by_the_next_build(tmp_path: 
     r = build_variant(load_manifest(k), parse_variant_name("torch-cpu"))
     assert r.status == "built" and not (k / "build" / "torch-cpu" / "junk").exists()
     assert leftovers(k) == []
+
+
+ESCAPE_NAME = "\x1b]0;owned\x07\x1b[2Jx"  # sets the terminal title, clears the screen
+
+
+@pytest.mark.parametrize(
+    "where, argv",
+    [
+        ("kernels/tinyk/tests", PUBLISH),  # a dry run lists it
+        ("{variant}/tinyk", CHECK[:-1]),  # check's digest row names it
+        ("kernels/softcap/torch-ext/softcap", BUILD_NOARCH),  # an error line names the link
+    ],
+    ids=["publish-dry-run", "check", "error-line"],
+)
+def test_terminal_escapes_in_file_names_are_printed_escaped(
+    farm: Path, where: str, argv: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    folder = farm / where.replace("{variant}", str(variant_dir(farm).relative_to(farm)))
+    folder.mkdir(parents=True, exist_ok=True)
+    if argv is BUILD_NOARCH:
+        (folder / f"{ESCAPE_NAME}.py").symlink_to(folder / "__init__.py")
+    else:
+        (folder / f"{ESCAPE_NAME}.py").write_text("# x\n")
+    main(argv)
+    text = "".join(capsys.readouterr())
+    assert "\x1b" not in text and "\x07" not in text
+    assert "\\x1b]0;owned\\x07\\x1b[2Jx.py" in text, text[-3000:]

@@ -29,6 +29,7 @@ import sys
 import threading
 import time
 import traceback
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -329,7 +330,7 @@ def _check_ref_name(name: str) -> None:
 @dataclass
 class _Rule:
     route: str
-    action: str  # "fail" or "drop"
+    action: str  # "fail", "drop", "answer" or "hook"
     remaining: int
     method: str | None = None
     status: int = 503
@@ -337,6 +338,7 @@ class _Rule:
     retry_after: float | None = None
     after_apply: bool = False
     skip: int = 0  # matching requests to let through before the rule fires
+    callback: Callable[[], None] | None = None  # a "hook" rule's
 
 
 class Faults:
@@ -388,6 +390,18 @@ class Faults:
         drops the response (a "lost response": the client cannot know the write happened).
         ``skip`` as for ``fail_next``."""
         self._add(_Rule(route, "drop", times, method, after_apply=after_apply, skip=skip))
+
+    def answer_next(
+        self, route: str, status: int = 200, body: bytes = b"OK", *, times: int = 1, method: str | None = None
+    ) -> None:
+        """Answer the next ``times`` matching requests with ``status`` and the raw ``body`` (not JSON),
+        without running them: a proxy or a broken server that says "done" when nothing was done."""
+        self._add(_Rule(route, "answer", times, method, status, body.decode("latin-1")))
+
+    def on_request(self, route: str, callback: Callable[[], None], *, method: str | None = None) -> None:
+        """Run ``callback`` in the server when the next matching request arrives, before it is
+        applied (e.g. change a local file while the client is uploading it)."""
+        self._add(_Rule(route, "hook", 1, method, callback=callback))
 
     def clear(self) -> None:
         with self._lock:
@@ -467,6 +481,13 @@ class _Handler(BaseHTTPRequestHandler):
         try:
             route, action = hub._route(method, url.path)
             rule = hub.faults.take(route, method)
+            if rule is not None and rule.action == "hook":
+                assert rule.callback is not None
+                rule.callback()
+                rule = None
+            if rule is not None and rule.action == "answer":
+                hub.request_log.append((method, route, url.path, 0))  # 0: never applied
+                return self._send(rule.status, {"Content-Type": "text/plain"}, rule.message.encode("latin-1"))
             if rule is not None and rule.action == "fail":
                 headers = {} if rule.retry_after is None else {"Retry-After": str(int(rule.retry_after))}
                 raise HubError(rule.status, rule.message, headers=headers)

@@ -252,10 +252,32 @@ def test_nix_refuses_what_pybuild_refuses(tmp_path: Path, general: str) -> None:
     message = nix_error(f"(lib.readKernel {kernel}).backends")
     assert (
         "readKernel: softcap/build.toml: variants.lock.json was written from another build.toml or by other "
-        f"pybuild rules; run `python -m pybuild lock {kernel}`" in message
+        f"pybuild rules, or edited since; run `python -m pybuild lock {kernel}`" in message
     )
     (kernel / LOCK_FILE).unlink()
     assert "no variants.lock.json beside it" in nix_error(f"(lib.readKernel {kernel}).backends")
+
+
+@pytest.mark.parametrize(
+    "edit",
+    [
+        lambda d: d.update(name="renamed"),
+        lambda d: d["variants"].pop(),
+        lambda d: d.update(backends=["cpu"]),
+        lambda d: d.pop("content-sha256"),
+    ],
+    ids=["renamed-kernel", "dropped-variant", "dropped-backend", "no-content-hash"],
+)
+def test_a_lock_edited_by_hand_is_stale(tmp_path: Path, edit) -> None:
+    """Its build.toml, matrix and rules hashes left alone, a lock whose content was edited is refused."""
+    kernel = shutil.copytree(REPO / "nix" / "tests" / "fixtures" / "farm" / "kernels" / "img2gray", tmp_path / "k")
+    assert nix_eval(f"(lib.readKernel {kernel}).name") == "img2gray"  # the committed lock is fresh
+    doc = json.loads((kernel / LOCK_FILE).read_text())
+    edit(doc)
+    (kernel / LOCK_FILE).write_text(json.dumps(doc, indent=2) + "\n")
+    assert "variants.lock.json was written from another build.toml or by other pybuild rules, or edited since" in (
+        nix_error(f"(lib.readKernel {kernel}).name")
+    )
 
 
 def test_lock_hashes_are_computed_alike_by_nix_and_pybuild(tmp_path: Path) -> None:
@@ -278,6 +300,13 @@ def test_lock_hashes_are_computed_alike_by_nix_and_pybuild(tmp_path: Path) -> No
     got = nix_eval("[ " + " ".join(f"(lib.matrixHash {m})" for m in matrices) + " ]")
     assert got == [pylock.matrix_hash(load_matrix(m)) for m in matrices]
     assert nix_eval("lib.lockRulesHash") == pylock.rules_hash()
+    locks = sorted(REPO.glob("kernels/*/variants.lock.json")) + sorted(
+        REPO.glob("nix/tests/fixtures/**/variants.lock.json")
+    )
+    got = nix_eval(
+        "[ " + " ".join(f'(builtins.fromJSON (builtins.readFile {p}))."content-sha256"' for p in locks) + " ]"
+    )
+    assert got == [pylock.content_hash(json.loads(p.read_text())) for p in locks]
 
 
 def ifd_eval(expr: str, builds: int) -> object:

@@ -329,6 +329,7 @@ def test_adding_extras_after_the_loader_changed_keeps_the_torch_pin_and_verifies
 ) -> None:
     """The environment had kernels 0.17.2 for tests; this Python now has 0.17.3: one install with the
     plan's torch pin and only the new loader, then the environment is verified again."""
+    import dataclasses
     import json
 
     from pybuild import envs
@@ -338,8 +339,10 @@ def test_adding_extras_after_the_loader_changed_keeps_the_torch_pin_and_verifies
     plan = plan_env(v, LOCAL_CPU, HOST)
     assert isinstance(plan, EnvPlan)
     path = envs.envs_dir() / plan.dirname
-    path.mkdir(parents=True)
-    (path / envs.MARKER).write_text(json.dumps({"key": plan.key, "extra": ["pytest", "kernels==0.17.2"]}))
+    (path / "bin").mkdir(parents=True)
+    (path / "bin" / "python").write_text("")  # a complete environment has its interpreter
+    marker = {"key": plan.key, "plan": dataclasses.asdict(plan), "extra": ["pytest", "kernels==0.17.2"]}
+    (path / envs.MARKER).write_text(json.dumps(marker))
     calls: list[object] = []
     monkeypatch.setattr(envs, "_run_uv", lambda args, log, what, env=None: calls.append(("uv", args)))
     monkeypatch.setattr(envs, "_verify", lambda p, pl, var: calls.append(("verify", p)))

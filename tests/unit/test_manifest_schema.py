@@ -46,9 +46,9 @@ def test_each_section_is_the_type_of_its_backend(kdir: Path) -> None:
 
 def test_flags_carry_their_language(kdir: Path) -> None:
     by = {k.name: k for k in parse_manifest(V5, kdir / "build.toml").kernels}
-    assert by["k"].compile_options == (("CXX,OBJCXX", "-DCXX"), ("CUDA", "-DCUDA_ONLY"))
-    assert by["k_rocm"].compile_options == (("HIP", "-DHIP_ONLY"),)
-    assert by["k_xpu"].compile_options == (("CXX", "-DSYCL_ONLY"),)
+    assert by["k"].compile_options == (("CXX,OBJCXX", ("-DCXX",)), ("CUDA", ("-DCUDA_ONLY",)))
+    assert by["k_rocm"].compile_options == (("HIP", ("-DHIP_ONLY",)),)
+    assert by["k_xpu"].compile_options == (("CXX", ("-DSYCL_ONLY",)),)
 
 
 def test_cuda_minver_applies_to_cuda_variants_only(kdir: Path) -> None:

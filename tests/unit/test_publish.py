@@ -89,7 +89,7 @@ def test_release_holds_sources_card_and_build_but_nothing_generated(kernel: Path
     plan = plan_for(kernel, variants_file)
     assert [f.path for f in plan.files] == sorted([*selected, "README.md"])
     assert (plan.branch, plan.tag, plan.repo_type) == ("v1", "v1.0.0", KERNEL)
-    card = next(f for f in plan.files if f.path == "README.md").data().decode()
+    card = (next(f for f in plan.files if f.path == "README.md").content or b"").decode()
     assert f'get_kernel("{REPO}", version=1)' in card and 'revision="v1.0.0"' in card
     assert "--allow-noncompliant" not in card
 
@@ -179,7 +179,7 @@ def test_noncompliant_build_is_refused_unless_allowed_loudly(
     assert main([*argv, "--allow-noncompliant"]) == 0
     assert "WARNING: publishing a NON-COMPLIANT build of tinyk" in capsys.readouterr().err
     plan = plan_for(k, variants_file, allow_noncompliant=True)
-    card = next(f for f in plan.files if f.path == "README.md").data().decode()
+    card = (next(f for f in plan.files if f.path == "README.md").content or b"").decode()
     assert "Published with `--allow-noncompliant`" in card and "NOT manylinux_2_28" in card
 
 
@@ -303,7 +303,9 @@ def test_publish_then_rerun_then_next_minor(hub, api, kernel: Path, variants_fil
     tagged = hub.store.get_repo(KERNEL, REPO).commits[first.commit].files
     assert set(tagged) == {f.path for f in plan.files} | set(HUB_MANAGED)
     for f in plan.files:
-        assert hub.store.read_file(KERNEL, REPO, "v1.0.0", f.path) == f.data()
+        assert hub.store.read_file(KERNEL, REPO, "v1.0.0", f.path) == (
+            f.content if f.source is None else f.source.read_bytes()
+        )
 
     again = publish(api, plan_for(kernel, variants_file))
     assert (again.status, again.commit) == ("already published", first.commit)

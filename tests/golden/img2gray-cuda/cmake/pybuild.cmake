@@ -94,6 +94,18 @@ function(pybuild_find_tvm_ffi)
   set(PYBUILD_TVM_FFI_LIBRARY "${_lib}" PARENT_SCOPE)
 endfunction()
 
+# Each flag of ARGN, compiled only into sources of the given languages ("CXX,OBJCXX"): a generator
+# expression per flag, the flag's '>' written $<ANGLE-R> so that it cannot end the expression early.
+# The flags come from build.toml as bracket arguments; CMake expands nothing in them.
+function(pybuild_language_options out_var languages)
+  set(_options "")
+  foreach(_flag IN LISTS ARGN)
+    string(REPLACE ">" "$<ANGLE-R>" _flag "${_flag}")
+    list(APPEND _options "$<$<COMPILE_LANGUAGE:${languages}>:${_flag}>")
+  endforeach()
+  set(${out_var} "${_options}" PARENT_SCOPE)
+endfunction()
+
 function(pybuild_check_backend backends)
   if(NOT PYBUILD_BACKEND IN_LIST backends)
     message(FATAL_ERROR "pybuild: PYBUILD_BACKEND=${PYBUILD_BACKEND}, but build.toml has kernels for: ${backends}")
