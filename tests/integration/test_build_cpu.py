@@ -16,6 +16,7 @@ import pytest
 
 from pybuild.elf import dynamic_entries
 from tests.helpers.procs import pybuild
+from tests.helpers.venvs import nested_venv
 
 REPO = Path(__file__).resolve().parents[2]
 KERNEL = REPO / "kernels" / "img2gray"
@@ -206,9 +207,7 @@ def test_killed_build_leaves_build_dir_as_it_was(kernel_copy: Path) -> None:
 def test_dev_loop_editable_install(kernel_copy: Path, tmp_path: Path) -> None:
     """The guide's dev loop: generate, `pip install --no-build-isolation -e`, import."""
     assert pybuild("generate", str(kernel_copy)).returncode == 0
-    venv = tmp_path / "venv"
-    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)], check=True)
-    py = str(venv / "bin" / "python")
+    py = str(nested_venv(tmp_path / "venv"))
     pip = subprocess.run(
         [py, "-m", "pip", "install", "-q", "--no-build-isolation", "--no-deps", "-e", str(kernel_copy)],
         capture_output=True,
