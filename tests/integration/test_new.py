@@ -330,3 +330,15 @@ def test_the_new_kernel_passes_its_tests_on_cuda(tmp_path: Path) -> None:
     assert main(["new", "my-op", "--dir", str(dest), "-q"]) == 0
     out = _build_and_test(dest, expect_cuda=True, select="cuda")  # the CPU cases run in CI
     assert "SKIPPED" not in out and " passed" in out, out[-3000:]  # the CUDA cases ran
+
+
+@pytest.mark.parametrize("noarch", [False, True], ids=["compiled", "noarch"])
+def test_new_writes_the_current_edition(noarch: bool, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A new kernel is in edition 5 already: `migrate --check` passes and check-config asks for nothing."""
+    dest = tmp_path / "my-op"
+    assert main(["new", "my-op", "--dir", str(dest), "-q", *(["--noarch"] if noarch else [])]) == 0
+    capsys.readouterr()
+    assert main(["migrate", "--check", str(dest)]) == 0
+    assert main(["check-config", str(dest)]) == 0
+    said = capsys.readouterr().err
+    assert "ok (edition 5," in said and "migrate" not in said
