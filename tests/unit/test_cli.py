@@ -277,9 +277,38 @@ def test_a_torch_bound_that_excludes_the_host_is_named(tmp_path: Path, capsys: p
     major, minor = (int(x) for x in torch.__version__.split(".")[:2])
     toml = kernel / "build.toml"
     toml.write_text(toml.read_text().replace("[torch]\n", f'[torch]\nminver = "{major}.{minor + 1}"\n'))
-    assert main(["build", str(kernel)]) == 0
+    assert main(["build", str(kernel)]) == 5  # nothing built is a failure, not a silent success
     captured = capsys.readouterr()
     text = " ".join((captured.out + captured.err).split())
     assert f'torch {major}.{minor} is outside [torch] minver = "{major}.{minor + 1}" of {toml}' in text, text
     assert "nothing built" in text and "Build summary" not in text
+    # the one command that builds something: a CPU variant of a torch the bound admits, in an environment
+    assert f"try `python -m pybuild build {kernel} --variant torch" in text and "-cxx11-cpu-" in text, text
     assert not (kernel / "build").exists() and not (kernel / ".pybuild").exists()
+
+
+def test_plain_build_of_a_cuda_only_kernel_builds_its_cuda_variant_in_an_environment(
+    guide_kernel: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The guide's kernel (CUDA only) where torch is a CPU build: plain `build` builds the CUDA variant
+    of this torch release in its environment, as `--variant` would, instead of building nothing."""
+    pytest.importorskip("torch")
+    from pybuild import matrix
+    from pybuild.build import BuildResult
+    from pybuild.host import host_system, host_variants, torch_info
+
+    if any(v.backend == "cuda" for v in host_variants()):
+        pytest.skip("this Python's torch builds the CUDA variant itself")
+    seen = []
+
+    def fake_build_in_envs(jobs, options, new_task, notify, **kw):  # noqa: ANN001, ANN003, ANN202
+        seen.extend((job.variant.name, [m.name for m in job.manifests]) for job in jobs)
+        return [BuildResult("img2gray", job.variant.name, "built", 1.0, 1, guide_kernel) for job in jobs]
+
+    monkeypatch.setattr(matrix, "build_in_envs", fake_build_in_envs)
+    assert main(["build", str(guide_kernel)]) == 0
+    torch = torch_info().major_minor.replace(".", "")
+    assert len(seen) == 1 and seen[0][1] == ["img2gray"], seen
+    assert seen[0][0].startswith(f"torch{torch}-cxx11-cu") and seen[0][0].endswith(host_system()), seen
+    err = " ".join(capsys.readouterr().err.split())
+    assert f"building {seen[0][0]} in its own environment" in err and "no host variant" not in err

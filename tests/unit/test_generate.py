@@ -120,4 +120,7 @@ def test_generate_writes_a_project_for_a_backend_this_machine_cannot_build(
     assert main(["generate", str(guide_kernel)]) == 0
     cmake = (guide_kernel / "CMakeLists.txt").read_text()
     assert 'set(PYBUILD_BACKEND "cuda"' in cmake and 'if(PYBUILD_BACKEND STREQUAL "cuda")' in cmake
-    assert "builds none of its backends ['cuda']" in capsys.readouterr().err
+    err = " ".join(capsys.readouterr().err.split())
+    assert "builds none of its backends ['cuda']" in err
+    # the dev loop's next step would fail here: the line says so and names the command that builds it
+    assert "next: pip install" not in err and f"`python -m pybuild build {guide_kernel}`" in err
