@@ -98,7 +98,7 @@ class Reporter:
             return
         table = Table(title=title, title_justify="left")
         for c in columns:
-            table.add_column(c)
+            table.add_column(c, overflow="fold")  # a long value wraps onto more lines, never cut with "…"
         for r in rows:
             table.add_row(*(escape(str(x)) for x in r))
         out_console.print(table)

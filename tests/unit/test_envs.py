@@ -328,3 +328,28 @@ def test_adding_extras_after_the_loader_changed_keeps_the_torch_pin_and_verifies
     assert "kernels==0.17.2" not in args
     assert env.packages == ("pytest", "kernels==0.17.3")
     assert json.loads((path / envs.MARKER).read_text())["extra"] == ["pytest", "kernels==0.17.3"]
+
+
+def test_envs_lists_each_environment_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Two environments of one variant are told apart by their key, and no cell is cut with "…"."""
+    import json
+
+    from pybuild import envs
+
+    monkeypatch.setenv("PYBUILD_CACHE_DIR", str(tmp_path / "a-rather-long-cache-folder" / "that-goes-on-and-on"))
+    v = parse_variant_name("torch213-cxx11-cpu-x86_64-linux")
+    keys = []
+    for python in ("/usr/bin/python3", "/opt/python3.12/bin/python3"):
+        plan = plan_env(v, LOCAL_CPU, HostFacts("x86_64-linux", python, "cp311", None, None))
+        assert isinstance(plan, EnvPlan)
+        path = envs.envs_dir() / plan.dirname
+        path.mkdir(parents=True)
+        marker = {"key": plan.key, "plan": {"variant": v.name, "source": plan.source}, "torch": "2.13.0+cpu"}
+        (path / envs.MARKER).write_text(json.dumps(marker))
+        keys.append(plan.dirname.removeprefix(f"{v.name}-"))
+    assert main(["envs"]) == 0
+    out = capsys.readouterr().out
+    assert "…" not in out and all(k in out for k in keys), out
+    assert "2 environments in" in out
