@@ -85,9 +85,9 @@ def content_key(
         "toolchain": None if toolchain is None else backends.get(variant.backend).key_inputs(toolchain),
         "templates": template_fingerprint(),
         "archs": list(archs),
-        # metadata.json records the git state: a commit (or a newly dirty tree) makes a new build
-        # (ninja recompiles nothing; only the provenance changes).
-        "git": git_state(manifest.root, manifest.source_files()),
+        # metadata.json records the commit the sources come from and whether they differ from it: a
+        # commit that changes them (or a newly dirty tree) makes a new build; other commits do not
+        "git": git_state(manifest.root, manifest.source_files(), last_change=True),
     }
     return hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()
 

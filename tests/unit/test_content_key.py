@@ -77,3 +77,28 @@ def test_cuda_archs_and_cuda_flags_touch_only_cuda_variants(
     assert key(kernel, CUDA, cuda, override=("9.0",)) != plain
     other_nvcc = toolchain("/usr/bin/python3", "2.13.0+cu130", fake_nvcc(tmp_path, "13.2"), "13.0")
     assert key(kernel, CUDA, other_nvcc) != plain  # another toolkit compiles other binaries
+
+
+def test_a_commit_elsewhere_in_the_tree_is_not_an_input(kernel: Path) -> None:
+    """The key holds the commit the kernel's sources come from: a commit of other files leaves it."""
+    import subprocess
+
+    def git(*argv: str) -> None:
+        subprocess.run(
+            ["git", "-C", str(kernel.parent), "-c", "user.name=t", "-c", "user.email=t@t", *argv], check=True
+        )
+
+    (kernel.parent / "README.md").write_text("farm\n")
+    git("init", "-q")
+    git("add", "-A")
+    git("commit", "-qm", "kernel")
+    tc = toolchain("/usr/bin/python3")
+    before = key(kernel, CPU, tc)
+    (kernel.parent / "README.md").write_text("farm, edited\n")
+    git("commit", "-qam", "docs")
+    assert key(kernel, CPU, tc) == before
+    cpu = kernel / "csrc" / "img2gray_cpu.cpp"
+    cpu.write_text(cpu.read_text() + "// changed\n")
+    dirty = key(kernel, CPU, tc)
+    git("commit", "-qam", "kernel change")
+    assert len({before, dirty, key(kernel, CPU, tc)}) == 3
