@@ -318,11 +318,24 @@ def _env_selection(
         kernels = [m for m in manifests if not m.noarch and variant in m.variants(matrix.variants)]
         if not kernels:
             choices = sorted({v.name for m in manifests for v in m.variants(matrix.variants)} | offered_host)
-            msg = (
-                f"--variant {name}: not a variant of {matrix.path.name} for "
-                f"{', '.join(m.name for m in manifests)}; choose from {choices}"
-            )
-            raise UsageError(msg)
+            raise UsageError(_not_a_variant(name, choices, matrix, manifests))
         # the kernel's own variant: a stable-ABI one carries the matrix torch it is built with
         wanted += [(m, next(v for v in m.variants(matrix.variants) if v == variant)) for m in kernels]
     return wanted, host_names
+
+
+def _not_a_variant(name: str, choices: list[str], matrix: Matrix, manifests: list[Manifest]) -> str:
+    """One line for a --variant the kernels named do not build: the closest names, and where all are."""
+    import difflib
+
+    close = difflib.get_close_matches(name, choices, n=3, cutoff=0.6)
+    hint = f"did you mean {' or '.join(close)}? " if close else ""
+    where = (
+        f"`python -m pybuild variants --kernel {manifests[0].root}` lists its {len(choices)}"
+        if len(manifests) == 1
+        else "`python -m pybuild variants --kernel DIR` lists each kernel's"
+    )
+    return (
+        f"--variant {name}: not a variant of {matrix.path.name} for {', '.join(m.name for m in manifests)}; "
+        f"{hint}{where}"
+    )

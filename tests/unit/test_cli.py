@@ -58,6 +58,18 @@ def test_unknown_flag_is_one_line(capsys: pytest.CaptureFixture[str]) -> None:
 def test_not_a_kernel_folder(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["build", str(tmp_path)]) == 2
     assert "not a kernel folder (no build.toml)" in capsys.readouterr().err
+    assert main(["build", str(tmp_path / "nonexistent")]) == 2
+    err = capsys.readouterr().err
+    assert f"{tmp_path / 'nonexistent'}: no such file or folder; pass a kernel folder" in err, err
+
+
+def test_a_variant_outside_the_matrix_names_the_closest(capsys: pytest.CaptureFixture[str]) -> None:
+    """One line with the nearest names and the command that lists them all, not a list of every name."""
+    kernel = REPO / "kernels" / "img2gray"
+    assert main(["build", str(kernel), "--variant", "torch213-cxx11-cu999-x86_64-linux"]) == 2
+    err = " ".join(capsys.readouterr().err.split())
+    assert "did you mean torch213-cxx11-" in err and f"`python -m pybuild variants --kernel {kernel}`" in err
+    assert "[" not in err and err.count("torch2") <= 4, err
 
 
 def test_broken_manifest_one_line_nothing_written(guide_kernel: Path) -> None:
