@@ -324,3 +324,14 @@ def test_plain_build_of_a_cuda_only_kernel_builds_its_cuda_variant_in_an_environ
     assert seen[0][0].startswith(f"torch{torch}-cxx11-cu") and seen[0][0].endswith(host_system()), seen
     err = " ".join(capsys.readouterr().err.split())
     assert f"building {seen[0][0]} in its own environment" in err and "no host variant" not in err
+
+
+def test_reading_a_manifest_imports_neither_the_loader_nor_the_hub_client() -> None:
+    """An up-to-date `build` stays quick: reading build.toml finds the loader's python-depends table
+    without importing `kernels` (and with it huggingface_hub, a second of imports)."""
+    code = (
+        "import sys; from pybuild.__main__ import main; rc = main(['check-config', '-q', 'kernels/img2gray']); "
+        "print(rc, sorted(m for m in ('kernels', 'huggingface_hub', 'torch') if m in sys.modules))"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert proc.stdout.split("\n")[-2] == "0 []", proc.stdout + proc.stderr
