@@ -111,6 +111,40 @@ def test_cli_page_has_a_section_per_command_naming_each_option() -> None:
     assert missing == [], f"docs/cli.md does not describe: {', '.join(missing)}"
 
 
+def _commands_in_help() -> list[tuple[str, str]]:
+    """(command, one-line help) in the order of `python -m pybuild --help`."""
+    top = _help().split("options:")[0]
+    # argparse puts a long command's line under its name
+    return re.findall(r"^ {4}([a-z][a-z-]*)(?: +|\n +)(\S.*)$", top, re.M)
+
+
+def test_cli_page_lists_the_commands_as_help_does() -> None:
+    """docs/cli.md's table and sections: every command, in --help's order, with --help's line."""
+    cli = (REPO / "docs" / "cli.md").read_text(encoding="utf-8")
+    rows = re.findall(r"^\| \[`([a-z-]+)`\]\(#[a-z-]+\) \| (.+?) \|$", cli, re.M)
+    sections = re.findall(r"^## `([a-z-]+)`$", cli, re.M)
+    helped = _commands_in_help()
+    assert [c for c, _ in rows] == [c for c, _ in helped], "the table of docs/cli.md, against --help"
+    assert sections == [c for c, _ in helped], "the sections of docs/cli.md, against --help"
+    for (command, text), (_, line) in zip(rows, helped, strict=True):
+        assert text.replace("`", "") == line.replace("`", ""), command
+
+
+def test_cli_page_shows_each_option_with_the_metavar_help_shows() -> None:
+    """An option that takes a value is written with --help's name for it (`--variants FILE`)."""
+    cli = (REPO / "docs" / "cli.md").read_text(encoding="utf-8")
+    wrong = []
+    for command, _ in _commands_in_help():
+        section = _section(cli, f"`{command}`")
+        options = _help(command).split("options:", 1)[1]
+        for option, metavar in re.findall(
+            r"^ {2}(?:-\w [A-Z_]+, |-\w, )?(--[a-z][a-z-]*) ([A-Z_{][^ ,\n]*)", options, re.M
+        ):
+            if f"{option} {metavar}" not in section:
+                wrong.append(f"{command} {option} {metavar}")
+    assert wrong == [], f"docs/cli.md does not write these as --help does: {', '.join(wrong)}"
+
+
 # A minimal [general] per edition the farm reads; the probes below add one unknown key somewhere and
 # read the allowed keys back from the error, so the page is checked against the parser itself.
 _GENERAL = {
