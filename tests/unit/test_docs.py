@@ -284,3 +284,34 @@ def test_readme_performance_headline_is_the_committed_h200_run() -> None:
     git = doc["environment"]["git"]
     assert f"{met} of {total} targets met; large copy {doc['copy_large']['gbps']:.0f} GB/s; source {git}" in headline
     assert f"source commit\n`{git[:7]}`" in headline or f"source commit `{git[:7]}`" in headline
+
+
+def test_every_documented_command_is_run_or_listed_with_a_reason() -> None:
+    """Each command of a shell block in README.md and docs/ is run as written on a scratch farm
+    (tests/integration/test_doc_commands.py) or listed with why it cannot run here; an entry no page
+    shows any more goes too."""
+    from tests.helpers.doc_commands import NOT_HERE, RUN, documented_commands
+
+    shown = {c.text: c.page for c in documented_commands()}
+    assert len(shown) > 30, shown
+    unlisted = [f"{page}: {text}" for text, page in shown.items() if text not in RUN and text not in NOT_HERE]
+    assert unlisted == [], "run these in tests/helpers/doc_commands.py RUN, or say in NOT_HERE why not"
+    stale = sorted((set(RUN) | set(NOT_HERE)) - set(shown))
+    assert stale == [], "listed in tests/helpers/doc_commands.py, shown on no page"
+    assert not set(RUN) & set(NOT_HERE)
+    assert all(reason.strip() for reason in NOT_HERE.values())
+
+
+def test_commands_are_read_whole_from_shell_blocks(tmp_path: Path) -> None:
+    from tests.helpers.doc_commands import documented_commands
+
+    page = tmp_path / "page.md"
+    page.write_text(
+        "```bash\npython -m pybuild build   # a comment\nFOO=1 python -m pybuild x \\\n  --y 'a # b'\n"
+        "\n# only a note\n```\n"
+        "```\npython -m pybuild build [--all]\n```\n```python\nimport torch\n```\n"
+    )
+    assert [c.text for c in documented_commands([page])] == [
+        "python -m pybuild build",
+        "FOO=1 python -m pybuild x --y 'a # b'",
+    ]
