@@ -24,8 +24,10 @@ NAME = "build"
 HELP = "build variants into <kernel>/build/<variant>/ (host, or --all in environments)"
 DESCRIPTION = (
     "Build every kernel (or the ones named) for this machine's variants: CPU always, CUDA too when torch "
-    "has CUDA and nvcc is present. With --all (or --variant NAME), build the matrix's variants, each in "
-    "its own cached environment made with uv (see `python -m pybuild envs`)."
+    "has CUDA and nvcc is present; a compiled kernel with neither gets the variants of this torch release "
+    "that an environment builds here (e.g. its CUDA variant), and when nothing can be built the command "
+    "exits 5 naming the one that builds something. With --all (or --variant NAME), build the matrix's "
+    "variants, each in its own cached environment made with uv (see `python -m pybuild envs`)."
 )
 
 
