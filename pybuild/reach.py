@@ -14,6 +14,7 @@ from pathlib import Path
 
 from . import backends
 from .envplan import EnvPlan, HostFacts, IndexConfig, env_torch, plan_env
+from .host import tvm_ffi_version
 from .manifest import Manifest
 from .variants import Variant
 
@@ -32,7 +33,8 @@ def env_variants(
         return []
     by_backend: dict[str, list[tuple[Variant, EnvPlan]]] = {}
     for variant in manifest.variants(list(matrix_variants)):
-        if variant.system != host.system or env_torch(variant) != torch:
+        # a tvm-ffi kernel builds against this Python's tvm-ffi, which an environment does not hold
+        if variant.system != host.system or env_torch(variant) != torch or variant.tvm_ffi:
             continue
         plan = plan_env(variant, config, host)
         if isinstance(plan, EnvPlan):
@@ -48,8 +50,13 @@ def next_command(
     manifests: Sequence[Manifest], matrix_variants: Sequence[Variant], config: IndexConfig, host: HostFacts
 ) -> str:
     """The one command that builds something for ``manifests`` here: ``--variant`` of the first variant
-    an environment builds (one needing no device toolkit first, of the newest torch), else ``--all``."""
+    an environment builds (one needing no device toolkit first, of the newest torch), else ``--all``;
+    for a tvm-ffi kernel where this Python has no tvm-ffi, installing it."""
     for manifest in manifests:
+        if manifest.framework == "tvm-ffi":
+            if tvm_ffi_version() is None:
+                return "pip install 'apache-tvm-ffi>=0.1.9,<0.2'"
+            continue
         candidates = [
             v
             for v in manifest.variants(list(matrix_variants))
