@@ -69,7 +69,7 @@ def _no_progress(message: str, fraction: float | None) -> None:
     return None
 
 
-def _build_key(
+def content_key(
     manifest: Manifest,
     variant: Variant,
     src_hash: str,
@@ -77,19 +77,28 @@ def _build_key(
     toolchain: Toolchain | None,
     deps: tuple[Resolved, ...] = (),
 ) -> str:
+    """The content key of one variant's build: what decides its files, and nothing else. ``build``,
+    ``test`` (which builds in the variant's environment) and a host build after the dev loop compute
+    the same key for the same inputs, so none rebuilds what another built.
+
+    In it: the sources (build.toml, every source file, the package, the farm's shared headers), the
+    variant, the torch release, the backend's toolkit and flag variables, the device architectures
+    (a CUDA variant's only: a CPU variant has none), pybuild's templates and the git state. Not in it:
+    paths (the interpreter's, the environment's), nor the Python version, as extensions are built
+    against the limited API (abi3)."""
     key = {
         "source": src_hash,
         "variant": variant.name,
-        # a noarch variant holds no binary: the torch and Python that assemble it do not matter
+        # a noarch variant holds no binary: the torch and toolkit that assemble it do not matter
         "torch": None if toolchain is None else toolchain.torch.version,
-        "python": None if toolchain is None else toolchain.python,
+        "toolchain": None if toolchain is None else backends.get(variant.backend).key_inputs(toolchain),
         "templates": template_fingerprint(),
-        "cuda-archs": list(archs),
+        "archs": list(archs),
+        # the pinned dependencies' header trees (pybuild.deps), by content
         "depends": [[d.pin.name, d.tree_sha256] for d in deps],
-        "cflags": [os.environ.get(v, "") for v in ("CXXFLAGS", "CUDAFLAGS", "LDFLAGS")],
-        # metadata.json records the git state: a commit (or a newly dirty tree) makes a new build
-        # (ninja recompiles nothing; only the provenance changes).
-        "git": git_state(manifest.root, manifest.source_files()),
+        # metadata.json records the commit the sources come from and whether they differ from it: a
+        # commit that changes them (or a newly dirty tree) makes a new build; other commits do not
+        "git": git_state(manifest.root, manifest.source_files(), last_change=True),
     }
     return hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()
 
@@ -141,7 +150,7 @@ def build_variant(
     remove_dead_leftovers(root)  # what killed runs left, even when this run has nothing to do
     src_hash = source_hash(manifest)
     archs = backends.get(variant.backend).build_archs(manifest, variant, options.cuda_archs)
-    key = _build_key(manifest, variant, src_hash, archs, toolchain, deps)
+    key = content_key(manifest, variant, src_hash, archs, toolchain, deps)
     if not options.force and is_up_to_date(final, stamp, key):
         return BuildResult(manifest.name, variant.name, "up to date", time.monotonic() - start, dir_size(final), final)
     cmake, ninja = toolchain.cmake_and_ninja()  # the whole toolchain before anything is written
@@ -261,6 +270,7 @@ def _step(
         tc = job.toolchain
         python = Path(tc.python)
         readable = [job.root, python.parent.parent, python.resolve().parent.parent, tc.torch.path, *tc.bin_dirs]
+        readable += [d.root for d in job.deps]  # the pinned dependencies' header trees
         if tc.nvcc is not None:
             readable.append(tc.nvcc.resolve().parent.parent)
         cmd = sandboxed(cmd, env or dict(os.environ), cwd=job.work, writable=writable, readable=readable)
@@ -326,7 +336,7 @@ def _assemble_noarch(manifest: Manifest, variant: Variant, options: BuildOptions
     stamp = work / "stamp.json"
     src_hash = source_hash(manifest)
     ops = make_ops_name(manifest, variant.backend, src_hash)
-    key = _build_key(manifest, variant, src_hash, (), None)
+    key = content_key(manifest, variant, src_hash, (), None)
     _check_output_place(root, variant)
     remove_dead_leftovers(root)  # what killed runs left, even when this run has nothing to do
     if not options.force and is_up_to_date(final, stamp, key):

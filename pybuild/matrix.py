@@ -18,6 +18,7 @@ from .envs import Env, EnvPlan, Refusal, ensure_env, host_facts, index_config, p
 from .errors import PybuildError, ToolchainError
 from .jobs import compile_jobs, mem_available_gib
 from .manifest import Manifest
+from .ui import TaskLine
 from .variants import Variant
 
 
@@ -63,7 +64,7 @@ def plan_jobs(wanted: Sequence[tuple[Manifest, Variant]]) -> tuple[list[VariantJ
     return jobs, refusals
 
 
-NewTask = Callable[[str], Callable[[str, float | None], None]]
+NewTask = Callable[[str], TaskLine]
 Notify = Callable[[str], None]
 
 
@@ -91,7 +92,11 @@ def _job_env(job: VariantJob, new_task: NewTask, notify: Notify) -> Env:
         env_update = env_update or new_task(f"{job.variant.name}")
         env_update(message, None)
 
-    env: Env = ensure_env(job.plan, job.variant, progress=env_progress)
+    try:
+        env: Env = ensure_env(job.plan, job.variant, progress=env_progress)
+    finally:
+        if env_update is not None:
+            env_update.done()  # made (or failed): the line below, or the error, says so
     if env.created:
         notify(
             f"{job.variant.name}: environment made in {time.monotonic() - start:.0f} s "
@@ -113,7 +118,7 @@ def _run_job(
     for manifest in job.manifests:
         label = f"{manifest.name} {job.variant.name}"
         t0 = time.monotonic()
-        update: Callable[[str, float | None], None] | None = None
+        update: TaskLine | None = None
 
         def progress(message: str, fraction: float | None, label: str = label) -> None:
             nonlocal update
@@ -123,11 +128,13 @@ def _run_job(
         try:
             result = build_variant(manifest, job.variant, options, progress=progress, toolchain=env.toolchain)
         except PybuildError as e:
+            _finish(update)
             notify(f"error: {label}: {e}")
             results.append(_failed(manifest, job.variant.name, time.monotonic() - t0, e))
             if not keep_going:
                 break
             continue
+        _finish(update)
         results.append(result)
         if result.status == "up to date":
             notify(f"{label}: up to date ({result.seconds:.2f} s)")
@@ -136,6 +143,12 @@ def _run_job(
                 f"{label}: built in {result.seconds:.1f} s under torch {env.toolchain.torch.version} -> {result.path}"
             )
     return results
+
+
+def _finish(line: TaskLine | None) -> None:
+    """Take a finished build's progress line away (its result is printed as a line of its own)."""
+    if line is not None:
+        line.done()
 
 
 def build_in_envs(

@@ -16,12 +16,17 @@ from .manifest import Manifest
 METADATA = "metadata.json"
 
 
-def git_state(root: Path, files: list[str]) -> dict[str, Any] | None:
-    """``{"commit", "dirty"}`` of the git work tree holding ``root``; dirty if any of ``files`` differ."""
+def git_state(root: Path, files: list[str], *, last_change: bool = False) -> dict[str, Any] | None:
+    """``{"commit", "dirty"}`` of the git work tree holding ``root``; dirty if any of ``files`` differ.
+    The commit is HEAD, or with ``last_change`` the last commit that changed one of ``files`` (HEAD if
+    none did): the commit the files come from, which commits elsewhere in the tree leave alone."""
+    head = ["git", "-C", str(root), "rev-parse", "HEAD"]
+    last = ["git", "-C", str(root), "log", "-1", "--format=%H", "--", *files]
     try:
-        commit = subprocess.run(
-            ["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True, check=True
-        ).stdout.strip()
+        commit = (
+            subprocess.run(last if last_change else head, capture_output=True, text=True, check=True).stdout.strip()
+            or subprocess.run(head, capture_output=True, text=True, check=True).stdout.strip()
+        )
         status = subprocess.run(
             ["git", "-C", str(root), "status", "--porcelain", "--", *files],
             capture_output=True,
@@ -54,7 +59,7 @@ def make_metadata(
     builder_git = git_state(Path(__file__).resolve().parent, ["."])
     if builder_git:
         provenance["kernel-builder"]["git"] = builder_git
-    kernel_git = git_state(manifest.root, manifest.source_files())
+    kernel_git = git_state(manifest.root, manifest.source_files(), last_change=True)
     if kernel_git:
         provenance["kernel"] = kernel_git
     return {

@@ -40,6 +40,24 @@ def human_size(n: int) -> str:
     return f"{n} B"
 
 
+class TaskLine:
+    """One progress line: ``line(message, fraction)`` shows where the work is; ``line.done()`` takes the
+    line away once the work is over (what became of it is printed as a line of its own)."""
+
+    def __init__(self, update: Callable[[str, float | None], None], remove: Callable[[], None]) -> None:
+        self._update, self._remove = update, remove
+        self._done = False
+
+    def __call__(self, message: str, fraction: float | None) -> None:
+        if not self._done:
+            self._update(message, fraction)
+
+    def done(self) -> None:
+        if not self._done:
+            self._done = True
+            self._remove()
+
+
 class Reporter:
     """Progress for long steps (to stderr); quiet mode prints nothing but errors."""
 
@@ -60,19 +78,19 @@ class Reporter:
             )
 
     @contextmanager
-    def task(self, label: str) -> Iterator[Callable[[str, float | None], None]]:
+    def task(self, label: str) -> Iterator[TaskLine]:
         """Yields ``update(message, fraction)`` that drives one progress line."""
         with self.tasks() as new_task:
             yield new_task(label)
 
     @contextmanager
-    def tasks(self) -> Iterator[Callable[[str], Callable[[str, float | None], None]]]:
+    def tasks(self) -> Iterator[Callable[[str], TaskLine]]:
         """Several progress lines at once (parallel work): yields ``new_task(label)`` which returns
-        that task's ``update(message, fraction)``; ``update`` may be called from any thread."""
+        that task's :class:`TaskLine`; it may be called from any thread."""
         if self.quiet or not sys.stderr.isatty():
             lock = threading.Lock()
 
-            def new_plain(label: str) -> Callable[[str, float | None], None]:
+            def new_plain(label: str) -> TaskLine:
                 last: list[str] = []
 
                 def update(message: str, fraction: float | None) -> None:
@@ -84,7 +102,7 @@ class Reporter:
                             last.append(step)
                             err_console.print(escape(printable(f"  {label}: {message}")))
 
-                return update
+                return TaskLine(update, lambda: None)
 
             yield new_plain
             return
@@ -97,7 +115,7 @@ class Reporter:
             transient=True,
         ) as progress:
 
-            def new_live(label: str) -> Callable[[str, float | None], None]:
+            def new_live(label: str) -> TaskLine:
                 task_id = progress.add_task(label, total=None)
 
                 def update(message: str, fraction: float | None) -> None:
@@ -108,7 +126,7 @@ class Reporter:
                         completed=fraction or 0.0,
                     )
 
-                return update
+                return TaskLine(update, lambda: progress.remove_task(task_id))
 
             yield new_live
 
@@ -120,7 +138,7 @@ class Reporter:
             return
         table = Table(title=escape(printable(title)), title_justify="left")
         for c in columns:
-            table.add_column(c)
+            table.add_column(c, overflow="fold")  # a long value wraps onto more lines, never cut with "…"
         for r in rows:
             table.add_row(*(escape(printable(str(x))) for x in r))
         out_console.print(table)

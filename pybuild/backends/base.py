@@ -8,6 +8,7 @@ module overrides only what is special about it.
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -110,6 +111,10 @@ class BackendType(Protocol):
 
     def build_environ(self, archs: tuple[str, ...]) -> dict[str, str]:
         """Environment variables the configure and compile steps get."""
+
+    def key_inputs(self, toolchain: Toolchain) -> dict[str, str | None]:
+        """What else decides a build of this backend's variants, for its content key: the toolkit's
+        version and the compiler flag variables its compiles read (by name)."""
 
     def toolkit_version(self, info: TorchInfo) -> str | None:
         """The toolkit version of torch ``info`` recorded in a build's metadata (None: none)."""
@@ -240,6 +245,9 @@ class BaseBackend:
 
     def build_environ(self, archs: tuple[str, ...]) -> dict[str, str]:
         return {}
+
+    def key_inputs(self, toolchain: Toolchain) -> dict[str, str | None]:
+        return {name: os.environ.get(name, "") for name in ("CXX", "CXXFLAGS", "LDFLAGS")}
 
     def toolkit_version(self, info: TorchInfo) -> str | None:
         return None

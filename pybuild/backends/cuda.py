@@ -141,6 +141,10 @@ class Cuda(BaseBackend):
     def build_environ(self, archs: tuple[str, ...]) -> dict[str, str]:
         return {"TORCH_CUDA_ARCH_LIST": torch_arch_list(archs)} if archs else {}
 
+    def key_inputs(self, toolchain: Toolchain) -> dict[str, str | None]:
+        nvcc = nvcc_version(toolchain.nvcc) if toolchain.nvcc is not None else None
+        return {**super().key_inputs(toolchain), "nvcc": nvcc, "CUDAFLAGS": os.environ.get("CUDAFLAGS", "")}
+
     def toolkit_version(self, info: TorchInfo) -> str | None:
         return info.cuda
 

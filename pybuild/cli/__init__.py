@@ -33,22 +33,22 @@ from . import (
 from .common import Command, Parser
 from .exits import EPILOG, guarded
 
-COMMANDS: tuple[Command, ...] = (
+COMMANDS: tuple[Command, ...] = (  # the order a kernel meets them (docs/cli.md follows it)
     new,
-    variants,
-    generate,
     lock,
     check_config,
     migrate,
+    variants,
+    generate,
     clean,
     build,
     test,
     shell,
     envs,
+    collect,
     check,
     publish,
     wheel,
-    collect,
     bench,
 )
 

@@ -24,8 +24,10 @@ NAME = "build"
 HELP = "build variants into <kernel>/build/<variant>/ (host, or --all in environments)"
 DESCRIPTION = (
     "Build every kernel (or the ones named) for this machine's variants: CPU always, CUDA too when torch "
-    "has CUDA and nvcc is present. With --all (or --variant NAME), build the matrix's variants, each in "
-    "its own cached environment made with uv (see `python -m pybuild envs`)."
+    "has CUDA and nvcc is present; a compiled kernel with neither gets the variants of this torch release "
+    "that an environment builds here (e.g. its CUDA variant), and when nothing can be built the command "
+    "exits 5 naming the one that builds something. With --all (or --variant NAME), build the matrix's "
+    "variants, each in its own cached environment made with uv (see `python -m pybuild envs`)."
 )
 
 
@@ -98,6 +100,8 @@ def run(args: argparse.Namespace) -> int:
     # --all and --variant names beyond this Python's torch build in per-variant environments; every
     # name is checked, and every environment planned, before any build starts
     env_wanted, host_names = _env_selection(args, matrix, manifests, planned)
+    if not args.all and not args.variant:
+        env_wanted = _within_reach(manifests, planned, matrix, rep)
     jobs: list[VariantJob] = []
     refusals: list[Refusal] = []
     if env_wanted:
@@ -106,7 +110,10 @@ def run(args: argparse.Namespace) -> int:
         jobs, refusals = plan_jobs(env_wanted)
         if refusals and not args.all:
             raise refusal_error(refusals)
-    results, failed = _build_here(args, rep, matrix, manifests, planned, host_names, options)
+    in_envs = {m.root for m, _ in env_wanted}
+    results, failed = _build_here(args, rep, matrix, manifests, planned, host_names, options, in_envs)
+    if not results and not jobs and not refusals:
+        _nothing_to_build(manifests, matrix)
     if jobs and not (failed and not args.keep_going):
         from ..matrix import build_in_envs
 
@@ -148,9 +155,11 @@ def _build_here(
     planned: dict[Path, list[Variant]],
     host_names: set[str] | None,
     options: BuildOptions,
+    in_envs: set[Path],
 ) -> tuple[list[BuildResult], int]:
     """Build each kernel's host variants (those in ``host_names``, unless None) with this Python;
-    the results, and the exit code of the first failed build (0: none failed)."""
+    the results, and the exit code of the first failed build (0: none failed). Kernels in ``in_envs``
+    are built in environments too (no need to say why there is no host variant)."""
     from ..build import remove_other_kind_variants
 
     results: list[BuildResult] = []
@@ -163,7 +172,7 @@ def _build_here(
                 f"{manifest.name}: removed build/{name}/: the kernel is {kind} now, and the loader would "
                 "have picked that old build"
             )
-        for variant in _host_selection(manifest, planned[manifest.root], host_names, rep):
+        for variant in _host_selection(manifest, planned[manifest.root], host_names, rep, manifest.root in in_envs):
             if variant.name not in matrix_names and not variant.noarch:
                 rep.info(f"note: {variant.name} is not in {matrix.path.name}; building it for local use")
             result = _build_one(manifest, variant, options, rep)
@@ -206,15 +215,15 @@ def _build_one(manifest: Manifest, variant: Variant, options: BuildOptions, rep:
 
 
 def _host_selection(
-    manifest: Manifest, variants: list[Variant], host_names: set[str] | None, rep: Reporter
+    manifest: Manifest, variants: list[Variant], host_names: set[str] | None, rep: Reporter, in_env: bool
 ) -> list[Variant]:
     """The host variants of ``manifest`` to build here; where there are none, says why (unless
-    --variant/--all sent them all to environments)."""
+    --variant/--all, or plain build with ``in_env``, sent them to environments)."""
     from ..host import host_variants, tvm_ffi_version
 
     if host_names is not None:
         return [v for v in variants if v.name in host_names]
-    if variants:
+    if variants or in_env:
         return variants
     if manifest.framework == "tvm-ffi" and tvm_ffi_version() is None:
         rep.info(
@@ -257,8 +266,44 @@ def _summary(
     rows += [(m.name, v.name, "not built (see above)", "-", "-") for m, v in env_wanted if v.name in refused]
     if rows or json_mode:
         rep.table("Build summary", ["kernel", "variant", "status", "time", "size"], rows)
-    else:
-        rep.info("nothing built: no kernel named has a variant for this machine (see the lines above)")
+
+
+def _within_reach(
+    manifests: list[Manifest], planned: dict[Path, list[Variant]], matrix: Matrix, rep: Reporter
+) -> list[tuple[Manifest, Variant]]:
+    """Plain ``build``: for each compiled kernel without a host variant, the variants of this machine's
+    torch that an environment builds here (e.g. the CUDA variant of a CUDA-only kernel where torch is
+    a CPU build). Kernels with a host variant keep to it: an environment costs a torch of gigabytes
+    and the device compiles, which ``--variant`` and ``--all`` take on when asked."""
+    from ..envs import host_facts, index_config
+    from ..host import torch_info
+    from ..reach import env_variants
+
+    wanted: list[tuple[Manifest, Variant]] = []
+    orphans = [m for m in manifests if not m.noarch and not planned[m.root]]
+    if not orphans:
+        return wanted
+    config, host, torch = index_config(), host_facts(), torch_info().major_minor
+    for manifest in orphans:
+        for variant, plan in env_variants(manifest, matrix.variants, torch, config, host):
+            rep.info(
+                f"{manifest.name}: this Python's torch builds none of its variants; building {variant.name} "
+                f"in its own environment (torch from {plan.source})"
+            )
+            wanted.append((manifest, variant))
+    return wanted
+
+
+def _nothing_to_build(manifests: list[Manifest], matrix: Matrix) -> None:
+    """Nothing built and nothing to build: fail with the one command that builds something here."""
+    from ..envs import host_facts, index_config
+    from ..errors import ToolchainError
+    from ..reach import next_command
+
+    command = next_command(manifests, matrix.variants, index_config(), host_facts())
+    raise ToolchainError(
+        f"nothing built: no kernel named has a variant this machine builds (see the lines above); try `{command}`"
+    )
 
 
 def _env_selection(
@@ -288,11 +333,24 @@ def _env_selection(
         kernels = [m for m in manifests if not m.noarch and variant in m.variants(matrix.variants)]
         if not kernels:
             choices = sorted({v.name for m in manifests for v in m.variants(matrix.variants)} | offered_host)
-            msg = (
-                f"--variant {name}: not a variant of {matrix.path.name} for "
-                f"{', '.join(m.name for m in manifests)}; choose from {choices}"
-            )
-            raise UsageError(msg)
+            raise UsageError(_not_a_variant(name, choices, matrix, manifests))
         # the kernel's own variant: a stable-ABI one carries the matrix torch it is built with
         wanted += [(m, next(v for v in m.variants(matrix.variants) if v == variant)) for m in kernels]
     return wanted, host_names
+
+
+def _not_a_variant(name: str, choices: list[str], matrix: Matrix, manifests: list[Manifest]) -> str:
+    """One line for a --variant the kernels named do not build: the closest names, and where all are."""
+    import difflib
+
+    close = difflib.get_close_matches(name, choices, n=3, cutoff=0.6)
+    hint = f"did you mean {' or '.join(close)}? " if close else ""
+    where = (
+        f"`python -m pybuild variants --kernel {manifests[0].root}` lists its {len(choices)}"
+        if len(manifests) == 1
+        else "`python -m pybuild variants --kernel DIR` lists each kernel's"
+    )
+    return (
+        f"--variant {name}: not a variant of {matrix.path.name} for {', '.join(m.name for m in manifests)}; "
+        f"{hint}{where}"
+    )

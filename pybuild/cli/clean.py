@@ -12,18 +12,23 @@ from .common import add_kernel_dirs, add_output_flags, kernel_dirs
 
 NAME = "clean"
 HELP = "remove generated files (and with --build, build outputs)"
-DESCRIPTION = "Remove exactly the files `generate` wrote; with --build also the kernel's build/ and .pybuild/ folders."
+DESCRIPTION = (
+    "Remove exactly the files `generate` wrote; with --build also the kernel's build/ and .pybuild/ folders "
+    "and the extension `pip install -e` built into its package folder."
+)
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     add_kernel_dirs(p, help="default: every kernel")
-    p.add_argument("--build", action="store_true", help="also remove build/ and .pybuild/")
+    p.add_argument(
+        "--build", action="store_true", help="also remove build/, .pybuild/ and the editable install's extension"
+    )
     add_output_flags(p, json_flag=False)
 
 
 def run(args: argparse.Namespace) -> int:
     from ..build import BUILD_DIR, WORK_DIR
-    from ..generate import clean_project
+    from ..generate import clean_project, editable_extensions
     from ..manifest import load_manifest
 
     rep = Reporter(quiet=args.quiet)
@@ -37,9 +42,10 @@ def run(args: argparse.Namespace) -> int:
             with _no_build_running(d):
                 for extra in (BUILD_DIR, WORK_DIR):
                     _remove_outputs(d / extra, rep)
-            if (d / "compile_commands.json").is_file():
-                (d / "compile_commands.json").unlink()
-                rep.info(f"  removed {d / 'compile_commands.json'}")
+            for built in [d / "compile_commands.json", *editable_extensions(manifest)]:
+                if built.is_file():
+                    built.unlink()
+                    rep.info(f"  removed {built}")
         if not removed and not args.build:
             rep.info(f"  {d}: nothing to clean")
     return 0

@@ -101,6 +101,8 @@ def kernel_dirs(args_dirs: Sequence[str]) -> list[Path]:
             p = Path(d)
             if (p / "build.toml").is_dir():
                 raise UsageError(f"{p / 'build.toml'}: is a folder; a kernel's build.toml must be a file")
+            if not os.path.lexists(p):
+                raise UsageError(f"{p}: no such file or folder; pass a kernel folder, e.g. kernels/img2gray")
             if not os.path.lexists(p / "build.toml"):  # a FIFO or a device: load_manifest names it
                 raise UsageError(f"{p}: not a kernel folder (no build.toml); pass e.g. kernels/img2gray")
             dirs.append(p)

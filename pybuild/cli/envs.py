@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from ..ui import Reporter
+from ..ui import Reporter, human_size
 from .common import add_output_flags
 
 NAME = "envs"
@@ -32,15 +32,24 @@ def run(args: argparse.Namespace) -> int:
             else:
                 rep.warn(f"{path}: kept, a run is making it now; clear again when it is done")
         return 0
+    # one row per environment: a variant may have several (other packages, another Python); the
+    # folder is <variant>-<key> under the cache folder named in the title, so no cell holds a long path
     found = list_envs()
     rows = [
-        (m["plan"]["variant"], m.get("torch", "?"), m.get("nvcc") or "-", m["plan"]["source"], str(p))
-        for p, m, _ in found
+        (
+            m["plan"]["variant"],
+            p.name.removeprefix(f"{m['plan']['variant']}-"),
+            m.get("torch", "?"),
+            m.get("nvcc") or "-",
+            human_size(size),
+            m["plan"]["source"],
+        )
+        for p, m, size in found
     ]
     rep.table(
-        f"{len(rows)} environments in {envs_dir()} (uv's cache links each wheel into them; `du -sh` both "
-        "for the disk they take)",
-        ["variant", "torch", "nvcc", "from", "path"],
+        f"{len(rows)} environments in {envs_dir()}, each in the folder <variant>-<key> (uv's cache links "
+        "each wheel into them; `du -sh` both for the disk they take)",
+        ["variant", "key", "torch", "nvcc", "size", "from"],
         rows,
     )
     return 0

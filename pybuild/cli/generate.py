@@ -44,40 +44,42 @@ def run(args: argparse.Namespace) -> int:
                 f"{manifest.root / 'torch-ext' / manifest.python_name} and `python -m pybuild build` it"
             )
             continue
-        backend, archs = _backend(manifest, args.backend, rep)
+        backend, archs, here = _backend(manifest, args.backend)
         spec = ProjectSpec(
             backend=backend, ops_name=ops_name(manifest, backend, source_hash(manifest)), cuda_archs=archs
         )
-        planned.append((manifest, spec, checked_project(manifest, spec)))  # every kernel checked before any write
-    for manifest, spec, files in planned:
+        planned.append((manifest, spec, here, checked_project(manifest, spec)))  # all checked before any write
+    for manifest, spec, here, files in planned:
         for rel, changed in write_project(manifest, spec, files=files):
             rep.info(f"  {'wrote    ' if changed else 'unchanged'} {manifest.root / rel}")
-        rep.info(
-            f"generated the CMake project of {manifest.name} ({spec.backend}, op namespace {spec.ops_name}); "
-            f"next: pip install --no-build-isolation -e {manifest.root}"
-        )
+        done = f"generated the CMake project of {manifest.name} ({spec.backend}, op namespace {spec.ops_name})"
+        if here:
+            rep.info(f"{done}; next: pip install --no-build-isolation -e {manifest.root}")
+        else:
+            # `pip install -e` compiles with this Python's torch, which builds none of the kernel's backends
+            rep.info(
+                f"{done}; this Python's torch builds none of its backends {list(manifest.backends)}, so "
+                f"`pip install -e` cannot build it here: `python -m pybuild build {manifest.root}` builds "
+                "its variant in an environment, or install a torch (and toolkit) of that backend"
+            )
     return 0
 
 
-def _backend(manifest: Manifest, wanted: str | None, rep: Reporter) -> tuple[str, tuple[str, ...]]:
-    """The backend to generate ``manifest``'s project for (``wanted``, else the host's) and the device
-    architectures it targets."""
+def _backend(manifest: Manifest, wanted: str | None) -> tuple[str, tuple[str, ...], bool]:
+    """The backend to generate ``manifest``'s project for (``wanted``, else the host's), the device
+    architectures it targets, and whether this Python's torch builds it."""
     from .. import backends
     from ..host import host_variants
 
+    host = [v for v in host_variants() if v.backend in manifest.backends]
     if wanted is not None:
         if wanted not in manifest.backends:
             raise UsageError(f"--backend {wanted}: {manifest.path} has kernels for {list(manifest.backends)}")
-        return wanted, backends.get(wanted).default_archs(manifest, None)
-    host = [v for v in host_variants() if v.backend in manifest.backends]
+        return wanted, backends.get(wanted).default_archs(manifest, None), any(v.backend == wanted for v in host)
     if host:
         variant = host[-1]  # CUDA over CPU where both are possible
-        return variant.backend, backends.get(variant.backend).default_archs(manifest, variant.backend_version)
-    # the project holds every backend's sections; `build` says what this machine can build
+        archs = backends.get(variant.backend).default_archs(manifest, variant.backend_version)
+        return variant.backend, archs, True
+    # the project holds every backend's sections (configure with -DPYBUILD_BACKEND=<backend>)
     backend = manifest.backends[0]
-    archs = backends.get(backend).default_archs(manifest, None)
-    rep.info(
-        f"{manifest.name}: this machine builds none of its backends {list(manifest.backends)}; "
-        f"the project defaults to {backend} (configure with -DPYBUILD_BACKEND=<backend>)"
-    )
-    return backend, archs
+    return backend, backends.get(backend).default_archs(manifest, None), False

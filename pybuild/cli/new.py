@@ -74,4 +74,26 @@ def run(args: argparse.Namespace) -> int:
             "commit it (without it, Nix computes it when it evaluates the kernel)"
         )
     rep.info(f"next: python -m pybuild build {dest} && python -m pytest {dest / 'tests'}")
+    if _untracked_in_git(dest):
+        # a flake in a git repository sees only what git tracks: `nix build .#NAME` would not find it
+        rep.info(
+            f"for Nix: `git add {dest}` first (a flake sees only the files git tracks), then "
+            f"`nix --extra-experimental-features 'nix-command flakes' build .#{args.name} -L` (docs/nix.md)"
+        )
     return 0
+
+
+def _untracked_in_git(dest: Path) -> bool:
+    """Whether ``dest`` lies in a git work tree that does not track it yet."""
+    import subprocess
+
+    try:
+        proc = subprocess.run(
+            ["git", "-C", str(dest), "ls-files", "--error-unmatch", "build.toml"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return proc.returncode != 0 and "did not match" in proc.stderr

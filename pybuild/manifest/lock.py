@@ -191,7 +191,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="KERNEL_DIR",
         help="kernel folders (default: every kernels/<name>/ here)",
     )
-    parser.add_argument("--variants", type=Path, help="the matrix (default: the nearest variants.json)")
+    parser.add_argument("--variants", type=Path, metavar="FILE", help="the matrix (default: the nearest variants.json)")
     parser.add_argument("--check", action="store_true", help="change nothing; exit 1 if a lock is missing or stale")
 
 

@@ -16,6 +16,7 @@ import pytest
 
 from pybuild.elf import dynamic_entries
 from tests.helpers.procs import pybuild
+from tests.helpers.venvs import nested_venv
 
 REPO = Path(__file__).resolve().parents[2]
 KERNEL = REPO / "kernels" / "img2gray"
@@ -126,6 +127,25 @@ def test_rebuild_is_a_noop(kernel_copy: Path) -> None:
     assert tree_state(kernel_copy / "build") == before
 
 
+def test_another_interpreter_with_the_same_torch_is_up_to_date(kernel_copy: Path, tmp_path: Path) -> None:
+    """What `test --variant` does: build the same variant with another interpreter (the variant's
+    environment) holding the same torch; the host build is up to date for it, and the other way round."""
+    from pybuild.build import build_variant
+    from pybuild.host import Toolchain, host_toolchain
+    from pybuild.manifest import load_manifest
+    from pybuild.variants import parse_variant_name
+
+    other = tmp_path / "bin" / "python3"
+    other.parent.mkdir()
+    other.symlink_to(sys.executable)
+    host = host_toolchain()
+    elsewhere = Toolchain(python=str(other), torch=host.torch, nvcc=host.nvcc, bin_dirs=(other.parent,))
+    manifest, variant = load_manifest(kernel_copy), parse_variant_name(VARIANT)
+    assert build_variant(manifest, variant).status == "up to date"
+    assert build_variant(manifest, variant, toolchain=elsewhere).status == "up to date"
+    assert build_variant(manifest, variant).status == "up to date"
+
+
 def test_changed_source_rebuilds_with_new_id(kernel_copy: Path) -> None:
     init = kernel_copy / "torch-ext" / "img2gray" / "__init__.py"
     old_id = json.loads((kernel_copy / "build" / VARIANT / "metadata.json").read_text())["id"]
@@ -206,9 +226,7 @@ def test_killed_build_leaves_build_dir_as_it_was(kernel_copy: Path) -> None:
 def test_dev_loop_editable_install(kernel_copy: Path, tmp_path: Path) -> None:
     """The guide's dev loop: generate, `pip install --no-build-isolation -e`, import."""
     assert pybuild("generate", str(kernel_copy)).returncode == 0
-    venv = tmp_path / "venv"
-    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)], check=True)
-    py = str(venv / "bin" / "python")
+    py = str(nested_venv(tmp_path / "venv"))
     pip = subprocess.run(
         [py, "-m", "pip", "install", "-q", "--no-build-isolation", "--no-deps", "-e", str(kernel_copy)],
         capture_output=True,

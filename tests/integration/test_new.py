@@ -330,3 +330,32 @@ def test_the_new_kernel_passes_its_tests_on_cuda(tmp_path: Path) -> None:
     assert main(["new", "my-op", "--dir", str(dest), "-q"]) == 0
     out = _build_and_test(dest, expect_cuda=True, select="cuda")  # the CPU cases run in CI
     assert "SKIPPED" not in out and " passed" in out, out[-3000:]  # the CUDA cases ran
+
+
+@pytest.mark.parametrize("noarch", [False, True], ids=["compiled", "noarch"])
+def test_new_writes_the_current_edition(noarch: bool, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A new kernel is in edition 5 already: `migrate --check` passes and check-config asks for nothing."""
+    dest = tmp_path / "my-op"
+    assert main(["new", "my-op", "--dir", str(dest), "-q", *(["--noarch"] if noarch else [])]) == 0
+    capsys.readouterr()
+    assert main(["migrate", "--check", str(dest)]) == 0
+    assert main(["check-config", str(dest)]) == 0
+    said = capsys.readouterr().err
+    assert "ok (edition 5," in said and "migrate" not in said
+
+
+def test_new_in_a_git_farm_says_to_git_add_before_nix(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`nix build .#NAME` fails for a kernel git does not track yet: `new` says so, with the flags Nix needs."""
+    (tmp_path / "variants.json").write_text((REPO / "variants.json").read_text())
+    (tmp_path / "kernels").mkdir()
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    monkeypatch.chdir(tmp_path)
+    assert main(["new", "my-op"]) == 0
+    said = " ".join(capsys.readouterr().err.split())
+    dest = tmp_path / "kernels" / "my-op"
+    assert f"`git add {dest}` first" in said
+    assert "nix --extra-experimental-features 'nix-command flakes' build .#my-op -L" in said
+    assert main(["new", "other-op", "--dir", str(tmp_path.parent / f"{tmp_path.name}-elsewhere" / "other-op")]) == 0
+    assert "git add" not in capsys.readouterr().err  # not in a git work tree: nothing to add

@@ -23,6 +23,7 @@ from pybuild.host import host_variants
 from pybuild.manifest import load_manifest
 from pybuild.manifest.lock import LOCK_FILE, write_lock
 from pybuild.variants import expand_matrix, load_matrix
+from tests.helpers.venvs import this_python
 
 REPO = Path(__file__).resolve().parents[2]
 NIX = shutil.which("nix")
@@ -313,7 +314,7 @@ def ifd_eval(expr: str, builds: int) -> object:
     """``nix_eval`` where a kernel without a fresh lock gets one from the host toolchain's
     ``computeLock`` (import-from-derivation: builds, so with ``nix eval``, as the calling user).
     ``builds``: how many it builds, each of which the KILLED race may hit once or more."""
-    python = nix_string(os.path.realpath(sys.executable))
+    python = nix_string(this_python())
     toolchain = f"lib.hostToolchainImpure {{ variants = [ ]; python = {python}; }}"
     full = f"let lib = import {REPO}/nix/lib; compute = ({toolchain}).computeLock; in {expr}"
     return json.loads(nix("eval", "--impure", *BUILD_AS_ME, "--json", "--expr", full, attempts=8 + 6 * builds))
@@ -352,7 +353,7 @@ def test_upstream_examples_without_a_lock_evaluate_as_with_one(tmp_path: Path) -
     # as a kernel repository's flake evaluates it
     toolchain = (
         f'lib.hostToolchainImpure {{ variants = [ "torch213-cxx11-cpu-x86_64-linux" ]; '
-        f"python = {nix_string(os.path.realpath(sys.executable))}; }}"
+        f"python = {nix_string(this_python())}; }}"
     )
     relu = [d for d in bare if d.name == "relu"]
     assert relu, "upstream's relu example"
@@ -578,7 +579,7 @@ def kernel_repo(farm: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[P
               # IMPURE: this machine's Python, torch, CMake and compilers (nixpkgs is out of reach here).
               toolchain = farm.lib.hostToolchainImpure {{
                 variants = [ "{variant}" ];
-                python = {nix_string(os.path.realpath(sys.executable))};
+                python = {nix_string(this_python())};
                 path = [ {path_list} ];
               }};
             }};
@@ -646,7 +647,7 @@ def test_nix_build_of_a_pure_python_kernel(farm: Path, tmp_path: Path) -> None:
               path = ./.;
               toolchain = farm.lib.hostToolchainImpure {{
                 variants = [ "{host_cpu_variant()}" ];
-                python = {nix_string(os.path.realpath(sys.executable))};
+                python = {nix_string(this_python())};
                 path = [ {path_list} ];
               }};
             }};

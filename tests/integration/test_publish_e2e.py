@@ -23,6 +23,7 @@ import pytest
 from pybuild.testing import ensure_built, variant_dir_for
 from tests.helpers.loader import require_kernels_loader
 from tests.helpers.procs import pybuild, run, run_py
+from tests.helpers.venvs import nested_venv
 from tests.hubfixture import HubServer, hub_subprocess_env
 
 REPO = Path(__file__).resolve().parents[2]
@@ -40,7 +41,7 @@ g = torch.Generator().manual_seed(1234)
 x = torch.randint(0, 256, (3, 37, 53, 3), dtype=torch.uint8, generator=g)
 def digest(mod):
     out = mod.img2gray(x)
-    return {"sha256": hashlib.sha256(out.contiguous().numpy().tobytes()).hexdigest(), "shape": list(out.shape),
+    return {"sha256": hashlib.sha256(bytes(out.contiguous().flatten().tolist())).hexdigest(), "shape": list(out.shape),
             "file": getattr(mod, "__file__", "")}
 """
 
@@ -276,15 +277,7 @@ def test_wheel_installs_in_a_fresh_venv_and_matches_the_local_build(built, local
     else:  # a newer host (Debian here): a plain linux tag and a warning that says why
         assert whl.name.endswith("-linux_x86_64.whl") and "not manylinux_2_28" in proc.stderr
     venv = tmp_path / "venv"
-    run([sys.executable, "-m", "venv", str(venv)], dict(os.environ), tmp_path)
-    py = venv / "bin" / "python"
-    # torch from this interpreter's site-packages, after the venv's own (--system-site-packages would give
-    # the base interpreter's, which lacks torch where this interpreter is itself a venv)
-    venv_site = run(
-        [str(py), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], dict(os.environ), tmp_path
-    ).stdout.strip()
-    ours = sorted({sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]})
-    (Path(venv_site) / "_outer_site_packages.pth").write_text("\n".join(ours) + "\n")
+    py = nested_venv(venv)  # torch from this interpreter's site-packages, after the venv's own
     # --no-deps: torch comes from the outer site-packages; resolving torch's own requirements offline would
     # fail on this machine's older setuptools. The wheel's requirement is checked against that torch below.
     run(

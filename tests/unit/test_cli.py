@@ -58,6 +58,18 @@ def test_unknown_flag_is_one_line(capsys: pytest.CaptureFixture[str]) -> None:
 def test_not_a_kernel_folder(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["build", str(tmp_path)]) == 2
     assert "not a kernel folder (no build.toml)" in capsys.readouterr().err
+    assert main(["build", str(tmp_path / "nonexistent")]) == 2
+    err = capsys.readouterr().err
+    assert f"{tmp_path / 'nonexistent'}: no such file or folder; pass a kernel folder" in err, err
+
+
+def test_a_variant_outside_the_matrix_names_the_closest(capsys: pytest.CaptureFixture[str]) -> None:
+    """One line with the nearest names and the command that lists them all, not a list of every name."""
+    kernel = REPO / "kernels" / "img2gray"
+    assert main(["build", str(kernel), "--variant", "torch213-cxx11-cu999-x86_64-linux"]) == 2
+    err = " ".join(capsys.readouterr().err.split())
+    assert "did you mean torch213-cxx11-" in err and f"`python -m pybuild variants --kernel {kernel}`" in err
+    assert "[" not in err and err.count("torch2") <= 4, err
 
 
 def test_broken_manifest_one_line_nothing_written(guide_kernel: Path) -> None:
@@ -277,9 +289,49 @@ def test_a_torch_bound_that_excludes_the_host_is_named(tmp_path: Path, capsys: p
     major, minor = (int(x) for x in torch.__version__.split(".")[:2])
     toml = kernel / "build.toml"
     toml.write_text(toml.read_text().replace("[torch]\n", f'[torch]\nminver = "{major}.{minor + 1}"\n'))
-    assert main(["build", str(kernel)]) == 0
+    assert main(["build", str(kernel)]) == 5  # nothing built is a failure, not a silent success
     captured = capsys.readouterr()
     text = " ".join((captured.out + captured.err).split())
     assert f'torch {major}.{minor} is outside [torch] minver = "{major}.{minor + 1}" of {toml}' in text, text
     assert "nothing built" in text and "Build summary" not in text
+    # the one command that builds something: a CPU variant of a torch the bound admits, in an environment
+    assert f"try `python -m pybuild build {kernel} --variant torch" in text and "-cxx11-cpu-" in text, text
     assert not (kernel / "build").exists() and not (kernel / ".pybuild").exists()
+
+
+def test_plain_build_of_a_cuda_only_kernel_builds_its_cuda_variant_in_an_environment(
+    guide_kernel: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The guide's kernel (CUDA only) where torch is a CPU build: plain `build` builds the CUDA variant
+    of this torch release in its environment, as `--variant` would, instead of building nothing."""
+    pytest.importorskip("torch")
+    from pybuild import matrix
+    from pybuild.build import BuildResult
+    from pybuild.host import host_system, host_variants, torch_info
+
+    if any(v.backend == "cuda" for v in host_variants()):
+        pytest.skip("this Python's torch builds the CUDA variant itself")
+    seen = []
+
+    def fake_build_in_envs(jobs, options, new_task, notify, **kw):  # noqa: ANN001, ANN003, ANN202
+        seen.extend((job.variant.name, [m.name for m in job.manifests]) for job in jobs)
+        return [BuildResult("img2gray", job.variant.name, "built", 1.0, 1, guide_kernel) for job in jobs]
+
+    monkeypatch.setattr(matrix, "build_in_envs", fake_build_in_envs)
+    assert main(["build", str(guide_kernel)]) == 0
+    torch = torch_info().major_minor.replace(".", "")
+    assert len(seen) == 1 and seen[0][1] == ["img2gray"], seen
+    assert seen[0][0].startswith(f"torch{torch}-cxx11-cu") and seen[0][0].endswith(host_system()), seen
+    err = " ".join(capsys.readouterr().err.split())
+    assert f"building {seen[0][0]} in its own environment" in err and "no host variant" not in err
+
+
+def test_reading_a_manifest_imports_neither_the_loader_nor_the_hub_client() -> None:
+    """An up-to-date `build` stays quick: reading build.toml finds the loader's python-depends table
+    without importing `kernels` (and with it huggingface_hub, a second of imports)."""
+    code = (
+        "import sys; from pybuild.__main__ import main; rc = main(['check-config', '-q', 'kernels/img2gray']); "
+        "print(rc, sorted(m for m in ('kernels', 'huggingface_hub', 'torch') if m in sys.modules))"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert proc.stdout.split("\n")[-2] == "0 []", proc.stdout + proc.stderr

@@ -111,6 +111,40 @@ def test_cli_page_has_a_section_per_command_naming_each_option() -> None:
     assert missing == [], f"docs/cli.md does not describe: {', '.join(missing)}"
 
 
+def _commands_in_help() -> list[tuple[str, str]]:
+    """(command, one-line help) in the order of `python -m pybuild --help`."""
+    top = _help().split("options:")[0]
+    # argparse puts a long command's line under its name
+    return re.findall(r"^ {4}([a-z][a-z-]*)(?: +|\n +)(\S.*)$", top, re.M)
+
+
+def test_cli_page_lists_the_commands_as_help_does() -> None:
+    """docs/cli.md's table and sections: every command, in --help's order, with --help's line."""
+    cli = (REPO / "docs" / "cli.md").read_text(encoding="utf-8")
+    rows = re.findall(r"^\| \[`([a-z-]+)`\]\(#[a-z-]+\) \| (.+?) \|$", cli, re.M)
+    sections = re.findall(r"^## `([a-z-]+)`$", cli, re.M)
+    helped = _commands_in_help()
+    assert [c for c, _ in rows] == [c for c, _ in helped], "the table of docs/cli.md, against --help"
+    assert sections == [c for c, _ in helped], "the sections of docs/cli.md, against --help"
+    for (command, text), (_, line) in zip(rows, helped, strict=True):
+        assert text.replace("`", "") == line.replace("`", ""), command
+
+
+def test_cli_page_shows_each_option_with_the_metavar_help_shows() -> None:
+    """An option that takes a value is written with --help's name for it (`--variants FILE`)."""
+    cli = (REPO / "docs" / "cli.md").read_text(encoding="utf-8")
+    wrong = []
+    for command, _ in _commands_in_help():
+        section = _section(cli, f"`{command}`")
+        options = _help(command).split("options:", 1)[1]
+        for option, metavar in re.findall(
+            r"^ {2}(?:-\w [A-Z_]+, |-\w, )?(--[a-z][a-z-]*) ([A-Z_{][^ ,\n]*)", options, re.M
+        ):
+            if f"{option} {metavar}" not in section:
+                wrong.append(f"{command} {option} {metavar}")
+    assert wrong == [], f"docs/cli.md does not write these as --help does: {', '.join(wrong)}"
+
+
 # A minimal [general] per edition the farm reads; the probes below add one unknown key somewhere and
 # read the allowed keys back from the error, so the page is checked against the parser itself.
 _GENERAL = {
@@ -214,8 +248,16 @@ def test_quick_start_test_command_is_what_ci_runs() -> None:
     command = "bash .ci/setup && python3 -m pytest -q"
     assert f"# 2. Run the whole test suite (this is what CI runs).\n{command}\n" in readme
     assert "bash .ci/setup && python3 -m pybuild build\n" in readme
-    ci = (REPO / ".ci" / "run").read_text(encoding="utf-8").strip().splitlines()
-    assert ci[-1] == command, ".ci/run must end with exactly the README's test command"
+    ci = [line.strip() for line in (REPO / ".ci" / "run").read_text(encoding="utf-8").splitlines()]
+    assert command in ci, ".ci/run must run exactly the README's test command"
+    # and again in a fresh virtual environment: README command 1, then tests under that interpreter
+    venv_leg = ci[ci.index(command) + 1 :]
+    made = next((i for i, line in enumerate(venv_leg) if line.startswith("python3 -m venv ")), None)
+    assert made is not None, ".ci/run must make a fresh virtual environment after the system-Python run"
+    rest = venv_leg[made:]
+    activate = next(i for i, line in enumerate(rest) if line.startswith("source ") and "bin/activate" in line)
+    assert "bash .ci/setup && python3 -m pybuild build" in rest[activate:]
+    assert any(line.startswith("python3 -m pytest -q") for line in rest[activate:])
 
 
 def _headline_row(result: dict) -> str:
@@ -242,3 +284,35 @@ def test_readme_performance_headline_is_the_committed_h200_run() -> None:
     git = doc["environment"]["git"]
     assert f"{met} of {total} targets met; large copy {doc['copy_large']['gbps']:.0f} GB/s; source {git}" in headline
     assert f"source commit\n`{git[:7]}`" in headline or f"source commit `{git[:7]}`" in headline
+
+
+def test_every_documented_command_is_run_or_listed_with_a_reason() -> None:
+    """Each command of a shell block in README.md and docs/ is run as written on a scratch farm
+    (tests/integration/test_doc_commands.py) or listed with why it cannot run here; an entry no page
+    shows any more goes too."""
+    from tests.helpers.doc_commands import KNOWN_BROKEN, NOT_HERE, RUN, documented_commands
+
+    shown = {c.text: c.page for c in documented_commands()}
+    assert len(shown) > 30, shown
+    unlisted = [f"{page}: {text}" for text, page in shown.items() if text not in RUN and text not in NOT_HERE]
+    assert unlisted == [], "run these in tests/helpers/doc_commands.py RUN, or say in NOT_HERE why not"
+    stale = sorted((set(RUN) | set(NOT_HERE)) - set(shown))
+    assert stale == [], "listed in tests/helpers/doc_commands.py, shown on no page"
+    assert not set(RUN) & set(NOT_HERE)
+    assert set(KNOWN_BROKEN) <= set(RUN)
+    assert all(reason.strip() for reason in NOT_HERE.values())
+
+
+def test_commands_are_read_whole_from_shell_blocks(tmp_path: Path) -> None:
+    from tests.helpers.doc_commands import documented_commands
+
+    page = tmp_path / "page.md"
+    page.write_text(
+        "```bash\npython -m pybuild build   # a comment\nFOO=1 python -m pybuild x \\\n  --y 'a # b'\n"
+        "\n# only a note\n```\n"
+        "```\npython -m pybuild build [--all]\n```\n```python\nimport torch\n```\n"
+    )
+    assert [c.text for c in documented_commands([page])] == [
+        "python -m pybuild build",
+        "FOO=1 python -m pybuild x --y 'a # b'",
+    ]

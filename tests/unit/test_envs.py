@@ -354,3 +354,69 @@ def test_adding_extras_after_the_loader_changed_keeps_the_torch_pin_and_verifies
     assert "kernels==0.17.2" not in args
     assert env.packages == ("pytest", "kernels==0.17.3")
     assert json.loads((path / envs.MARKER).read_text())["extra"] == ["pytest", "kernels==0.17.3"]
+
+
+def test_envs_lists_each_environment_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Two environments of one variant are told apart by their key, and no cell is cut with "…"."""
+    import json
+
+    from pybuild import envs
+
+    monkeypatch.setenv("PYBUILD_CACHE_DIR", str(tmp_path / "a-rather-long-cache-folder" / "that-goes-on-and-on"))
+    v = parse_variant_name("torch213-cxx11-cpu-x86_64-linux")
+    keys = []
+    for python in ("/usr/bin/python3", "/opt/python3.12/bin/python3"):
+        plan = plan_env(v, LOCAL_CPU, HostFacts("x86_64-linux", python, "cp311", None, None))
+        assert isinstance(plan, EnvPlan)
+        path = envs.envs_dir() / plan.dirname
+        path.mkdir(parents=True)
+        marker = {"key": plan.key, "plan": {"variant": v.name, "source": plan.source}, "torch": "2.13.0+cpu"}
+        (path / envs.MARKER).write_text(json.dumps(marker))
+        keys.append(plan.dirname.removeprefix(f"{v.name}-"))
+    assert main(["envs"]) == 0
+    out = capsys.readouterr().out
+    assert "…" not in out and all(k in out for k in keys), out
+    assert "2 environments in" in out
+
+
+def test_progress_lines_end_with_their_work(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The environment's line goes once the environment is made, a variant's once it is built (or failed):
+    none stays at "installing ..." or "assembling" for the rest of the run."""
+    from types import SimpleNamespace
+
+    from pybuild import matrix
+    from pybuild.build import BuildOptions, BuildResult
+    from pybuild.errors import BuildError
+    from pybuild.ui import TaskLine
+
+    lines: dict[str, list[str]] = {}
+    done: list[str] = []
+
+    def new_task(label: str) -> TaskLine:
+        lines[label] = []
+        return TaskLine(lambda message, fraction: lines[label].append(message), lambda: done.append(label))
+
+    def fake_env(plan, variant, progress, **kw):  # noqa: ANN001, ANN003, ANN202
+        progress("installing torch==2.13.*, cmake>=3.22, ninja")
+        return SimpleNamespace(
+            created=True, toolchain=SimpleNamespace(torch=SimpleNamespace(version="2.13.0")), path="."
+        )
+
+    def fake_build(manifest, variant, options, progress, toolchain):  # noqa: ANN001, ANN202
+        progress("assembling", None)
+        if manifest.name == "bad":
+            raise BuildError("broken")
+        return BuildResult(manifest.name, variant.name, "built", 1.0, 1, Path("."))
+
+    monkeypatch.setattr(matrix, "ensure_env", fake_env)
+    monkeypatch.setattr(matrix, "build_variant", fake_build)
+    v = parse_variant_name("torch213-cxx11-cpu-x86_64-linux")
+    plan = plan_env(v, LOCAL_CPU, HOST)
+    assert isinstance(plan, EnvPlan)
+    kernels = (SimpleNamespace(name="good", root=Path("good")), SimpleNamespace(name="bad", root=Path("bad")))
+    job = matrix.VariantJob(v, plan, kernels)  # type: ignore[arg-type]
+    results = matrix.build_in_envs([job], BuildOptions(), new_task, lambda message: None)
+    assert [r.status for r in results] == ["built", "failed"]
+    assert sorted(done) == sorted(lines) == sorted([v.name, f"good {v.name}", f"bad {v.name}"])

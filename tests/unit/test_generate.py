@@ -61,6 +61,22 @@ def test_generate_then_clean_restores_the_tree(guide_kernel: Path) -> None:
     assert sorted(p for p in guide_kernel.rglob("*")) == before
 
 
+def test_clean_build_removes_what_the_dev_loop_built(guide_kernel: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`clean --build` after the dev loop: the extension `pip install -e` built into the package folder
+    goes too (it would shadow the built variants when the folder is imported); the author's files stay."""
+    from pybuild.__main__ import main
+
+    before = sorted(p for p in guide_kernel.rglob("*"))
+    manifest = load_manifest(guide_kernel)
+    write_project(manifest, ProjectSpec("cuda", "_img2gray_cuda_0123456789", ("9.0",)))
+    pkg = guide_kernel / "torch-ext" / "img2gray"
+    (pkg / "_img2gray_cuda_0123456789.abi3.so").write_bytes(b"\x7fELF")
+    (guide_kernel / "build" / "torch213-cxx11-cpu-x86_64-linux").mkdir(parents=True)
+    assert main(["clean", "--build", str(guide_kernel)]) == 0
+    assert "_img2gray_cuda_0123456789.abi3.so" in capsys.readouterr().err
+    assert sorted(p for p in guide_kernel.rglob("*")) == before
+
+
 def test_generate_refuses_to_clobber_user_files(guide_kernel: Path) -> None:
     (guide_kernel / "setup.py").write_text("# the author's own setup.py\n")
     manifest = load_manifest(guide_kernel)
@@ -120,4 +136,7 @@ def test_generate_writes_a_project_for_a_backend_this_machine_cannot_build(
     assert main(["generate", str(guide_kernel)]) == 0
     cmake = (guide_kernel / "CMakeLists.txt").read_text()
     assert 'set(PYBUILD_BACKEND "cuda"' in cmake and 'if(PYBUILD_BACKEND STREQUAL "cuda")' in cmake
-    assert "builds none of its backends ['cuda']" in capsys.readouterr().err
+    err = " ".join(capsys.readouterr().err.split())
+    assert "builds none of its backends ['cuda']" in err
+    # the dev loop's next step would fail here: the line says so and names the command that builds it
+    assert "next: pip install" not in err and f"`python -m pybuild build {guide_kernel}`" in err
