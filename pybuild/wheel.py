@@ -30,6 +30,7 @@ from wheel.wheelfile import WheelFile
 
 from . import __version__, safeload
 from .check import MACOS, MANYLINUX, PYTHON_ABI
+from .deps.python import python_requirements
 from .digest import digest_mismatches
 from .errors import PybuildError, UsageError
 from .metadata import METADATA
@@ -115,22 +116,6 @@ def _summary(pkg: Path) -> str:
     return doc.strip().splitlines()[0] if doc.strip() else ""
 
 
-def _python_requirements(names: list[str], backend: str) -> list[str]:
-    """Map metadata ``python-depends`` names to pip requirements with the loader's own table."""
-    try:
-        from importlib.resources import files
-
-        table = json.loads(files("kernels").joinpath("python_depends.json").read_text())
-    except (ImportError, OSError, ValueError, ModuleNotFoundError):
-        return list(names)
-    out = []
-    for n in names:
-        entry = table.get("general", {}).get(n) or table.get("backends", {}).get(backend, {}).get(n)
-        pkgs = [p["pkg"] for p in entry.get("python", [])] if entry else [n]
-        out += pkgs
-    return out
-
-
 def _package_dir(variant_dir: Path, meta: dict) -> Path:
     pkg = variant_dir / str(meta.get("name", "")).replace("-", "_")
     if (pkg / "__init__.py").is_file():
@@ -177,7 +162,7 @@ def wheel_spec(variant_dir: Path, version: str) -> tuple[WheelSpec, Path]:
         raise type(e)(f"{variant_dir}: {e}") from None
     pkg = _package_dir(variant_dir, meta)
     exts = _extensions(pkg)
-    depends = _python_requirements(list(depends_list), variant.backend)
+    depends = python_requirements(list(depends_list), variant.backend)
     # a stable-ABI build loads with its torch and every later one; any other binds to its torch minor
     torch_req = (
         "torch"

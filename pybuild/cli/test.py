@@ -155,12 +155,14 @@ def _in_env(job: VariantJob, args: argparse.Namespace, rep: Reporter) -> list[Ru
     """The variant's environment (made if needed), the job's kernels built in it unless --no-build;
     the runners: that environment, or with --torch those releases' environments."""
     from ..build import BuildOptions
-    from ..envs import ensure_env, test_packages
+    from ..envs import ensure_env
     from ..errors import ToolchainError
     from ..matrix import build_in_envs
     from ..testshell import Runner
 
-    env = ensure_env(job.plan, job.variant, progress=_progress(rep, job.variant), extra=test_packages())
+    env = ensure_env(
+        job.plan, job.variant, progress=_progress(rep, job.variant), extra=_test_packages(job.manifests, job.variant)
+    )
     if not args.no_build:
         with rep.tasks() as new_task:
             results = build_in_envs([job], BuildOptions(), new_task, rep.info)
@@ -173,7 +175,7 @@ def _in_env(job: VariantJob, args: argparse.Namespace, rep: Reporter) -> list[Ru
             )
     torches = getattr(args, "torch", None)
     if torches:  # a stable-ABI variant under later torch releases, each in that release's environment
-        envs = [_runner_env(job.variant, t, rep) for t in dict.fromkeys(torches)]
+        envs = [_runner_env(job.variant, t, rep, job.manifests) for t in dict.fromkeys(torches)]
     else:
         envs = [env]
     return [Runner(e.python, e.toolchain.torch, e.path) for e in envs]
@@ -205,9 +207,9 @@ def _run_tests(
     return failed
 
 
-def _runner_env(variant: Variant, torch: str, rep: Reporter) -> Env:
+def _runner_env(variant: Variant, torch: str, rep: Reporter, manifests: tuple[Manifest, ...]) -> Env:
     """The environment of torch ``torch`` for testing the stable-ABI ``variant`` (same backend and system)."""
-    from ..envs import Refusal, ensure_env, host_facts, index_config, plan_env, test_packages
+    from ..envs import Refusal, ensure_env, host_facts, index_config, plan_env
     from ..errors import ToolchainError
     from ..variants import Variant
 
@@ -221,7 +223,17 @@ def _runner_env(variant: Variant, torch: str, rep: Reporter) -> Env:
     plan = plan_env(runner, index_config(), host_facts())
     if isinstance(plan, Refusal):
         raise ToolchainError(f"--torch {torch}: {plan.variant}: {plan.reason}")
-    return ensure_env(plan, runner, progress=_progress(rep, runner), extra=test_packages())
+    return ensure_env(plan, runner, progress=_progress(rep, runner), extra=_test_packages(manifests, variant))
+
+
+def _test_packages(manifests: tuple[Manifest, ...] | list[Manifest], variant: Variant) -> tuple[str, ...]:
+    """pytest and the loader, and the Python packages the kernels' `python-depends` name for the
+    variant's backend (as upstream installs them beside the kernel)."""
+    from ..deps.python import python_requirements
+    from ..envs import test_packages
+
+    names = [n for m in manifests for n in m.python_depends_for(variant.backend)]
+    return (*test_packages(), *python_requirements(list(dict.fromkeys(names)), variant.backend))
 
 
 def _progress(rep: Reporter, variant: Variant) -> Callable[[str], None]:

@@ -8,13 +8,12 @@ the fix; unknown keys get a did-you-mean.
 from __future__ import annotations
 
 import dataclasses
-import importlib.util
-import json
 import sys
 from pathlib import Path
 from typing import Any
 
 from .. import safeload
+from ..deps.python import loader_table
 from ..errors import ManifestError
 from .convert import (
     framework_of,
@@ -123,16 +122,12 @@ def to_model(data: dict[str, Any], edition: Edition, path: Path) -> Manifest:
 def loader_python_depends() -> tuple[set[str], dict[str, set[str]]] | None:
     """The installed ``kernels`` loader's allow-list for ``python-depends``: (for every backend, per
     backend); None where ``kernels`` is not installed."""
+    table = loader_table()
+    if table is None:
+        return None
     try:
-        # found, not imported: importing `kernels` takes a second (huggingface_hub), and every command
-        # that reads a manifest (an up-to-date `build` too) would pay it
-        spec = importlib.util.find_spec("kernels")
-        if spec is None or not spec.submodule_search_locations:
-            return None
-        folder = Path(next(iter(spec.submodule_search_locations)))
-        table = json.loads((folder / "python_depends.json").read_text())
         return set(table.get("general", {})), {b: set(v) for b, v in table.get("backends", {}).items()}
-    except (ImportError, OSError, ValueError, AttributeError, TypeError):
+    except (AttributeError, TypeError):
         return None
 
 

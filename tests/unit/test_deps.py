@@ -343,3 +343,29 @@ def test_preflight_resolves_only_the_pins_of_the_variants_backend(tmp_path: Path
 def test_nix_reads_the_same_table() -> None:
     text = (REPO / "nix" / "lib" / "deps.nix").read_text()
     assert "pybuild/deps/dependencies.json" in text
+
+
+def test_python_depends_become_the_loaders_packages(tmp_path: Path) -> None:
+    """`python-depends` names map to pip packages through the loader's own table; `pybuild test` adds
+    them to the variant's environment beside pytest and the loader."""
+    pytest.importorskip("kernels")
+    from pybuild.cli.test import _test_packages
+    from pybuild.deps.python import python_requirements
+    from pybuild.manifest import load_manifest
+    from pybuild.variants import parse_variant_name
+
+    assert python_requirements(["einops", "tvm-ffi"], "cpu") == ("einops", "apache-tvm-ffi")
+    assert python_requirements(["nvidia-cutlass-dsl"], "cuda") == ("nvidia-cutlass-dsl",)
+    kdir = tmp_path / "kk"
+    (kdir / "torch-ext" / "kk").mkdir(parents=True)
+    (kdir / "torch-ext" / "kk" / "__init__.py").write_text("")
+    (kdir / "torch-ext" / "torch_binding.cpp").write_text("")
+    (kdir / "k.cpp").write_text("")
+    (kdir / "build.toml").write_text(
+        '[general]\nname = "kk"\nversion = 1\nedition = 5\nlicense = "MIT"\nbackends = ["cpu"]\n'
+        'python-depends = ["einops", "tvm-ffi"]\n[torch]\nsrc = ["torch-ext/torch_binding.cpp"]\n'
+        '[kernel.k]\nbackend = "cpu"\ndepends = ["torch"]\nsrc = ["k.cpp"]\n'
+    )
+    packages = _test_packages([load_manifest(kdir)], parse_variant_name("torch213-cxx11-cpu-x86_64-linux"))
+    assert packages[0] == "pytest" and packages[1].startswith("kernels")
+    assert packages[2:] == ("einops", "apache-tvm-ffi")
