@@ -232,6 +232,8 @@ def _match_checked_digests(root: Path, files: list[ReleaseFile], variants: set[s
             recorded = safeload.load_json(root / "build" / variant / METADATA, PublishError)["digest"]["files"]
         except (KeyError, TypeError):
             continue  # no digest recorded: check's `digest` row says so
+        if not isinstance(recorded, dict):
+            continue  # not a digest the loader reads: check's `digest` row says so
         for rel, f in sorted(found.items()):
             if rel in DIGEST_EXCLUDED or "__pycache__" in rel.split("/"):
                 continue
@@ -259,7 +261,8 @@ def _match_checked_sources(manifest: Manifest, files: list[ReleaseFile], report:
     now = source_hash(manifest, sha256_of)
     for variant in passed:
         meta = safeload.load_json(manifest.root / "build" / variant / METADATA, PublishError)
-        built = (meta.get("pybuild") or {}).get("source-hash") if isinstance(meta, dict) else None
+        info = meta.get("pybuild") if isinstance(meta, dict) else None
+        built = info.get("source-hash") if isinstance(info, dict) else None
         if built and built != now:
             msg = (
                 f"{manifest.root}: the kernel's sources changed after they were checked ({variant} was built "
