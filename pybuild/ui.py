@@ -116,7 +116,7 @@ class Reporter:
             return
         table = Table(title=title, title_justify="left")
         for c in columns:
-            table.add_column(c, overflow="fold")  # a long value wraps onto more lines, never cut with "…"
+            table.add_column(c)
         for r in rows:
             table.add_row(*(escape(str(x)) for x in r))
         out_console.print(table)
