@@ -74,7 +74,7 @@ def _needs_device(variant: Variant) -> bool:
 
 
 def _release(version: str | None) -> tuple[int, ...]:
-    """ "13.0" -> (13, 0); None or an odd string sorts first."""
+    """A release as numbers, "13.0" -> (13, 0); None or an odd string gives () and sorts first."""
     try:
         return tuple(int(x) for x in (version or "").split("."))
     except ValueError:

@@ -138,7 +138,7 @@ class Reporter:
             return
         table = Table(title=escape(printable(title)), title_justify="left")
         for c in columns:
-            table.add_column(c, overflow="fold")  # a long value wraps onto more lines, never cut with "…"
+            table.add_column(c)
         for r in rows:
             table.add_row(*(escape(printable(str(x))) for x in r))
         out_console.print(table)

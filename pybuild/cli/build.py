@@ -124,6 +124,8 @@ def run(args: argparse.Namespace) -> int:
         results += env_results
         failed = failed or next((r.exit_code for r in env_results if r.status == "failed"), 0)
     _summary(rep, results, refusals, env_wanted, args.json)
+    if not args.all and not args.variant and not args.quiet and not args.json:
+        _say_what_else(args.kernel_dirs, manifests, planned, matrix, rep)
     return int(failed)
 
 
@@ -292,6 +294,37 @@ def _within_reach(
             )
             wanted.append((manifest, variant))
     return wanted
+
+
+def _say_what_else(
+    named: list[str], manifests: list[Manifest], planned: dict[Path, list[Variant]], matrix: Matrix, rep: Reporter
+) -> None:
+    """After a plain build: the variants of this torch release that an environment would build here
+    for kernels that built host variants instead (e.g. their CUDA variant on a CPU torch), with the
+    command that builds them."""
+    from ..envs import host_facts, index_config
+    from ..errors import PybuildError
+    from ..host import torch_info
+    from ..reach import env_variants
+
+    built = [m for m in manifests if not m.noarch and planned[m.root]]
+    if not built:
+        return
+    try:
+        config, host, torch = index_config(), host_facts(), torch_info().major_minor
+    except PybuildError:
+        return
+    kernels_of: dict[str, list[str]] = {}
+    for manifest in built:
+        here = {v.backend for v in planned[manifest.root]}
+        for variant, _ in env_variants(manifest, matrix.variants, torch, config, host):
+            if variant.backend not in here:
+                kernels_of.setdefault(variant.name, []).append(manifest.name)
+    for name, kernels in kernels_of.items():
+        rep.info(
+            f"not built by default: {name} of {', '.join(kernels)} (an environment builds it here: "
+            f"python -m pybuild build {''.join(d + ' ' for d in named)}--variant {name})"
+        )
 
 
 def _nothing_to_build(manifests: list[Manifest], matrix: Matrix) -> None:

@@ -241,5 +241,11 @@ def test_dev_loop_editable_install(kernel_copy: Path, tmp_path: Path) -> None:
     )
     run = subprocess.run([py, "-c", code], capture_output=True, text=True, cwd=tmp_path, timeout=120)
     assert run.returncode == 0, run.stderr
+    # the dev loop changed no input of the variant's build: the venv's build with the same torch is up to date
+    again = subprocess.run(
+        [py, "-m", "pybuild", "build", str(kernel_copy)], capture_output=True, text=True, cwd=REPO, timeout=600
+    )
+    assert again.returncode == 0 and "up to date" in again.stderr, again.stdout + again.stderr
     clean = pybuild("clean", str(kernel_copy))
     assert clean.returncode == 0 and not (kernel_copy / "CMakeLists.txt").exists()
+    assert "up to date" in pybuild("build", str(kernel_copy)).stderr

@@ -335,3 +335,26 @@ def test_reading_a_manifest_imports_neither_the_loader_nor_the_hub_client() -> N
     )
     proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120)
     assert proc.stdout.split("\n")[-2] == "0 []", proc.stdout + proc.stderr
+
+
+def test_plain_build_says_which_variant_it_leaves_to_an_environment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A kernel that builds its CPU variant here does not also get its CUDA variant by default; the
+    build says so, with the command that builds it."""
+    pytest.importorskip("torch")
+    from pybuild.build import BuildResult
+    from pybuild.cli import build
+    from pybuild.host import host_variants, torch_info
+
+    if any(v.backend == "cuda" for v in host_variants()):
+        pytest.skip("this Python's torch builds the CUDA variant itself")
+    kernel = _renamed_copy(REPO / "kernels" / "img2gray", tmp_path / "k", "img2gray")
+    monkeypatch.setattr(
+        build, "_build_one", lambda m, v, o, r: BuildResult(m.name, v.name, "built", 1.0, 1, kernel / "build" / v.name)
+    )
+    assert main(["build", str(kernel)]) == 0
+    err = " ".join(capsys.readouterr().err.split())
+    torch = torch_info().major_minor.replace(".", "")
+    assert f"not built by default: torch{torch}-cxx11-cu" in err, err
+    assert f"python -m pybuild build {kernel} --variant torch{torch}-cxx11-cu" in err

@@ -316,3 +316,10 @@ def test_commands_are_read_whole_from_shell_blocks(tmp_path: Path) -> None:
         "python -m pybuild build",
         "FOO=1 python -m pybuild x --y 'a # b'",
     ]
+
+
+def test_readme_tour_names_every_command() -> None:
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    tour = _section(readme, "A 30-second tour")
+    missing = [c for c, _ in _commands_in_help() if not re.search(rf"(?<![\w-]){re.escape(c)}(?![\w-])", tour)]
+    assert missing == [], f"the README tour does not name: {missing}"
