@@ -184,13 +184,18 @@ def walk(
 
 
 def files(
-    root: Path, error: ErrorType = InputLimitError, max_depth: int = MAX_TREE_DEPTH, follow_links: bool = False
+    root: Path,
+    error: ErrorType = InputLimitError,
+    max_depth: int = MAX_TREE_DEPTH,
+    follow_links: bool = False,
+    prune: Callable[[Path], bool] | None = None,
 ) -> list[Path]:
     """The regular files under ``root``, sorted; a FIFO, device or socket raises ``error`` naming it,
     and so does a symlink (a kernel's files are its own: a link may lead out of the kernel folder)
-    unless ``follow_links`` (pybuild's own files), which takes links to regular files."""
+    unless ``follow_links`` (pybuild's own files), which takes links to regular files. Entries for
+    which ``prune(path)`` is true are skipped, folders with all they hold."""
     out = []
-    for path, st in walk(root, error, max_depth):
+    for path, st in walk(root, error, max_depth, prune):
         mode = st.st_mode
         if stat.S_ISLNK(mode):
             if not follow_links:

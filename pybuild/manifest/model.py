@@ -207,7 +207,8 @@ class Manifest:
         for inc in (*self.torch_include, *(i for k in self.kernels for i in k.include)):
             base = root / inc
             if base.is_dir():
-                files.update(str(p.relative_to(root)) for p in safeload.files(base, error))
+                found = safeload.files(base, error, prune=lambda p: _not_included(root, p))
+                files.update(str(p.relative_to(root)) for p in found if p.suffix in INCLUDED_SUFFIXES)
         files.update(f"{self.package_dir}/{self.python_name}/{rel}" for rel in self.package_files(error))
         return sorted(files)
 
@@ -226,3 +227,25 @@ class Manifest:
             if any(p.name.endswith("." + ext) for ext in self.torch_pyext):
                 found.append(rel.as_posix())
         return sorted(found)
+
+
+#: What an include folder contributes to a build: its C/C++/CUDA headers and sources (an include
+#: folder may be the kernel folder itself, `include = ["."]`, which also holds tests, docs and secrets).
+INCLUDED_SUFFIXES = frozenset(
+    {".c", ".cc", ".cpp", ".cxx", ".cu", ".h", ".hh", ".hpp", ".hxx", ".cuh", ".inc", ".inl", ".ipp", ".tcc"}
+    | {".def", ".metal", ".mm"}
+)
+#: Folders at the kernel's top that no include folder reaches into: the build's outputs and the
+#: generated project (cmake/ holds pybuild's copies of its shared headers, hashed as such).
+_OUTSIDE_INCLUDES = ("build", ".pybuild", "cmake")
+
+
+def _not_included(root: Path, path: Path) -> bool:
+    """Whether an include folder's walk skips ``path``: hidden entries (.git, .env), caches, and the
+    build's own folders at the kernel's top."""
+    rel = path.relative_to(root)
+    return (
+        path.name.startswith(".")
+        or path.name == "__pycache__"
+        or (len(rel.parts) == 1 and rel.parts[0] in _OUTSIDE_INCLUDES)
+    )

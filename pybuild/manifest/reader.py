@@ -105,12 +105,9 @@ class Reader:
             self.fail(f"{where}: path {rel!r} is absolute; use a path relative to the kernel folder")
         if ".." in p.parts:
             self.fail(f"{where}: path {rel!r} escapes the kernel folder; keep sources inside it")
-        if not p.parts:
-            self.fail(
-                f"{where}: path {rel!r} is the kernel folder itself, which holds build/ and .pybuild/; "
-                'name the folder that holds the headers, e.g. "csrc"'
-            )
-        if p.parts[0] in OUTPUT_DIRS:
+        if not p.parts and not must_be_dir:
+            self.fail(f"{where}: path {rel!r} is the kernel folder itself; name a source file")
+        if p.parts and p.parts[0] in OUTPUT_DIRS:
             self.fail(
                 f"{where}: path {rel!r} lies in {p.parts[0]}/, which the build writes; keep sources "
                 "elsewhere in the kernel folder"

@@ -334,18 +334,6 @@ CASES: list[tuple[str, Callable[[Path], None], list[str], str]] = [
         "leak.py: is a symlink",
     ),
     (
-        "include-the-kernel-folder",
-        toml_with('src = ["csrc/tinyk_cpu.cpp"]', 'src = ["csrc/tinyk_cpu.cpp"]\ninclude = ["."]'),
-        CHECK_CONFIG,
-        "is the kernel folder itself",
-    ),
-    (
-        "include-the-kernel-folder-publish",
-        toml_with('src = ["csrc/tinyk_cpu.cpp"]', 'src = ["csrc/tinyk_cpu.cpp"]\ninclude = ["./"]'),
-        PUBLISH,
-        "is the kernel folder itself",
-    ),
-    (
         "include-the-build-folder",
         toml_with('src = ["csrc/tinyk_cpu.cpp"]', 'src = ["csrc/tinyk_cpu.cpp"]\ninclude = ["build"]'),
         CHECK_CONFIG,

@@ -101,17 +101,6 @@ RUN: dict[str, Run] = {
     "nix-instantiate --eval --strict nix/tests": Run(),
 }
 
-#: Commands of RUN that fail as written today, each with the cause; the test reports them as expected
-#: failures (and passes once they work) rather than hiding them.
-KNOWN_BROKEN: dict[str, str] = {
-    cmd: "`pybuild test` hands a relative kernel path to pytest, which runs in the kernel folder "
-    "and so does not find KERNEL/tests (issue 43, item 2)"
-    for cmd in (
-        "python -m pybuild test kernels/my-op --variant torch213-cxx11-cpu-x86_64-linux",
-        "python -m pybuild test kernels/img2gray --variant torch213-cxx11-cpu-x86_64-linux -- -x -k reference",
-    )
-}
-
 _MATRIX_ENVS = (
     "downloads a torch of gigabytes (and NVIDIA's compiler wheels) per variant and compiles each; "
     "tests/integration/test_build_envs.py builds and tests variants in environments"

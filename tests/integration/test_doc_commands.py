@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers.doc_commands import FARM, KNOWN_BROKEN, OUTSIDE, RUN, documented_commands
+from tests.helpers.doc_commands import FARM, OUTSIDE, RUN, documented_commands
 from tests.helpers.venvs import nested_venv
 
 REPO = Path(__file__).resolve().parents[2]
@@ -47,7 +47,7 @@ def test_documented_commands_run_as_written(tmp_path: Path) -> None:
     venv_bin = nested_venv(tmp_path / "venv").parent
     env = {**os.environ, "PATH": f"{venv_bin}{os.pathsep}{os.environ['PATH']}", "VIRTUAL_ENV": str(venv_bin.parent)}
     env.pop("PYTHONPATH", None)
-    failed, known = [], []
+    failed = []
     done = set()
     for command in documented_commands():
         if command.text not in RUN or command.text in done:
@@ -64,8 +64,6 @@ def test_documented_commands_run_as_written(tmp_path: Path) -> None:
         if proc.returncode != 0:
             tail = (proc.stdout[-1500:] + proc.stderr[-1500:]).strip()
             report = f"{command.page}: `{command.text}` exited {proc.returncode}:\n{tail}"
-            (known if command.text in KNOWN_BROKEN else failed).append(report)
+            failed.append(report)
     assert done == set(RUN), f"listed in RUN, shown on no page: {sorted(set(RUN) - done)}"
     assert failed == [], "\n\n".join(failed)
-    if known:
-        pytest.xfail(f"{len(known)} documented command(s) fail as KNOWN_BROKEN says: {set(KNOWN_BROKEN.values())}")

@@ -238,3 +238,40 @@ def test_check_config_prints_the_warnings_and_succeeds(tmp_path: Path, capsys: p
     assert "warning:" in err and "'11.8'" in err and ": ok (" in err
     assert main(["check-config", "-q", str(d)]) == 0
     assert capsys.readouterr().err == ""
+
+
+def test_the_kernel_folder_as_an_include_folder_is_accepted_and_reaches_only_its_headers(tmp_path: Path) -> None:
+    """`include = ["."]` (punica-sgmv, sage-attention): upstream puts the kernel folder on the include
+    path; here too, and what the build hashes and publish ships of it are its C/C++/CUDA files only,
+    never build/, .pybuild/, the generated cmake/, hidden files (.env) or the tests."""
+    from pybuild.manifest import load_manifest
+
+    kdir = tmp_path / "inc-root"
+    for rel, text in {
+        "torch-ext/inc_root/__init__.py": "",
+        "torch-ext/torch_binding.cpp": "",
+        "bgmv/bgmv.cu": "",
+        "flashinfer/vec.cuh": "",
+        ".env": "TOKEN=secret\n",
+        "build/x/leftover.h": "",
+        ".pybuild/y/z.h": "",
+        "cmake/include/kernel_farm/pdl.cuh": "",
+        "tests/test_it.py": "",
+        "README.md": "",
+    }.items():
+        (kdir / rel).parent.mkdir(parents=True, exist_ok=True)
+        (kdir / rel).write_text(text)
+    (kdir / "build.toml").write_text(
+        '[general]\nname = "inc-root"\nversion = 1\nlicense = "Apache-2.0"\nbackends = ["cuda"]\n'
+        '[torch]\nsrc = ["torch-ext/torch_binding.cpp"]\n'
+        '[kernel.bgmv]\nbackend = "cuda"\ndepends = ["torch"]\ninclude = ["."]\nsrc = ["bgmv/bgmv.cu"]\n'
+    )
+    m = load_manifest(kdir)
+    assert m.kernels[0].include == (".",)
+    assert m.source_files() == [
+        "bgmv/bgmv.cu",
+        "build.toml",
+        "flashinfer/vec.cuh",
+        "torch-ext/inc_root/__init__.py",
+        "torch-ext/torch_binding.cpp",
+    ]
