@@ -28,7 +28,7 @@ def max_jobs_env() -> int | None:
     raw = os.environ.get("MAX_JOBS", "").strip()
     if not raw:
         return None
-    if not raw.isdigit() or int(raw) < 1:
+    if not (raw.isascii() and raw.isdigit()) or int(raw) < 1:
         raise UsageError(f"MAX_JOBS={raw!r}: expected a number of compile jobs of at least 1, e.g. MAX_JOBS=4")
     return int(raw)
 

@@ -74,33 +74,46 @@ in
 
   /**
     The build environment of a variant's pinned dependencies: `PYBUILD_DEP_<NAME>` set to the
-    dependency's tag, fetched by upstream's pinned hash (the whole tag, as fetchFromGitHub pins it).
-    pybuild uses a tree handed in this way as it is. Fetched only when the variant is built.
+    dependency's tag, fetched by `fetch { url; hash; }` with upstream kernel-builder's pinned hash of
+    the whole tag (nixpkgs' `fetchzip`: at build time, sandboxed, substitutable; or
+    `fetchPinnedTarball` where there is no nixpkgs). pybuild uses a tree handed in this way as it is.
 
     # Type
 
     ```
-    dependencyEnv :: [ String ] -> AttrSet
+    dependencyEnv :: ({ url, hash } -> Path) -> [ String ] -> AttrSet
     ```
 
     # Examples
 
     ```nix
-    dependencyEnv [ ]
+    dependencyEnv fetchPinnedTarball [ ]
     => { }
     ```
   */
   dependencyEnv =
-    names:
+    fetch: names:
     listToAttrs (
       map (n: {
         name = "PYBUILD_DEP_" + upper n;
-        value = fetchTarball {
-          url = pins.${n}.source.url;
-          sha256 = pins.${n}.source."nix-hash";
+        value = fetch {
+          inherit (pins.${n}.source) url;
+          hash = pins.${n}.source."nix-hash";
         };
       }) names
     );
+
+  /**
+    `builtins.fetchTarball` with a pinned hash, for toolchains without nixpkgs (it fetches when the
+    derivation is evaluated).
+
+    # Type
+
+    ```
+    fetchPinnedTarball :: { url, hash } -> Path
+    ```
+  */
+  fetchPinnedTarball = { url, hash }: fetchTarball { inherit url; sha256 = hash; };
 
   /**
     `manifestPins` of the build.toml in the kernel folder `dir`.

@@ -106,7 +106,7 @@ in
             kernelSrc = src;
             variant = variant.name;
           }
-          // lib.dependencyEnv (lib.kernelPins kernel.dir variant.backend)
+          // lib.dependencyEnv lib.fetchPinnedTarball (lib.kernelPins kernel.dir variant.backend)
         );
 
       # A kernel's lock, when the committed one is missing or stale (`lockedWith`).

@@ -179,7 +179,7 @@ in
             # pybuild's CMake project installs without RPATH and refuses one that slipped in.
             NIX_DONT_SET_RPATH = "1";
           }
-          // lib.dependencyEnv (lib.kernelPins kernel.dir variant.backend);
+          // lib.dependencyEnv e.pkgs.fetchzip (lib.kernelPins kernel.dir variant.backend);
           # buildCommand skips the fixup phase: nothing strips or patches the files whose
           # digests metadata.json records.
           buildCommand = "source ${./build-variant.sh}";

@@ -1,6 +1,6 @@
 { lib }:
 let
-  inherit (lib) dependencyEnv dependencyEnvVar manifestPins isPinnedDependency;
+  inherit (lib) dependencyEnv dependencyEnvVar fetchPinnedTarball manifestPins isPinnedDependency;
   table = (builtins.fromJSON (builtins.readFile ../../pybuild/deps/dependencies.json)).dependencies;
 in
 {
@@ -60,12 +60,12 @@ in
     ];
   };
   testDependencyEnvEmpty = {
-    expr = dependencyEnv [ ];
+    expr = dependencyEnv fetchPinnedTarball [ ];
     expected = { };
   };
   # The names only: forcing the values would fetch the tags.
   testDependencyEnvNames = {
-    expr = builtins.attrNames (dependencyEnv [ "cutlass_3_6" "cutlass_4_0" ]);
+    expr = builtins.attrNames (dependencyEnv fetchPinnedTarball [ "cutlass_3_6" "cutlass_4_0" ]);
     expected = [
       "PYBUILD_DEP_CUTLASS_3_6"
       "PYBUILD_DEP_CUTLASS_4_0"
@@ -74,6 +74,14 @@ in
   testPinsCarryUpstreamsNixHash = {
     expr = table.cutlass_3_6.source."nix-hash";
     expected = "sha256-FbMVqR4eZyum5w4Dj5qJgBPOS66sTem/qKZjYIK/7sg=";
+  };
+  # The fetcher gets the pinned URL and upstream's hash (a stub fetcher: nothing is downloaded).
+  testDependencyEnvHandsTheFetcherThePin = {
+    expr = (dependencyEnv (x: x) [ "cutlass_3_6" ]).PYBUILD_DEP_CUTLASS_3_6;
+    expected = {
+      url = "https://github.com/NVIDIA/cutlass/archive/refs/tags/v3.6.0.tar.gz";
+      hash = "sha256-FbMVqR4eZyum5w4Dj5qJgBPOS66sTem/qKZjYIK/7sg=";
+    };
   };
   testIsPinnedDependency = {
     expr = map isPinnedDependency [

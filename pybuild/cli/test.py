@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -45,6 +46,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--torch",
         action="append",
+        type=_torch_release,
         metavar="X.Y",
         help="for a torch-stable-abi variant: run its tests "
         "under this torch release instead, in that release's environment (repeatable)",
@@ -205,6 +207,13 @@ def _run_tests(
             error(f"{manifest.name} {variant.name}: tests failed under torch {info.version} (pytest exit {rc})")
             failed = 1
     return failed
+
+
+def _torch_release(text: str) -> str:
+    """``--torch``: a torch release as MAJOR.MINOR."""
+    if not re.fullmatch(r"\d+\.\d+", text):
+        raise argparse.ArgumentTypeError(f"{text!r}: expected a torch release as MAJOR.MINOR, e.g. 2.13")
+    return text
 
 
 def _runner_env(variant: Variant, torch: str, rep: Reporter, manifests: tuple[Manifest, ...]) -> Env:

@@ -54,7 +54,7 @@ class Resolved:
 
 
 def deps_dir() -> Path:
-    return cache_root() / "deps"
+    return (cache_root() / "deps").absolute()  # handed to CMake, which runs in another folder
 
 
 def tree_digest(root: Path, include: tuple[str, ...]) -> str:
@@ -79,7 +79,7 @@ def resolve(pin: Pin, report: Report | None = None, python: str | None = None) -
     say = report or (lambda _msg: None)
     override = os.environ.get(pin.env_var, "").strip()
     if override:
-        return _from_override(pin, Path(override).expanduser(), say)
+        return _from_override(pin, Path(override).expanduser().absolute(), say)
     final = deps_dir() / f"{pin.name}-{pin.version}"
     cached = _cached(pin, final)
     if cached:
@@ -95,7 +95,7 @@ def resolve(pin: Pin, report: Report | None = None, python: str | None = None) -
         if cached:
             return cached
         tried = []
-        for label, fetch in _sources(pin, python or sys.executable):
+        for label, strict, fetch in _sources(pin, python or sys.executable):
             say(f"fetching {pin.label} ({pin.name}) from {label}")
             with tempfile.TemporaryDirectory(prefix="pybuild-dep-") as tmp:
                 try:
@@ -103,7 +103,7 @@ def resolve(pin: Pin, report: Report | None = None, python: str | None = None) -
                 except _Unavailable as e:
                     tried.append(f"{label}: {e}")
                     continue
-                resolved = _install(pin, archive, final, label, strict=label != "the package index")
+                resolved = _install(pin, archive, final, label, strict=strict)
                 if resolved is not None:
                     return resolved
                 tried.append(f"{label}: its headers differ from the pin")
@@ -139,6 +139,12 @@ def _from_override(pin: Pin, path: Path, say: Report) -> Resolved:
             say(f"{pin.env_var}: {path} differs from {pin.label} as pinned; using it as given")
         return Resolved(pin, path, digest, f"{pin.env_var} ({path})")
     if path.is_file():
+        if pin.tree_sha256 is None:
+            msg = (
+                f"{pin.env_var}={path}: {pin.label} has no pinned tree hash to check an archive by; "
+                "unpack it and name the folder"
+            )
+            raise ToolchainError(msg)
         final = deps_dir() / f"{pin.name}-{pin.version}"
         with locked(deps_dir() / f".{pin.name}.lock"):
             cached = _cached(pin, final)
@@ -150,8 +156,9 @@ def _from_override(pin: Pin, path: Path, say: Report) -> Resolved:
     raise ToolchainError(f"{pin.env_var}={path}: no such folder or archive; point it at a {pin.label} source tree")
 
 
-def _sources(pin: Pin, python: str) -> Iterator[tuple[str, Callable[[Path], Path]]]:
-    """The remote sources of ``pin`` in order, each a (label, fetch into a folder -> archive path)."""
+def _sources(pin: Pin, python: str) -> Iterator[tuple[str, bool, Callable[[Path], Path]]]:
+    """The remote sources of ``pin`` in order, each a (label, whether a tree that differs from the pin
+    is refused rather than passed over, fetch into a folder -> archive path)."""
     if pin.index is not None:
         wheel = pin.index
 
@@ -168,7 +175,7 @@ def _sources(pin: Pin, python: str) -> Iterator[tuple[str, Callable[[Path], Path
                 raise _Unavailable(f"pip download {wheel.requirement}: {last}")
             return wheels[0]
 
-        yield "the package index", from_index
+        yield "the package index", False, from_index
     mirror = os.environ.get(MIRROR_VAR, "").strip()
     url = pin.url
     if mirror:
@@ -190,7 +197,7 @@ def _sources(pin: Pin, python: str) -> Iterator[tuple[str, Callable[[Path], Path
             raise _Unavailable(f"{url}: {reason}") from None
         return dest
 
-    yield url, download
+    yield url, True, download
 
 
 def _install(pin: Pin, archive: Path, final: Path, label: str, *, strict: bool) -> Resolved | None:
@@ -205,7 +212,7 @@ def _install(pin: Pin, archive: Path, final: Path, label: str, *, strict: bool) 
         if digest != pin.tree_sha256:
             if strict:
                 msg = (
-                    f"{label}: {pin.archive} does not hold {pin.label} as pinned (header tree sha256 {digest}, "
+                    f"{label}: {archive.name} does not hold {pin.label} as pinned (header tree sha256 {digest}, "
                     f"pinned {pin.tree_sha256}); refusing to use it"
                 )
                 raise ToolchainError(msg)

@@ -4,6 +4,7 @@ pybuild also writes for Nix (``pybuild.manifest.lock``)."""
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -207,8 +208,9 @@ class Manifest:
         for inc in (*self.torch_include, *(i for k in self.kernels for i in k.include)):
             base = root / inc
             if base.is_dir():
-                found = safeload.files(base, error, prune=lambda p: _not_included(root, p))
-                files.update(str(p.relative_to(root)) for p in found if p.suffix in INCLUDED_SUFFIXES)
+                whole = base.resolve() == root.resolve()  # `include = ["."]`: the kernel folder itself
+                found = safeload.files(base, error, prune=functools.partial(_not_included, root, whole=whole))
+                files.update(str(p.relative_to(root)) for p in found if not whole or p.suffix in INCLUDED_SUFFIXES)
         files.update(f"{self.package_dir}/{self.python_name}/{rel}" for rel in self.package_files(error))
         return sorted(files)
 
@@ -229,21 +231,24 @@ class Manifest:
         return sorted(found)
 
 
-#: What an include folder contributes to a build: its C/C++/CUDA headers and sources (an include
-#: folder may be the kernel folder itself, `include = ["."]`, which also holds tests, docs and secrets).
+#: What the kernel folder contributes as an include folder (`include = ["."]`): its C/C++/CUDA headers
+#: and sources, not the tests, docs, links or secrets it also holds. Any other include folder gives all.
 INCLUDED_SUFFIXES = frozenset(
     {".c", ".cc", ".cpp", ".cxx", ".cu", ".h", ".hh", ".hpp", ".hxx", ".cuh", ".inc", ".inl", ".ipp", ".tcc"}
-    | {".def", ".metal", ".mm"}
+    | {".def", ".metal", ".mm", ".hip"}
 )
 #: Folders at the kernel's top that no include folder reaches into: the build's outputs and the
 #: generated project (cmake/ holds pybuild's copies of its shared headers, hashed as such).
 _OUTSIDE_INCLUDES = ("build", ".pybuild", "cmake")
 
 
-def _not_included(root: Path, path: Path) -> bool:
-    """Whether an include folder's walk skips ``path``: hidden entries (.git, .env), caches, and the
-    build's own folders at the kernel's top."""
+def _not_included(root: Path, path: Path, whole: bool) -> bool:
+    """Whether an include folder's walk skips ``path``: hidden entries (.git, .env), caches, the build's
+    own folders at the kernel's top, and in the kernel folder itself (``whole``) any link or special
+    file that could be no header (`result` of nix build, a linked compile_commands.json)."""
     rel = path.relative_to(root)
+    if whole and path.suffix not in INCLUDED_SUFFIXES and (path.is_symlink() or not (path.is_dir() or path.is_file())):
+        return True
     return (
         path.name.startswith(".")
         or path.name == "__pycache__"

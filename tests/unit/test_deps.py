@@ -10,8 +10,11 @@ from __future__ import annotations
 import hashlib
 import http.server
 import io
+import json
 import os
 import re
+import shutil
+import subprocess
 import tarfile
 import threading
 import zipfile
@@ -260,9 +263,7 @@ def test_a_wheel_that_differs_falls_through_to_the_download(
     assert got.source.startswith("file://") and got.tree_sha256 == pin.tree_sha256
 
 
-def test_links_and_escapes_in_an_archive_are_never_written(
-    tiny: Pin, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_member_outside_the_tree_is_never_written(tiny: Pin, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     bad = tmp_path / "bad"
     bad.mkdir()
     with tarfile.open(bad / "tiny-1.0.0.tar.gz", "w:gz") as t:
@@ -270,17 +271,67 @@ def test_links_and_escapes_in_an_archive_are_never_written(
             info = tarfile.TarInfo(f"tiny-1.0.0/{rel}")
             info.size = len(data)
             t.addfile(info, io.BytesIO(data))
-        info = tarfile.TarInfo("tiny-1.0.0/../../outside.h")
-        info.size = 1
-        t.addfile(info, io.BytesIO(b"x"))
-        link = tarfile.TarInfo("tiny-1.0.0/include/tiny/passwd")
-        link.type = tarfile.SYMTYPE
-        link.linkname = "/etc/passwd"
-        t.addfile(link)
+        for name in ("tiny-1.0.0/include/../../outside.h", "/tmp/outside.h", "tiny-1.0.0/../outside.h"):
+            info = tarfile.TarInfo(name)
+            info.size = 1
+            t.addfile(info, io.BytesIO(b"x"))
     monkeypatch.setenv(MIRROR_VAR, str(bad))
-    with pytest.raises(ToolchainError, match="is not a regular file; refusing the archive"):
-        resolve(tiny)
-    assert not (tmp_path / "outside.h").exists() and not (tmp_path.parent / "outside.h").exists()
+    got = resolve(tiny)  # the escaping members are no part of the header tree: the tree still verifies
+    assert got.tree_sha256 == tiny.tree_sha256
+    assert not list(tmp_path.rglob("outside.h"))
+
+
+@pytest.mark.parametrize("kind", ["tar", "zip"])
+def test_a_link_in_the_header_tree_refuses_the_archive(
+    kind: str, tiny: Pin, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    if kind == "tar":
+        with tarfile.open(bad / "tiny-1.0.0.tar.gz", "w:gz") as t:
+            link = tarfile.TarInfo("tiny-1.0.0/include/tiny/passwd")
+            link.type = tarfile.SYMTYPE
+            link.linkname = "/etc/passwd"
+            t.addfile(link)
+        monkeypatch.setenv(MIRROR_VAR, str(bad))
+        with pytest.raises(ToolchainError, match="is not a regular file; refusing the archive"):
+            resolve(tiny)
+    else:
+        with zipfile.ZipFile(bad / "tiny_headers-1.0.0-py3-none-any.whl", "w") as z:
+            info = zipfile.ZipInfo("tiny_library/source/include/tiny/passwd")
+            info.external_attr = 0o120777 << 16
+            z.writestr(info, "/etc/passwd")
+        with pytest.raises(ToolchainError, match="is a link; refusing the archive"):
+            resolve_archive = __import__("pybuild.deps.resolve", fromlist=["_install"])._install
+            pin = replace(tiny, index=IndexWheel("tiny-headers==1.0.0", "tiny_library/source"))
+            resolve_archive(pin, bad / "tiny_headers-1.0.0-py3-none-any.whl", deps_dir() / "t", "test", strict=True)
+    assert not (deps_dir() / "tiny_1_0-1.0.0").exists()
+
+
+def test_relative_paths_become_absolute(tiny: Pin, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """CMake configures in another folder: the tree it is handed is absolute, whatever was given."""
+    tree = tmp_path / "rel" / "tiny"
+    for rel, data in HEADERS.items():
+        (tree / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tree / rel).write_bytes(data)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("PYBUILD_DEP_TINY_1_0", "rel/tiny")
+    assert resolve(tiny).root == tree
+    monkeypatch.delenv("PYBUILD_DEP_TINY_1_0")
+    monkeypatch.setenv("PYBUILD_CACHE_DIR", "relcache")
+    monkeypatch.setenv(MIRROR_VAR, "mirror")
+    got = resolve(tiny)
+    assert got.root.is_absolute() and got.root == tmp_path / "relcache" / "deps" / "tiny_1_0-1.0.0"
+
+
+def test_an_archive_for_a_pin_without_a_tree_hash_is_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    archive = tmp_path / "sycl-tla.tar.gz"
+    _tar(archive, "sycl-tla-0.9.2", HEADERS)
+    monkeypatch.setenv("PYBUILD_DEP_SYCL_TLA", str(archive))
+    with pytest.raises(
+        ToolchainError, match=r"^PYBUILD_DEP_SYCL_TLA=.*no pinned tree hash.*unpack it and name the folder$"
+    ):
+        resolve(pins()["sycl_tla"])
 
 
 @pytest.mark.skipif(not SHARED.is_dir(), reason=f"no CUTLASS test archives at {SHARED}")
@@ -340,9 +391,17 @@ def test_preflight_resolves_only_the_pins_of_the_variants_backend(tmp_path: Path
     assert variant_pins(m, cpu) == ()
 
 
-def test_nix_reads_the_same_table() -> None:
-    text = (REPO / "nix" / "lib" / "deps.nix").read_text()
-    assert "pybuild/deps/dependencies.json" in text
+@pytest.mark.skipif(not shutil.which("nix-instantiate"), reason="needs nix-instantiate")
+def test_nix_names_each_pin_as_pybuild_does() -> None:
+    expr = (
+        f"let lib = import {REPO / 'nix' / 'lib'}; in builtins.attrNames "
+        f"(lib.dependencyEnv (x: x) (builtins.attrNames (builtins.fromJSON (builtins.readFile "
+        f"{REPO / 'pybuild' / 'deps' / 'dependencies.json'})).dependencies))"
+    )
+    out = subprocess.run(
+        ["nix-instantiate", "--eval", "--strict", "--json", "--expr", expr], capture_output=True, text=True, check=True
+    )
+    assert sorted(json.loads(out.stdout)) == sorted(p.env_var for p in pins().values())
 
 
 def test_python_depends_become_the_loaders_packages(tmp_path: Path) -> None:

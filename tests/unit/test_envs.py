@@ -241,6 +241,9 @@ def test_max_jobs_sets_the_compile_jobs_as_upstream_reads_it(monkeypatch: pytest
     monkeypatch.setenv("MAX_JOBS", "5")
     assert compile_jobs(cores=2, mem_gib=1.0) == 5
     assert parallel_plan(1, cores=2, mem_gib=1.0) == (1, 5)
+    monkeypatch.setenv("MAX_JOBS", "\u00b2")  # a digit to str.isdigit, no number to int()
+    with pytest.raises(UsageError, match="expected a number of compile jobs"):
+        compile_jobs()
     monkeypatch.setenv("MAX_JOBS", "many")
     with pytest.raises(UsageError, match="MAX_JOBS='many': expected a number of compile jobs of at least 1"):
         compile_jobs()

@@ -183,3 +183,10 @@ def test_a_cuda_torch_here_runs_its_own_variant_without_an_environment(
     monkeypatch.setattr(cuda, "find_nvcc", lambda: None)
     assert not _runs_here(m, mine, no_build=False)  # building needs nvcc: the variant's environment has one
     assert _runs_here(m, mine, no_build=True)
+
+
+def test_torch_of_the_wrong_shape_is_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    kernel = Path(__file__).resolve().parents[2] / "kernels" / "img2gray"
+    rc = main(["test", str(kernel), "--variant", "torch-stable-abi211-cpu-x86_64-linux", "--torch", "2.x"])
+    err = capsys.readouterr().err
+    assert rc == 2 and "'2.x': expected a torch release as MAJOR.MINOR" in err and "--torch" in err, err

@@ -266,6 +266,8 @@ def test_the_kernel_folder_as_an_include_folder_is_accepted_and_reaches_only_its
         '[torch]\nsrc = ["torch-ext/torch_binding.cpp"]\n'
         '[kernel.bgmv]\nbackend = "cuda"\ndepends = ["torch"]\ninclude = ["."]\nsrc = ["bgmv/bgmv.cu"]\n'
     )
+    (kdir / "result").symlink_to(tmp_path / "nix-store-path-gone")  # what `nix build` leaves, dangling
+    (kdir / "compile_commands.json").symlink_to(kdir / ".pybuild" / "y" / "z.h")
     m = load_manifest(kdir)
     assert m.kernels[0].include == (".",)
     assert m.source_files() == [
@@ -275,3 +277,9 @@ def test_the_kernel_folder_as_an_include_folder_is_accepted_and_reaches_only_its
         "torch-ext/inc_root/__init__.py",
         "torch-ext/torch_binding.cpp",
     ]
+    # any other include folder gives all its files, whatever their names
+    (kdir / "csrc").mkdir()
+    (kdir / "csrc" / "Core").write_text("// an extensionless header\n")
+    text = (kdir / "build.toml").read_text().replace('include = ["."]', 'include = [".", "csrc"]')
+    (kdir / "build.toml").write_text(text)
+    assert "csrc/Core" in load_manifest(kdir).source_files()
