@@ -17,19 +17,21 @@ from pybuild.testshell import local_kernel_ids, suite_environ
 from pybuild.variants import parse_variant_name
 from tests.helpers.fakebuild import host_cpu_variant, make_kernel
 
-# A suite written for kernel-builder's test shell: `import tinyk`, get_kernel by repo id, kernels_ci.
+# A suite written for kernel-builder's test shell: `import tinyk`, a helper of the tests package
+# imported from the kernel's root (`from tests.utils import ...`), get_kernel by repo id, kernels_ci.
 SUITE = """\
 import os
 
 import pytest
 
 import tinyk
+from tests.utils import ONE
 
 
 @pytest.mark.kernels_ci
 def test_imports_the_build_not_the_source_folder():
     assert "/build/" in tinyk.__file__, tinyk.__file__
-    assert tinyk.add_one(1) == 2
+    assert tinyk.add_one(ONE) == 2
 
 
 @pytest.mark.kernels_ci
@@ -54,6 +56,7 @@ def tinyk(kernel: Path) -> Path:
     (kernel / "tests").mkdir()
     (kernel / "tests" / "__init__.py").write_text("")
     (kernel / "tests" / "test_tinyk.py").write_text(SUITE)
+    (kernel / "tests" / "utils.py").write_text("ONE = 1\n")
     (kernel / "tinyk").mkdir()
     (kernel / "tinyk" / "__init__.py").write_text("raise ImportError('the source folder, not the build')\n")
     return kernel

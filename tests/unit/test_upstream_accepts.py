@@ -283,3 +283,15 @@ def test_the_kernel_folder_as_an_include_folder_is_accepted_and_reaches_only_its
     text = (kdir / "build.toml").read_text().replace('include = ["."]', 'include = [".", "csrc"]')
     (kdir / "build.toml").write_text(text)
     assert "csrc/Core" in load_manifest(kdir).source_files()
+
+
+def test_stable_abi_29_as_one_version_in_v4(tmp_path: Path) -> None:
+    """flash-attn3 and vllm-flash-attn3: a v4 manifest with `stable-abi = "2.9"` in [torch]."""
+    text = (
+        STABLE_ABI_29.replace("edition = 5\n", "")
+        .replace('[torch.stable-abi]\ncuda = "2.9"\n', "")
+        .replace("[torch]\n", '[torch]\nstable-abi = "2.9"\n')
+    )
+    m = load_manifest(make(tmp_path, text))
+    assert (m.edition, m.stable_abi) == (4, (("cuda", (2, 9)),))
+    assert len(m.warnings) == 1 and "asks for torch 2.9 for cuda" in m.warnings[0]
