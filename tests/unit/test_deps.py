@@ -347,20 +347,27 @@ def test_cutlass_3_6_from_a_loopback_mirror_of_the_tag(
     assert (got.root / "tools/util/include/cutlass/util/device_memory.h").is_file()
 
 
+def _kernel(tmp_path: Path, backends: list[str], general: str, sections: dict[str, tuple[str, str, str]]) -> Path:
+    """A kernel folder ``kk`` of edition 5: ``sections`` maps a section name to (backend, depends, source
+    file); ``general`` adds [general] lines. Its sources are empty: nothing here compiles."""
+    folder = tmp_path / "kk"
+    (folder / "torch-ext" / "kk").mkdir(parents=True)
+    (folder / "torch-ext" / "kk" / "__init__.py").write_text("")
+    (folder / "torch-ext" / "torch_binding.cpp").write_text("")
+    text = f'[general]\nname = "kk"\nversion = 1\nedition = 5\nlicense = "MIT"\nbackends = {json.dumps(backends)}\n'
+    text += general + '[torch]\nsrc = ["torch-ext/torch_binding.cpp"]\n'
+    for name, (backend, depends, src) in sections.items():
+        (folder / src).write_text("")
+        text += f'[kernel.{name}]\nbackend = "{backend}"\ndepends = {depends}\nsrc = ["{src}"]\n'
+    (folder / "build.toml").write_text(text)
+    return folder
+
+
 def test_generated_cmake_adds_the_headers_for_the_backend_of_the_pin(tmp_path: Path) -> None:
     from pybuild.generate import ProjectSpec, render_project
     from pybuild.manifest import load_manifest
 
-    kdir = tmp_path / "kk"
-    (kdir / "torch-ext" / "kk").mkdir(parents=True)
-    (kdir / "torch-ext" / "kk" / "__init__.py").write_text("")
-    (kdir / "torch-ext" / "torch_binding.cpp").write_text("")
-    (kdir / "k.cu").write_text("")
-    (kdir / "build.toml").write_text(
-        '[general]\nname = "kk"\nversion = 1\nedition = 5\nlicense = "MIT"\nbackends = ["cuda"]\n'
-        '[torch]\nsrc = ["torch-ext/torch_binding.cpp"]\n'
-        '[kernel.k]\nbackend = "cuda"\ndepends = ["torch", "cutlass_3_6"]\nsrc = ["k.cu"]\n'
-    )
+    kdir = _kernel(tmp_path, ["cuda"], "", {"k": ("cuda", '["torch", "cutlass_3_6"]', "k.cu")})
     text = render_project(load_manifest(kdir), ProjectSpec(backend="cuda", ops_name="_kk_cuda_0"))["CMakeLists.txt"]
     call = 'pybuild_dependency(PYBUILD_DEP_CUTLASS_3_6 "include;tools/util/include")'
     assert f'if(PYBUILD_BACKEND STREQUAL "cuda")\n  {call}' in text
@@ -371,19 +378,12 @@ def test_preflight_resolves_only_the_pins_of_the_variants_backend(tmp_path: Path
     from pybuild.preflight import variant_pins
     from pybuild.variants import parse_variant_name
 
-    kdir = tmp_path / "kk"
-    (kdir / "torch-ext" / "kk").mkdir(parents=True)
-    (kdir / "torch-ext" / "kk" / "__init__.py").write_text("")
-    (kdir / "torch-ext" / "torch_binding.cpp").write_text("")
-    for f in ("k.cu", "k_xpu.cpp", "k_cpu.cpp"):
-        (kdir / f).write_text("")
-    (kdir / "build.toml").write_text(
-        '[general]\nname = "kk"\nversion = 1\nedition = 5\nlicense = "MIT"\nbackends = ["cuda", "xpu", "cpu"]\n'
-        '[torch]\nsrc = ["torch-ext/torch_binding.cpp"]\n'
-        '[kernel.k]\nbackend = "cuda"\ndepends = ["torch", "cutlass_3_6"]\nsrc = ["k.cu"]\n'
-        '[kernel.k_xpu]\nbackend = "xpu"\ndepends = ["torch", "sycl_tla"]\nsrc = ["k_xpu.cpp"]\n'
-        '[kernel.k_cpu]\nbackend = "cpu"\ndepends = ["torch"]\nsrc = ["k_cpu.cpp"]\n'
-    )
+    sections = {
+        "k": ("cuda", '["torch", "cutlass_3_6"]', "k.cu"),
+        "k_xpu": ("xpu", '["torch", "sycl_tla"]', "k_xpu.cpp"),
+        "k_cpu": ("cpu", '["torch"]', "k_cpu.cpp"),
+    }
+    kdir = _kernel(tmp_path, ["cuda", "xpu", "cpu"], "", sections)
     m = load_manifest(kdir)
     cuda = parse_variant_name("torch213-cxx11-cu130-x86_64-linux")
     cpu = parse_variant_name("torch213-cxx11-cpu-x86_64-linux")
@@ -415,16 +415,8 @@ def test_python_depends_become_the_loaders_packages(tmp_path: Path) -> None:
 
     assert python_requirements(["einops", "tvm-ffi"], "cpu") == ("einops", "apache-tvm-ffi")
     assert python_requirements(["nvidia-cutlass-dsl"], "cuda") == ("nvidia-cutlass-dsl",)
-    kdir = tmp_path / "kk"
-    (kdir / "torch-ext" / "kk").mkdir(parents=True)
-    (kdir / "torch-ext" / "kk" / "__init__.py").write_text("")
-    (kdir / "torch-ext" / "torch_binding.cpp").write_text("")
-    (kdir / "k.cpp").write_text("")
-    (kdir / "build.toml").write_text(
-        '[general]\nname = "kk"\nversion = 1\nedition = 5\nlicense = "MIT"\nbackends = ["cpu"]\n'
-        'python-depends = ["einops", "tvm-ffi"]\n[torch]\nsrc = ["torch-ext/torch_binding.cpp"]\n'
-        '[kernel.k]\nbackend = "cpu"\ndepends = ["torch"]\nsrc = ["k.cpp"]\n'
-    )
+    general = 'python-depends = ["einops", "tvm-ffi"]\n'
+    kdir = _kernel(tmp_path, ["cpu"], general, {"k": ("cpu", '["torch"]', "k.cpp")})
     packages = _test_packages([load_manifest(kdir)], parse_variant_name("torch213-cxx11-cpu-x86_64-linux"))
     assert packages[0] == "pytest" and packages[1].startswith("kernels")
     assert packages[2:] == ("einops", "apache-tvm-ffi")
