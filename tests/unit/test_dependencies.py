@@ -43,10 +43,10 @@ def listed(runtime_only: bool = False) -> set[str]:
     return {canonicalize_name(Requirement(r).name) for r in reqs}
 
 
-def imported_modules() -> dict[str, str]:
-    """Top-level third-party modules imported anywhere in pybuild/ -> a file importing it."""
+def imported_modules(folders: tuple[str, ...] = ("pybuild",)) -> dict[str, str]:
+    """Top-level third-party modules imported anywhere in ``folders`` -> a file importing it."""
     found: dict[str, str] = {}
-    for path in sorted((REPO / "pybuild").rglob("*.py")):
+    for path in sorted(p for folder in folders for p in (REPO / folder).rglob("*.py")):
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.Import):
                 names = [a.name for a in node.names]
@@ -56,7 +56,7 @@ def imported_modules() -> dict[str, str]:
                 continue
             for name in names:
                 top = name.split(".")[0]
-                if top not in sys.stdlib_module_names and top != "pybuild":
+                if top not in sys.stdlib_module_names and top not in ("pybuild", "tests"):
                     found.setdefault(top, str(path.relative_to(REPO)))
     return found
 
@@ -85,6 +85,27 @@ def test_every_imported_library_is_listed(runtime_only: bool) -> None:
             missing.append(f"{module} (imported in {where}; distribution {sorted(candidates)})")
     where = "[project].dependencies" if runtime_only else "[project].dependencies (or the dev group)"
     assert not missing, f"add to pyproject.toml's {where}: {missing}"
+
+
+#: Imported by tests but installed otherwise, and why.
+TESTS_NOT_LISTED = {
+    "setuptools": "the build backend of a generated setup.py (a golden file), never imported by the suite",
+    "test_editions": "a sibling test module (tests/unit), imported by name",
+}
+
+
+def test_every_library_the_tests_import_is_listed() -> None:
+    """The suite runs in a fresh venv made by .ci/setup alone: what the tests import is on a list too."""
+    dists = packages_distributions()
+    names = listed()
+    missing = []
+    for module, where in imported_modules(("tests", "benchmarks")).items():
+        if module in NOT_LISTED or module in TESTS_NOT_LISTED:
+            continue
+        candidates = {canonicalize_name(d) for d in dists.get(module, [])} or {canonicalize_name(module)}
+        if not candidates & names:
+            missing.append(f"{module} (imported in {where}; distribution {sorted(candidates)})")
+    assert not missing, f"add to pyproject.toml's dev group: {missing}"
 
 
 def test_setup_installs_tomli_before_reading_pyproject(tmp_path: Path) -> None:
