@@ -13,6 +13,7 @@ wheel once and links it into every environment that installs it.
 from __future__ import annotations
 
 import configparser
+import contextlib
 import functools
 import json
 import os
@@ -40,7 +41,7 @@ from .envplan import (
     plan_env,
 )
 from .errors import ToolchainError
-from .fsutil import cache_root, dir_size, locked, remove_tree, try_locked
+from .fsutil import cache_root, dir_size, locked, remove_tree, shared_lock, try_locked
 from .host import Toolchain, cuda_toolkit_root, find_nvcc, host_system, nvcc_version, torch_info_at
 from .variants import Variant
 
@@ -374,15 +375,21 @@ def env_folders() -> list[Path]:
     return [d for d in sorted(root.iterdir()) if d.is_dir() and not d.is_symlink()] if root.is_dir() else []
 
 
+def env_in_use(path: Path) -> contextlib.AbstractContextManager[None]:
+    """Held (shared) while a run uses the environment ``path``, e.g. `pybuild test` running its
+    tests there: :func:`clear_env` leaves it alone meanwhile."""
+    return shared_lock(path.parent / f"{path.name}.use")
+
+
 def clear_env(path: Path) -> bool:
     """Remove the environment ``path`` (complete or not) unless a run is making it now (its lock is
-    held): the marker goes first, so a removal cut short leaves an environment no run trusts.
-    Returns whether it was removed."""
+    held) or using it (:func:`env_in_use`): the marker goes first, so a removal cut short leaves an
+    environment no run trusts. Returns whether it was removed."""
     root = path.parent
-    with try_locked(root / f"{path.name}.lock") as free:
-        if not free:
+    with try_locked(root / f"{path.name}.lock") as free, try_locked(root / f"{path.name}.use") as unused:
+        if not (free and unused):
             return False
         (path / MARKER).unlink(missing_ok=True)
         remove_tree(path)
         (root / f"{path.name}.log").unlink(missing_ok=True)
-    return True  # the lock file stays: a run waiting on it must lock the same file as the next one
+    return True  # the lock files stay: a run waiting on one must lock the same file as the next one

@@ -112,6 +112,19 @@ def try_locked(path: Path) -> Iterator[bool]:
 
 
 @contextlib.contextmanager
+def shared_lock(path: Path) -> Iterator[None]:
+    """A shared advisory lock on ``path`` for the block: many holders at once, none while an
+    exclusive one (:func:`try_locked`) is held, and :func:`try_locked` fails while it is held."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a") as f:
+        fcntl.flock(f, fcntl.LOCK_SH)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
+@contextlib.contextmanager
 def locked(path: Path, on_wait: Callable[[], None] | None = None) -> Iterator[None]:
     """An exclusive advisory lock on ``path`` for the duration of the block; ``on_wait`` is called
     first if another holder makes this one wait."""

@@ -30,7 +30,7 @@ def run(args: argparse.Namespace) -> int:
             if clear_env(path):
                 rep.info(f"removed {path}")
             else:
-                rep.warn(f"{path}: kept, a run is making it now; clear again when it is done")
+                rep.warn(f"{path}: kept, a run is making or using it now; clear again when it is done")
         return 0
     # one row per environment: a variant may have several (other packages, another Python); the
     # folder is <variant>-<key> under the cache folder named in the title, so no cell holds a long path

@@ -5,6 +5,7 @@ torch, made with uv and cached)."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import re
 from collections.abc import Callable
@@ -189,6 +190,7 @@ def _run_tests(
     """Run the kernel's tests/ against ``variant`` under each runner's Python; 1 if any failed."""
     import subprocess
 
+    from ..envs import env_in_use
     from ..testshell import pytest_command, suite_environ
 
     failed = 0
@@ -198,7 +200,8 @@ def _run_tests(
         rep.info(f"testing {manifest.name} {variant.name} under torch {info.version} ({build} build) in {runner.label}")
         cmd = pytest_command(runner, manifest, args.pytest_args, ci=args.ci)
         environ = suite_environ(manifest, variant, os.environ)
-        rc = subprocess.run(cmd, env=environ, cwd=manifest.root.resolve(), check=False).returncode
+        with env_in_use(runner.env) if runner.env is not None else contextlib.nullcontext():
+            rc = subprocess.run(cmd, env=environ, cwd=manifest.root.resolve(), check=False).returncode
         if rc == 5:  # pytest: no test collected (a -k, -m or --ci that selects none)
             what = "no test is marked kernels_ci" if args.ci else "pytest collected no test"
             error(f"{manifest.name} {variant.name}: {what} (pytest exit 5); nothing was tested")

@@ -186,7 +186,21 @@ def test_envs_clear_removes_incomplete_ones_and_keeps_one_being_made(
     with locked(cache / "busy.lock"):  # a run is making it
         assert main(["envs", "--clear"]) == 0
     assert sorted(p.name for p in cache.iterdir() if p.is_dir()) == ["busy"] and busy.is_dir()
-    assert f"{busy}: kept, a run is making it now" in capsys.readouterr().err
+    assert f"{busy}: kept, a run is making or using it now" in capsys.readouterr().err
+
+
+def test_envs_clear_keeps_one_a_test_run_uses(cache: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`pybuild test` holds its environment in use while the tests run; `envs --clear` keeps it then,
+    and removes it once the run is over."""
+    from pybuild.envs import env_in_use
+
+    used = env_folder(cache, "used", GOOD)
+    with env_in_use(used):
+        assert main(["envs", "--clear"]) == 0
+        assert used.is_dir() and (used / "pybuild-env.json").is_file()
+    assert f"{used}: kept" in capsys.readouterr().err
+    assert main(["envs", "--clear"]) == 0
+    assert not used.exists()
 
 
 def test_a_half_removed_environment_is_made_again_not_trusted(cache: Path) -> None:
