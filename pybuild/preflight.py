@@ -6,8 +6,9 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from . import backends
-from .deps import Pin, Resolved, pin_for, pins, resolve
+from .deps import Pin, Resolved, resolve
 from .errors import ToolchainError
+from .generate import manifest_pins
 from .host import Toolchain
 from .manifest import Manifest
 from .variants import Variant
@@ -43,29 +44,12 @@ def check_variant_buildable(variant: Variant, toolchain: Toolchain) -> None:
         raise ToolchainError(why)
 
 
-#: `depends` names that need nothing fetched: torch itself, and the farm's own `cutlass` and `cub`
-#: (they come with the CUDA toolkit or the kernel). Upstream's pinned ones are in :mod:`pybuild.deps`.
-PROVIDED_DEPENDS = ("torch", "cutlass", "cub")
-
-
 def variant_pins(manifest: Manifest, variant: Variant) -> tuple[Pin, ...]:
     """The pinned dependencies the kernel sections compiled into ``variant`` name, once each, in
-    manifest order: those of ``variant``'s backend (a CUTLASS pin is for CUDA variants only)."""
-    found: dict[str, Pin] = {}
-    for k in manifest.kernels_for(variant):
-        for name in k.depends:
-            if name in PROVIDED_DEPENDS or name in found:
-                continue
-            pin = pin_for(name)
-            if pin is None:
-                msg = (
-                    f"{manifest.path}: [kernel.{k.name}] depends on {name!r}, which this farm does not know; "
-                    f"it knows {', '.join([*PROVIDED_DEPENDS, *pins()])}"
-                )
-                raise ToolchainError(msg)
-            if pin.backend == variant.backend:
-                found[name] = pin
-    return tuple(found.values())
+    manifest order: those of ``variant``'s backend (a CUTLASS pin is for CUDA variants only). Other
+    `depends` names need nothing fetched: torch, and the farm's own `cutlass` and `cub`."""
+    named = {d for k in manifest.kernels_for(variant) for d in k.depends}
+    return tuple(p for p in manifest_pins(manifest) if p.name in named and p.backend == variant.backend)
 
 
 def resolve_depends(

@@ -218,23 +218,25 @@ def test_a_local_archive_is_verified_and_cached(tiny: Pin, tmp_path: Path, monke
         resolve(tiny)
 
 
+def _headers_wheel(links: Path, files: dict[str, bytes]) -> Path:
+    """A find-links folder holding tiny-headers 1.0.0, a wheel with ``files`` under
+    ``tiny_library/source/`` (as nvidia-cutlass holds CUTLASS's headers)."""
+    links.mkdir()
+    with zipfile.ZipFile(links / "tiny_headers-1.0.0-py3-none-any.whl", "w") as z:
+        for rel, data in files.items():
+            z.writestr(f"tiny_library/source/{rel}", data)
+        info = "tiny_headers-1.0.0.dist-info"
+        z.writestr(f"{info}/METADATA", "Metadata-Version: 2.1\nName: tiny-headers\nVersion: 1.0.0\n")
+        z.writestr(f"{info}/WHEEL", "Wheel-Version: 1.0\nRoot-Is-Purelib: true\nTag: py3-none-any\n")
+        z.writestr(f"{info}/RECORD", "")
+    return links
+
+
 def test_the_index_wheel_is_used_where_the_index_serves_the_version(
     tiny: Pin, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """pip itself downloads the wheel (from a find-links folder standing in for the index)."""
-    links = tmp_path / "links"
-    links.mkdir()
-    with zipfile.ZipFile(links / "tiny_headers-1.0.0-py3-none-any.whl", "w") as z:
-        for rel, data in HEADERS.items():
-            z.writestr(f"tiny_library/source/{rel}", data)
-        z.writestr(
-            "tiny_headers-1.0.0.dist-info/METADATA", "Metadata-Version: 2.1\nName: tiny-headers\nVersion: 1.0.0\n"
-        )
-        z.writestr(
-            "tiny_headers-1.0.0.dist-info/WHEEL", "Wheel-Version: 1.0\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
-        )
-        z.writestr("tiny_headers-1.0.0.dist-info/RECORD", "")
-    monkeypatch.setenv("PIP_FIND_LINKS", str(links))
+    monkeypatch.setenv("PIP_FIND_LINKS", str(_headers_wheel(tmp_path / "links", HEADERS)))
     pin = replace(tiny, index=IndexWheel("tiny-headers==1.0.0", "tiny_library/source"))
     said: list[str] = []
     got = resolve(pin, said.append)
@@ -245,18 +247,8 @@ def test_the_index_wheel_is_used_where_the_index_serves_the_version(
 def test_a_wheel_that_differs_falls_through_to_the_download(
     tiny: Pin, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    links = tmp_path / "links"
-    links.mkdir()
-    with zipfile.ZipFile(links / "tiny_headers-1.0.0-py3-none-any.whl", "w") as z:
-        z.writestr("tiny_library/source/include/tiny/tiny.h", b"other\n")
-        z.writestr(
-            "tiny_headers-1.0.0.dist-info/METADATA", "Metadata-Version: 2.1\nName: tiny-headers\nVersion: 1.0.0\n"
-        )
-        z.writestr(
-            "tiny_headers-1.0.0.dist-info/WHEEL", "Wheel-Version: 1.0\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
-        )
-        z.writestr("tiny_headers-1.0.0.dist-info/RECORD", "")
-    monkeypatch.setenv("PIP_FIND_LINKS", str(links))
+    other = {"include/tiny/tiny.h": b"other\n"}
+    monkeypatch.setenv("PIP_FIND_LINKS", str(_headers_wheel(tmp_path / "links", other)))
     monkeypatch.setenv(MIRROR_VAR, str(tmp_path / "mirror"))
     pin = replace(tiny, index=IndexWheel("tiny-headers==1.0.0", "tiny_library/source"))
     got = resolve(pin)
