@@ -70,6 +70,13 @@ class KernelSpec:
         """Whether this section is compiled into ``variant``: its backend only."""
         return variant.backend == self.backend
 
+    @property
+    def section_archs(self) -> tuple[str, ...]:
+        """The device targets this section's own sources are compiled for, as it names them; empty
+        when it names none and takes the build's whole list. The backend's CMake fragment narrows
+        each build's list to these, source by source."""
+        return ()
+
     def check(self, reader: Reader) -> None:
         """Checks of the values that only this backend knows (the kinds are checked already)."""
 
@@ -125,6 +132,10 @@ class CudaKernel(KernelSpec):
         if self.cuda_minver and variant.backend_version:
             return _version_tuple(variant.backend_version) >= self.cuda_minver
         return True
+
+    @property
+    def section_archs(self) -> tuple[str, ...]:
+        return tuple(c for c in self.cuda_capabilities if c not in self.unknown_capabilities)
 
     @property
     def unknown_capabilities(self) -> tuple[str, ...]:
