@@ -75,16 +75,19 @@ def run_logged(
     if rc != 0:
         at = next((i for i, t in enumerate(tail) if re.search(r"error|Error|ERROR|fatal", t)), None)
         first = tail[at].strip() if at is not None else (tail[-1].strip() if tail else "")
-        if at is not None and first.endswith(":"):  # "CMake Error at X (message):" -- the cause follows
-            cause = next((t.strip() for t in tail[at + 1 :] if t.strip()), "")
-            first = f"{first} {cause}"
+        if at is not None and first.endswith(":"):  # "CMake Error at X (message):" -- the cause follows,
+            # one paragraph that CMake wraps over indented lines
+            rest = tail[at + 1 :]
+            start = next((i for i, t in enumerate(rest) if t.strip()), len(rest))
+            end = next((i for i in range(start, len(rest)) if not rest[i].strip()), len(rest))
+            first = " ".join([first, *(t.strip() for t in rest[start:end])])
         step = f"{Path(cmd[0]).name} {cmd[1] if len(cmd) > 1 else ''}"
         if any("No space left on device" in t for t in tail):  # the disk, not the code: exit 1, as Python's ENOSPC
             raise PybuildError(
                 f"`{step}` failed: no space left on device (full log: {log}); free space on the file system "
                 f"of {cwd or Path.cwd()} and the build's temporary folder, then build again"
             )
-        msg = f"`{step}` failed (exit {rc}): {first[:300]} (full log: {log})"
+        msg = f"`{step}` failed (exit {rc}): {first[:500]} (full log: {log})"
         compiler = re.search(r"CMAKE_(CXX|C|CUDA)_COMPILER", "\n".join(tail))
         if compiler and len(cmd) > 1 and cmd[1] == "-S":  # configure could not use a compiler: the toolchain
             env_var = {"CXX": "CXX", "C": "CC", "CUDA": "CUDACXX"}[compiler[1]]
