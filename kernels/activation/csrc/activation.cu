@@ -8,19 +8,18 @@
 // 256-thread blocks with PDL, streaming in 128-thread blocks without), the exact gelu, whose erf
 // costs about as much as the memory traffic, two 16-byte packs per thread on large inputs, and
 // devices with less memory bandwidth per SM (an H100) run every activation in 8-byte packs
-// (launch_packs16 says when and what each choice measured). On sm_90 and later the launches use PDL
+// (launch_packs16 says when and why). On sm_90 and later the launches use PDL
 // (pdl.cuh). Packs are kept as raw registers (uint4 / uint2) and read as elements only to compute.
 // The row of pack c is c / (d / VEC), a multiply-high and a shift with a divisor prepared on the
 // host; no per-element integer division. Half rows of whole 8-byte packs take the same kernel with
 // 8-byte packs, 16-bit half rows of whole 4-byte packs 4-byte packs. Odd d with 16-byte aligned
 // pointers and fewer than 2^31 outputs takes act_direct_kernel (an 8- or 16-byte pack of output
-// per thread, element loads; launch_direct says what it measured), except odd fp32 from 64 MB.
+// per thread, element loads; launch_direct says which pack), except odd fp32 from 64 MB.
 // Those, other widths and unaligned pointers take single elements, several per thread.
 // Arithmetic is fp32: exp is __expf, the logistic division __fdividef (x / inf = 0 as needed for
 // large negative inputs). The exact gelu takes erf from the branch-free Abramowitz & Stegun 7.1.26
 // formula (|error| < 1.5e-7, about one fp32 ulp of 1; gelu_erf): erff branches on |x|, which
-// diverges within warps on real activations and made the exact gelu compute-bound (0.80x copy
-// bandwidth against 0.94-1.02x now at 201-705 MB on an H200).
+// diverges within warps on real activations and makes the exact gelu compute-bound.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -90,15 +89,10 @@ __device__ __forceinline__ float act(float x) {
 
 // How packs are loaded. kPlain: the default policy (a const __restrict__ pointer: `ld.global.nc`).
 // kStream: streaming (`.cs`, evict-first), used only while the launch is one resident wave and
-// without PDL: an H200 at 128x4096 bf16 measured 2.48 us after torch eager and 2.49 us after
-// torch.compile with it, 2.66 us with plain 8-byte loads (order-after3-nvidia-h200.json). On larger
-// inputs streaming and no-L1-allocate loads made the time depend on what ran before the kernel
-// (where its output landed): silu fp16 8192x14336 on an H100 took 237.2 us after eager and 232.3 us
-// after compile with `.cs` 8-byte loads, 232.7 and 232.6 us with plain ones
-// (order-after-nvidia-h100.json); on an H200, silu bf16 4096x8192 with 16-byte loads, 53.0 and 50.7
-// us streaming, 50.8 and 50.7 us plain (order-after2-nvidia-h200.json). kEvictLast: an L2
-// evict-last policy, used on inputs far larger than L2 (0.5-1% faster there; the same after eager
-// as after compile, order-after-evict-nvidia-h200.json).
+// without PDL, where it is faster than plain loads whatever ran before. On larger inputs streaming
+// and no-L1-allocate loads make the time depend on what ran before the kernel (where its output
+// lands), so those load plainly. kEvictLast: an L2 evict-last policy, for inputs far larger than
+// L2, where it is a little faster and as steady as plain loads.
 enum class Load { kPlain, kStream, kEvictLast };
 
 template <typename R, Load L>
@@ -205,8 +199,8 @@ DeviceShape device_shape() {
 // shared memory. launch_direct picks the pack. Indices are 32-bit: with n_out < 2^31 every input
 // offset (row * 2 d + column + d < 2 n_out) fits. A warp whose packs all lie inside one row each
 // (wide rows, most warps) loads them at fixed offsets from two pointers; any other warp walks the
-// columns, wrapping to the next row. (Element loads of a few elements per thread had run odd d at
-// 0.45-0.70x torch.compile on an H200.)
+// columns, wrapping to the next row. (Element loads of a few elements per thread leave odd d far
+// behind torch.compile.)
 constexpr int kDirectThreads = 256;
 
 template <typename T, Act A, int kBytes>
@@ -268,23 +262,12 @@ __global__ void __launch_bounds__(kDirectThreads) act_direct_kernel(T* __restric
 }
 
 // 8-byte packs of output while they all fit in one resident wave (as launch_packs16 does for even
-// widths), 16-byte packs past it. Picked-shape runs on an H200 (sweep method; raw files at ac24c33):
-//   - 8-byte packs within a wave: 31 small and medium odd shapes ran at 0.93-1.95x the fastest
-//     peer (gelu fp16 2301x10: 1.05 us a call), where 16-byte packs had left 20 of them under
-//     0.95x in the sweep before (gelu fp16 2301x10: 1.60 us);
-//   - 16-byte packs from 64 MB: 17 odd 16-bit shapes at 0.88-1.24x the fastest peer, where a
-//     kernel staging 16-byte vectors through shared memory ran 0.66-1.04x, 4 elements per thread
-//     0.64-1.14x and 8 per thread 0.54-1.21x (gelu bf16 3608x12398: 52.9 us against 71.7, 72.4
-//     and 84.4).
-// The 32-bit indices and the in-row path (act_direct_kernel) then took the exact gelu's odd bf16
-// shapes, issue-bound at 42.3 M instructions for 3608x12398 (78% of issue slots busy; Nsight
-// Compute), to 18.9 M with gelu_erf (49% busy; profiled with a first in-row path chosen per
-// thread, not per warp). On an H200 (raw files at 704eacb; the new code's times the mean of
-// three runs, the old's of two): gelu bf16 228x196114 54.4 -> 39.3 us (the static torch.compile:
-// 46.8), 3608x12398 54.7 -> 39.6, 453514x58 32.8 -> 24.8, fp16 1000000x2 4.28 -> 3.14, silu bf16
-// 3608x12398 43.2 -> 39.3; 39 shapes of the three activations from 0.86-1.48x the fastest peer
-// to 0.98-1.57x. A coalesced layout (a warp's 32 consecutive outputs per load, element stores)
-// was slower on 36 of the 39 shapes (up to 1.29x the time) and at most 4.5% faster on the others.
+// widths): twice the threads for one round trip to memory. 16-byte packs past it, where fewer,
+// wider stores win over staging through shared memory or several elements per thread. The 32-bit
+// indices and the in-row path of act_direct_kernel keep the exact gelu's odd widths memory-bound:
+// with 64-bit indices and every thread walking columns they are bound by instruction issue. A
+// coalesced layout (a warp's 32 consecutive outputs per load, element stores) is slower: each
+// thread then stores elements, not packs. docs/performance.md has the measurements.
 // Needs fewer than 2^31 outputs (FastDiv32, 32-bit offsets) and out aligned to the pack.
 template <typename T, Act A>
 void launch_direct(T* out, const T* in, int64_t rows, int64_t d, cudaStream_t stream, bool pdl) {
@@ -304,30 +287,23 @@ void launch_direct(T* out, const T* in, int64_t rows, int64_t d, cudaStream_t st
   }
 }
 
-// Devices whose memory delivers less than this per SM (an H100 SXM: 25.4 GB/s; an H200: 36.5 GB/s)
-// run every activation with 8-byte packs in 128-thread blocks past one resident wave.
+// Devices whose memory delivers less bandwidth than this per SM, in GB/s (an H100 SXM is under it,
+// an H200 over it), run every activation with 8-byte packs in 128-thread blocks past one resident
+// wave.
 constexpr double kNarrowMemoryGbpsPerSm = 30.0;
 
 // 16-byte packs (d * sizeof(T) a multiple of 16, aligned pointers): one pack per thread in
 // 256-thread blocks. While the 8-byte packs all fit in one resident wave, every activation takes
 // them instead: twice the threads for one round trip to memory, and half the exact gelu's
 // arithmetic on each thread's critical path. With PDL (pdl.cuh) they load plainly in 256-thread
-// blocks, whose 6 KB let the blocks trigger the next launch: at 128x4096 on an H200 1.34x (bf16),
-// 1.35x (fp16) and 1.22x (fp32) torch.compile for silu and 1.34x for the exact gelu, where the
-// 16-byte packs gave 1.33x, 1.33x, 1.22x and 1.22x (duel-nvidia-h200-pdl.json); on an H100 1.29x,
-// 1.30x, 1.18x and 1.43x, against 1.25x, 1.26x, 1.16x and 1.37x in 128-thread blocks
-// (duel-nvidia-h100-pdl.json). Without PDL they stream in 128-thread blocks: on an H200 1.075x
-// (bf16), 1.057x (fp16) and 1.032x (fp32) torch.compile for silu, where the 16-byte packs gave
-// 0.98-1.00x; 8-byte packs with plain loads gave 0.98-1.00x too (duel-nvidia-h200-small.json).
-// From 1024x4096 on they are no faster than 16-byte packs, and 2.5-4% slower from 4096x8192. The
-// exact gelu takes two packs per thread from 2^21 packs on (1.11x at 8192x14336 bf16). Inputs of
-// 4x L2 or more are loaded with the evict-last policy (1.005-1.01x at 470-940 MB; at 134 MB it
-// measured 0.99x, so smaller inputs load plainly). Those were measured on an H200. On an H100,
-// which has 0.70x its memory bandwidth on as many SMs, 8-byte packs in 128-thread blocks were the
-// fastest launch at every size and activation timed: 1.002-1.026x torch.compile at 201-1409 MB,
-// where the H200's choices gave 0.98-1.01x (on the H200 they give 0.96-0.98x the 16-byte packs
-// there); past one wave they load plainly (see Load), and their 3 KB blocks do not trigger the
-// next launch. All measured against the neighbouring shapes with benchmarks/explore/duel.py.
+// blocks, whose 6 KB let the blocks trigger the next launch; without PDL they stream in 128-thread
+// blocks. Past one wave 16-byte packs are as fast or faster. The exact gelu takes two packs per
+// thread from 2^21 packs on: more loads in flight per thread while its arithmetic runs. Inputs of
+// 4x L2 or more load with the evict-last policy; smaller ones load plainly, where evict-last does
+// not pay. A device with less memory bandwidth per SM (kNarrowMemoryGbpsPerSm, an H100) keeps
+// fewer bytes in flight per SM for the same pace, and there 8-byte packs in 128-thread blocks are
+// the fastest launch at every size; past one wave they load plainly (see Load), and their 3 KB
+// blocks do not trigger the next launch. docs/performance.md has the measurements.
 template <typename T, Act A>
 void launch_packs16(T* out, const T* in, int64_t rows, int64_t d, cudaStream_t stream, bool pdl) {
   const int64_t n_packs = rows * (d / (16 / sizeof(T)));
@@ -358,16 +334,12 @@ void launch_typed(void* out, const void* in, int64_t rows, int64_t d, cudaStream
   const int64_t half_bytes = d * static_cast<int64_t>(sizeof(T));
   // The widest pack that the half-row width and both pointers allow: 16 bytes, else 8 or 4 (rows
   // of, say, 4098 bf16 elements), else one element.
-  // Half rows of whole 4-byte packs (16-bit d = 4 k + 2) keep the 4-byte packs: a kernel staging
-  // 16-byte vectors through shared memory ran them at 0.55-0.71x the 4-byte packs' speed from 64 MB
-  // on an H200, the direct kernel at 0.62-1.18x (median 0.85) (sweep, seed 0; the direct kernel
-  // with 64-bit indices and no in-row path, untimed here since). Odd widths take the direct
-  // kernel, but odd fp32 from 64 MB single elements: a staged kernel had run them at 0.74-0.90x
-  // those; the direct kernel has not been timed there.
+  // Half rows of whole 4-byte packs (16-bit d = 4 k + 2) keep the 4-byte packs, which load whole
+  // and aligned: staging 16-byte vectors through shared memory or the direct kernel's element loads
+  // are slower there. Odd widths take the direct kernel, but odd fp32 from 64 MB single elements,
+  // which a staged kernel did not beat; the direct kernel has not been measured there.
   // 8- and 4-byte packs take one pack per thread while they all fit in one resident wave (more
-  // threads for one round trip), 2 or 4 past it. On an H200 (picked shapes, sweep method; raw
-  // files at 9b4f38a) that took 22 such shapes from 1.10-2.44 us a call (0.985-1.198x the
-  // fastest peer) to 0.91-2.10 us (1.253-1.491x), e.g. fp16 silu 177x52 from 1.28 to 0.93 us.
+  // threads for one round trip), 2 or 4 past it.
   const bool direct = addresses % 16 == 0 && rows * d < (int64_t{1} << 31) &&
                       (sizeof(T) < 4 || 3 * rows * half_bytes < (int64_t{64} << 20));
   if (addresses % 16 == 0 && d % kVec == 0) {

@@ -114,7 +114,8 @@ def test_cuda_agrees_with_cpu(kernel, op):
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 def test_cuda_large_inputs(kernel, dtype):
     """Over 2^21 packs of 16 bytes: the exact gelu switches to two packs per thread there (on devices
-    with 30 GB/s of memory per SM or more; others run 8-byte packs at every size)."""
+    with memory bandwidth per SM of kNarrowMemoryGbpsPerSm or more; others run 8-byte packs at every
+    size)."""
     x = (torch.randn(2049, 2 * 8192, device="cuda") * 3).to(dtype)
     for op in OPS:
         got = call(kernel, op, x)

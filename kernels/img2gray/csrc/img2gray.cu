@@ -5,11 +5,9 @@
 // converts one group of 16 pixels: three 16-byte loads bring its 48 input bytes, one 16-byte store
 // writes its 16 gray bytes. A warp's three loads cover 1536 contiguous bytes, so every sector is
 // used; the overlap between neighbouring loads is served by L1. Loads are plain and the store
-// streaming (.cs, evict-first: each byte is touched once). Streaming loads were 0.3-0.9% faster
-// from 4320x7680 up in some runs but made the time depend on where the output landed: on an H200,
-// 4320x7680 took 33.4 us when its output reused the memory torch.compile's had just released and
-// 36.8 us after torch eager's; plain loads took 33.6 and 34.0 us (benchmarks/explore/order.py,
-// "after" schedule; order-after-nvidia-h200.json). Per pixel: one
+// streaming (.cs, evict-first: each byte is touched once). Streaming loads gain little on large
+// images and make the time depend on where the output lands (memory another kernel has just
+// released or not), so the loads stay plain. Per pixel: one
 // byte_perm gathers (R, G, B) into a word, one dp4a forms 21 R + 72 G + 7 B + 50, and the division
 // by the constant 100 compiles to a multiply-high and a shift. The n_pixels % 16 pixels past the last full group
 // are converted by a scalar path in the same launch. Unaligned pointers (a view at an odd storage

@@ -140,7 +140,7 @@ def test_many_rows(kernel):
 @pytest.mark.parametrize("hidden, dtype", [(128, torch.bfloat16), (4096, torch.float32)], ids=str)
 def test_x_of_twice_l2_or_more(kernel, hidden, dtype):
     """x of 2x L2 or more is loaded with an L2 evict-last policy (row groups and block rows alike),
-    except on devices with under 30 GB/s of memory per SM, which stream it."""
+    except on devices with less memory bandwidth per SM than kNarrowMemoryGbpsPerSm, which stream it."""
     l2 = torch.cuda.get_device_properties(0).L2_cache_size or (50 << 20)
     rows = 2 * l2 // (hidden * torch.empty((), dtype=dtype).element_size()) + 5
     x = randn((rows, hidden), dtype, "cuda", seed=31)
