@@ -9,7 +9,7 @@
 //     layout for short rows, 128-thread blocks of warp tiles: load c of a warp reads 32 consecutive
 //     packs (512 contiguous bytes, 32 / packs whole rows), 2 loads per thread, so a lane's column
 //     and its one weight pack are the same for both, and each row is reduced over its packs' lanes
-//     with shuffles (measured 0.2-0.9% faster than the warp groups below at 268 MB on an H200);
+//     with shuffles (a little faster than the warp groups below on large inputs);
 //   - other rows of up to 64 packs (bf16 hidden <= 512, fp32 <= 256): `group` = 1..16 threads of one
 //     warp with up to 4 packs each, several rows per block, the sum of squares reduced with warp
 //     shuffles inside the group;
@@ -22,9 +22,9 @@
 // All loads of a thread, the row's weight packs included (but in those rows that read it at the
 // store), are issued before the reduction, so the weight (an L2 hit) costs no extra latency after
 // it; y is stored with streaming (evict-first) stores, the weight loaded with ordinary cached loads, and x loaded streaming too unless it is 2x
-// L2 or larger: then with an L2 evict-last policy, which measured 1.00-1.03x faster from 134 MB of
-// x on an H200 (and 0.9-0.99x on x smaller than L2; benchmarks/explore/duel.py); devices with less
-// memory bandwidth per SM, such as an H100, always stream. Sums and products are fp32.
+// L2 or larger: then with an L2 evict-last policy, which is faster there and slower on x smaller
+// than L2; devices with less memory bandwidth per SM, such as an H100, always stream. Sums and
+// products are fp32.
 // These paths are kept where the device has rows enough: rows of 48 KB and more that are fewer
 // than the SMs, and all other shapes, take the paths below, chosen by plan_of (one plan for the
 // launch and for the workspace query):
@@ -47,8 +47,8 @@
 //     16-byte alignment, in 16-byte packs from each row's first 16-byte boundary,
 //     rms_norm_shifted_kernel, where x and y are alike modulo 16 bytes);
 //     wider still, two kernels that meet in a workspace
-//     (rms_norm_partial_kernel, rms_norm_apply_kernel). Found by `python -m pybuild bench
-//     rms_norm --sweep`: 3 rows of 151936 bf16 had taken one block each.
+//     (rms_norm_partial_kernel, rms_norm_apply_kernel). With a block per row, 3 rows of 151936
+//     bf16 elements would run on 3 SMs.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cooperative_groups.h>
@@ -142,9 +142,9 @@ __device__ __forceinline__ float row_sum(float v, int split, float* scratch, flo
 }
 
 // Rows in registers. group <= 32: blockDim.x / group rows per block; else group == blockDim.x, one row.
-// kMinBlocks (blocks an SM ptxas must fit) binds in code for sm_90 only, where it was measured and
+// kMinBlocks (blocks an SM ptxas must fit) binds in code for sm_90 only, where it is measured and
 // where launch_packs launches the bound forms: for sm_100 and sm_120 the 16-bit form bound to 2
-// blocks of 512 threads spilled, and on devices of 1536 threads an SM or fewer 2 blocks of 1024
+// blocks of 512 threads spills, and on devices of 1536 threads an SM or fewer 2 blocks of 1024
 // cannot be resident.
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ != 900
 #define RMS_NORM_VEC_MIN_BLOCKS(n) 0
@@ -316,16 +316,10 @@ struct Unit {
 // (rows longer than the block holds) are read again for the store, from L2.
 // Where a thread holds 64 bytes of x (CPT 16 of 4-byte units, or CPT 4 of 16-byte bf16 packs)
 // the weight is read at the store (an L1/L2 hit) instead of held from the load, and ptxas is
-// bound to 64 registers (two 512-thread blocks an SM). Holding it took 78-96 registers (100 for
-// bf16 packs) without a bound, one block an SM: on an H200 (sweep at ab3abc9 and picked shapes;
-// raw files at 9b4f38a) fp16 344x19373 went from 22.5 us a call (8 units) to 33.1 us, and fp32
-// 1283x13063 and 675x20925 ran in 85.5 and 77.7 us where a 64-register build had taken 55.5 and
-// 51.4 (this form: 23.1, 56.1 and 52.8 us in the sweep at 418ca33). bf16 packs (H200, picked
-// shapes, raw files at 3bf6137): 58x131072 18.95 -> 16.66 us, 255x131072 75.03 -> 61.60,
-// 2000x40960 195.8 -> 148.3, 300x40000 32.58 -> 27.84, but 16x32768, one wave, 3.23 -> 4.02. The
-// same for fp16 and fp32 packs, which fit 64 registers with the weight held, was slower (fp16
-// 100x65536 12.36 -> 15.05 us, fp32 1000x20000 60.8 -> 69.9), so they hold it. Bound to 64 with
-// the weight held, ptxas spilled.
+// bound to 64 registers (two 512-thread blocks an SM). Holding it takes 78-96 registers (100 for
+// bf16 packs) without a bound, so an SM holds one block and idles between that block's stores and
+// the next block's loads. fp16 and fp32 packs fit 64 registers with the weight held, and holding it
+// is faster for them, so they hold it. Bound to 64 with the weight held, ptxas spills.
 template <typename T, int BYTES, int CPT>
 __host__ __device__ constexpr bool hold_weight() {
   return CPT <= 8 && !(BYTES == 16 && sizeof(T) == 2 && !std::is_same_v<T, __half>);
@@ -433,7 +427,7 @@ __device__ __forceinline__ void store_shifted(uint4* __restrict__ y, const uint4
 // instantiation of the stores per h (uniform in a block). The h elements before the first pack
 // and the few after the last are one thread's each, in the first block of the row. In units of one
 // element (or 4 bytes), as rms_norm_rows_kernel takes such rows, a warp's load moves 64 (or 128)
-// bytes where this one moves 512, and the kernel was bound by instruction issue.
+// bytes where this one moves 512, and the kernel is bound by instruction issue.
 template <typename T, int CPT>
 __global__ void __launch_bounds__(kRowsThreads, 2)
     rms_norm_shifted_kernel(T* __restrict__ out, const T* __restrict__ in, const T* __restrict__ weight, int64_t rows,
@@ -522,22 +516,13 @@ __device__ __forceinline__ void group_sums(float (&ss)[RPT], int group) {
 // - Units past the row's end: 4- and 8-byte units of rows of up to 64 units are not loaded (their
 //   loads predicated off into zeros); 2-byte units, and every unit of wider rows, keep an address
 //   inside the row, its last unit (a cache hit), and their squares are selected away. A predicated
-//   16-bit load merges into its register and made the next load wait (fp16 rows of 8 units a lane
-//   ran 1.77 -> 2.23 us), and on wide rows predicated loads took more registers and fewer blocks an
-//   SM (bf16 12124x182 4.12 -> 4.89 us). Rows past the end read the last row, and are not stored.
-// - History. With a division by the group size and a 64-bit row product per load the kernel was
-//   bound by instruction issue: on an H200 (ncu, raw files at c4029b2) fp16 205472x18 took 25.1k
-//   cycles issuing 0.77 instructions a cycle a scheduler, where Triton's program of the same layout
-//   took 13.8k at 0.65; shifts and one base pointer took fp16 205472x18 11.44 -> 9.55 us, bf16
-//   78653x90 16.86 -> 12.21. With a run-time group (shifts by lg) it still issued about 1.56x
-//   Triton's instructions on fp16 205472x18 (ncu: 0.80 a cycle a scheduler over 17.8k cycles,
-//   against 0.65 over 14.0k) and its lanes diverged (27 of 32 active on average). A compile-time
-//   group (H200, picked shapes, sweep method, 2 rounds each, both builds in one run): rows of up to
-//   64 units, fp16 205472x18 8.03 -> 6.50 us, bf16 76519x11 3.68 -> 2.77, bf16 24415x102 5.24 ->
-//   3.90, bf16 78653x90 12.05 -> 10.22, fp16 5738x46 1.80 -> 1.39, fp32 110200x11 4.70 -> 3.90,
-//   none of 35 slower; wider rows, fp16 20000x77 5.02 -> 4.19 us, fp16 1420x137 1.74 -> 1.35, bf16
-//   3968x129 2.87 -> 2.39, fp16 180x354 1.39 -> 1.12, fp32 9448x479 11.95 -> 11.10, fp32 64300x223
-//   32.41 -> 31.07 (31.39 with the units a lane of launch_units).
+//   16-bit load merges into its register, so the next load waits on it (fp16 rows of 8 units a lane
+//   waits), and on wide rows predicated loads take more registers and leave fewer blocks an SM.
+//   Rows past the end read the last row, and are not stored.
+// - Why the group is a compile-time constant: short rows are bound by instruction issue, not by
+//   memory. A division by the group size, a 64-bit row product per load, or a run-time group
+//   (shifts by its log) each add instructions per byte and leave lanes diverged; with the group
+//   fixed at compile time the index arithmetic folds into constants.
 template <typename T, int BYTES, int UPT, int RPT, int G>
 __global__ void __launch_bounds__(256) rms_norm_group_kernel(T* __restrict__ out, const T* __restrict__ in,
                                                              const T* __restrict__ weight, int64_t rows, int units,
@@ -864,10 +849,9 @@ int next_pow2(int n) {
   return p;
 }
 
-// Devices whose memory delivers less than this per SM (2 x memory clock x bus width / SMs; an
-// H100 SXM: 25.4 GB/s, an H200: 36.5 GB/s) stream x at every size: the evict-last policy that gains
-// 1-3% on an H200 lost 0.9-1.4% to streaming on an H100 at bf16 rows of 4096-16384 (134 MB of x)
-// and was within 0.6% of it at hidden 128, fp16 and fp32 (benchmarks/explore/duel.py).
+// Devices whose memory delivers less than this per SM, in GB/s (2 x memory clock x bus width / SMs;
+// an H100 SXM is under it, an H200 over it), stream x at every size: there the evict-last policy,
+// which gains on an H200, loses to streaming.
 constexpr double kNarrowMemoryGbpsPerSm = 30.0;
 
 // From how many bytes of x the loads take the L2 evict-last policy, looked up once per device:
@@ -968,19 +952,13 @@ void launch_packs(T* o, const T* x, const T* w, int64_t rows, int64_t hidden, fl
   // held from the load, with 4 packs a thread, for rows of more than 1024 packs 16 or more an SM,
   // and, on sm_90 (compute capability 9.x), for rows of more than 2048 packs 5 or more an SM bound
   // to 2 blocks an SM: fp32 4 packs a thread in 32 registers, 16-bit dtypes 8 in 64 (bound to 32
-  // registers, they spilled). With the weight held, 4 packs a thread took 54-56 registers, one
-  // block of 1024 threads an SM, which left the SM idle between the block's stores and the next
+  // registers, they spill). With the weight held, 4 packs a thread take 54-56 registers, one
+  // block of 1024 threads an SM, which leaves the SM idle between the block's stores and the next
   // block's loads. Fewer rows of more than 2048 packs, and other devices (where the bound is not
-  // compiled in, or comes from sm_90 PTX and spills), keep that form: the fewest rows measured with
-  // the new one were 722 (5.5 an SM), and on launches of one wave reading the weight after the
-  // reduction has cost its latency (rms_norm_rows_kernel, plan_of). A/B against that former plan
-  // (and 2 packs a thread up to 2048 packs), means of two runs, raw files at 7b3bb97: on an H200 fp32
-  // 2000x12000 56.83 -> 50.31 us, fp32 722x16384 28.73 -> 28.01, bf16 1023x32768 40.44 -> 38.80
-  // (38.66 at 4 packs a thread with the spill), fp32 3083x5440 38.66 -> 36.10, bf16 4096x12288
-  // 55.28 -> 52.74; on an H100 (16-bit dtypes at 4 packs a thread, with the spill) fp16 1500x20000
-  // 47.78 -> 45.39, fp32 722x16384 37.24 -> 36.12, bf16 4096x9216 54.84 -> 54.14, fp32 2500x6000
-  // 44.32 -> 43.84 (bf16 1023x32768 50.28 -> 50.14, fp32 3083x5440 47.90 -> 47.94). With fewer
-  // rows of 1025 to 2048 packs it lost (fp32 1000x8000 on the H200: 18.50 -> 19.89 us).
+  // compiled in, or comes from sm_90 PTX and spills), keep that form: with few rows a launch is
+  // one wave, and reading the weight after the reduction adds its latency (rms_norm_rows_kernel,
+  // plan_of); the bound is not measured on other devices. Fewer rows of 1025 to 2048 packs keep 2
+  // packs a thread for the same reason.
   // Threads of a one-row block (whole warps) at per_thread packs each.
   const auto block = [packs](int per_thread) { return ((packs + per_thread - 1) / per_thread + 31) / 32 * 32; };
   const DeviceInfo dev = device_info();
@@ -1050,14 +1028,9 @@ Plan plan_of(int elem, uintptr_t out, uintptr_t in, uintptr_t weight, int64_t ro
   const bool few = dev.major >= 9 && rows < dev.sms;
   // Rows too few to give every SM a block, 48 KB or wider: `fill` blocks a row (a cluster, or the
   // two-kernel path), 4 KB of x each at least. Narrower rows keep a block each: the cluster's
-  // synchronisation cost more than the split saved. On an H100 (`bench rms_norm --shapes`, two
-  // runs each against the split from 4 KB; raw files at 4f6fd77): fp32 2x3394 2.63 -> 1.70 us,
-  // bf16 2x8192 3.43 -> 1.60, fp32 4x4096 2.65 -> 1.51, bf16 3x12000 3.54 -> 1.98, fp32 1x8192
-  // 2.73 -> 1.98, fp16 8x20000 3.63 -> 2.43 (those with rows of 16-byte packs now take the packs
-  // path); on an H200, fp32 2x3394 2.22 -> 1.67. 16 KB a block at least (a cluster of 2 for fp32
-  // 1x8192) was slower than either, 3.08 us, and wider rows need the split (bf16 3x151936: 4.45
-  // us in 37 blocks a row of about 8 KB, 5.5 with 16 KB a block, 6.0 with 32 KB). Rows the
-  // shifted kernel takes (below) keep the split from 4 KB (`spread`), with which it was measured.
+  // synchronisation costs more than the split saves. Wider rows need the split, in blocks of about
+  // 8 KB rather than 16 or 32 KB: more blocks a row fill more SMs. Rows the shifted kernel takes
+  // (below) keep the split from 4 KB (`spread`), the form it is tuned for.
   int64_t spread = 1;
   if (few) {
     spread = (2 * dev.sms + rows - 1) / rows;
@@ -1065,22 +1038,12 @@ Plan plan_of(int elem, uintptr_t out, uintptr_t in, uintptr_t weight, int64_t ro
     if (spread < 1) spread = 1;
   }
   const int64_t fill = row_bytes >= kSplitFrom ? spread : 1;
-  // Flat: on an H100 (sweep method, `bench rms_norm --shapes`, two runs against this plan without
-  // it, raw files at 9b0a6c8), where the staged kernel had run: bf16 200924x167 60.03 ->
-  // 51.00 us, bf16 300000x129 88.20 -> 58.18, fp16 150000x193 56.74 -> 43.83, bf16 100000x255
-  // 47.65 -> 39.42, bf16 500000x33 33.92 -> 26.41; where the group kernel had: bf16 150000x33
-  // (9.9 MB) 17.30 -> 9.83, bf16 60000x131 20.37 -> 14.94, fp16 700000x11 19.40 -> 15.93, fp16
-  // 308020x11 (6.8 MB) 9.84 -> 8.68; the shifted kernel: fp16 20000x301 15.87 -> 12.99. Smaller
-  // inputs, which fill the device with fewer blocks, ran faster on the group kernel (fp16
-  // 15000x193, 5.8 MB, 7.41 -> 7.82; fp16 5000x255 3.95 -> 4.57; fp16 450x25 1.10 -> 1.76), and
-  // wider rows on the shifted kernel (bf16 15000x431 13.60 -> 14.39). Rows of 4- or 8-byte units
-  // lost or drew (bf16 78653x90 12.51 -> 13.85, fp32 9448x479 15.75 -> 16.26, fp32 64300x223
-  // 41.29 -> 42.37), so they keep their kernels, but for 16-bit rows of 4-byte units up to 64
-  // elements from 16 MiB of x: bf16 300000x38 20.79 -> 17.66 us on an H200, 21.40 -> 19.37 on an
-  // H100 (A/B, means of two runs, raw files at 7b3bb97). Smaller or wider ones did not gain: fp16
-  // 205472x18 (7.4 MB) 8.02 -> 7.78 on the H200 but 7.98 -> 8.41 on the H100, bf16 150000x50 (15
-  // MB) 13.69 -> 13.93 and fp16 100000x34 7.88 -> 7.95 on the H100, fp16 40000x150 10.26 -> 11.03
-  // on the H200.
+  // Flat: odd 16-bit rows of 8 to 384 elements from kFlatFrom bytes of x read as aligned 16-byte
+  // packs, where the group kernel loads them element by element. Smaller inputs, which fill the
+  // device with fewer blocks, are faster on the group kernel, and wider rows on the shifted
+  // kernel. Rows of 4- or 8-byte units already load whole units and keep their kernels, but for
+  // 16-bit rows of 4-byte units up to kFlatWordsMaxHidden elements from kFlatWordsFrom bytes of x,
+  // where the flat kernel's packs still win.
   const int64_t x_bytes = rows * row_bytes;
   const bool flat = p.bytes == 2 ? x_bytes >= kFlatFrom
                                   : elem == 2 && p.bytes == 4 && hidden <= kFlatWordsMaxHidden && x_bytes >= kFlatWordsFrom;
@@ -1093,15 +1056,10 @@ Plan plan_of(int elem, uintptr_t out, uintptr_t in, uintptr_t weight, int64_t ro
     return p;
   }
   // fp32 rows of 257 to 512 4-byte units (odd widths), 16 or more an SM: the group kernel too, a
-  // warp a row at 16 units a lane, where the rows kernel gave a row two warps at 8 units a thread.
-  // A/B, means of two runs, raw files at 7b3bb97: on an H200 fp32 9448x479 12.82 -> 12.08 us, fp32
-  // 20000x383 22.10 -> 19.05; on an H100 (from 32 rows an SM) fp32 20000x383 25.38 -> 24.29, fp32
-  // 5000x301 6.89 -> 6.40, 9448x479 a draw (14.95 and 16.92 -> 14.99 and 15.02). With fewer rows
-  // it lost (H200: fp32 2000x301 3.25 -> 3.39; fp16 1104x822, 2.79 -> 2.97; 16-bit rows of such
-  // units by the thousand were not measured, so they keep the rows kernel), and 2 rows a warp were
-  // slower than 1 (H200: 12.50 and 20.27 us). From 16 rows an SM rather than 32: one H100 run at
-  // 35ea8dc (`bench rms_norm --shapes`) put fp32 4000x401 at 1.032x the fastest peer (0.87x under
-  // the former plan in the A/B run), 2500x301 at 0.995x, 3000x479 at 1.030x, 2200x257 at 1.014x.
+  // warp a row at 16 units a lane, where the rows kernel would give a row two warps at 8 units a
+  // thread and synchronise them through shared memory. With fewer rows the rows kernel's smaller
+  // grid is faster; 16-bit rows of such units by the thousand are not measured and keep the rows
+  // kernel; one row a warp is faster than 2.
   const bool wide_group = elem == 4 && p.bytes == 4 && units <= 2 * kGroupMaxUnits &&
                           rows >= kWideGroupRows * int64_t{dev.sms};
   if (p.bytes < 16 && (units <= kGroupMaxUnits || wide_group) && fill == 1) {
@@ -1110,13 +1068,8 @@ Plan plan_of(int elem, uintptr_t out, uintptr_t in, uintptr_t weight, int64_t ro
   }
   // Units of 4 bytes or less: 16 a thread (twice rows_cpt) where the blocks, fewer or smaller for
   // it, still bring as many threads as the SMs hold at once (two waves or more of the 16-unit
-  // kernel, which fits half as many). On an H200 (picked shapes, sweep method; raw
-  // files at 9b4f38a) that took fp32 1283x13063 from 79.0 to 55.5 us, fp32 675x20925 from 72.7
-  // to 51.4, fp32 4293x3907 from 50.8 to 38.9 and bf16 3869x4962 from 30.0 to 25.4 us (0.74-0.95x
-  // the fastest peer to 1.06-1.26x); rows whose smaller blocks would leave SMs idle were slower
-  // (fp32 406x453 2.35 -> 2.73 us, fp16 255x431 1.87 -> 2.18 us), so they keep 8 (or take 4:
-  // Plan::shallow). (Those runs
-  // held the weight in registers, at 64 registers with a small spill; see rms_norm_rows_kernel.)
+  // kernel, which fits half as many): more bytes in flight per thread on wide rows. Rows whose
+  // smaller blocks would leave SMs idle keep 8 (or take 4: Plan::shallow).
   // Blocks per row at `cpt` units a thread: as many as the row needs or `at_least`, whichever is
   // more.
   const auto split_at = [&](int cpt, int64_t at_least) {
@@ -1130,8 +1083,7 @@ Plan plan_of(int elem, uintptr_t out, uintptr_t in, uintptr_t weight, int64_t ro
     if (split <= kMaxSplit) {
       const int64_t threads = rows_threads((units + split - 1) / split, deep);
       // Not with blocks of a single warp: an SM holds 32 blocks, so they would leave it half its
-      // threads. fp32 9448x479 (32 threads at 16 units against 64 at 8; raw files at 4f6fd77):
-      // on an H100 16.74 -> 15.29 us, on an H200 13.76 -> 13.00 (it now takes the group kernel).
+      // threads.
       p.deep = rows * split * threads >= int64_t{dev.sms} * dev.threads_per_sm && threads >= 64;
     }
   }
@@ -1150,38 +1102,26 @@ Plan plan_of(int elem, uintptr_t out, uintptr_t in, uintptr_t weight, int64_t ro
     split = kMaxSplit;
   } else if (split <= 3 && p.bytes >= 8 && rows >= 4 * int64_t{dev.sms}) {
     // Units of 8 or 16 bytes, rows for several waves, 2 or 3 blocks a row: a block per row, the
-    // rest of the row read twice (from L2), beat the cluster. On an H200 (picked shapes, sweep
-    // method, raw files at 1d6fa14): fp32 940x4622 15.41 -> 14.05 us, fp32 1000x20000 61.18 ->
-    // 51.69, bf16 2000x40960 150.4 -> 130.3. It lost with fewer rows (bf16 300x40000 27.80 ->
-    // 28.58), more blocks a row (fp16 500x65536, 4: 48.0 -> 61.8) and smaller units (fp32
-    // 1283x13063, 4 bytes: 56.9 -> 63.3; fp16 344x19373, 2 bytes: 23.2 -> 37.6).
+    // rest of the row read twice (from L2), is faster than the cluster, whose blocks wait for each
+    // other. With fewer rows, more blocks a row or smaller units the cluster is faster.
     split = 1;
   }
   p.split = static_cast<int>(split);
   // Units of 4 bytes or less in a block per row whose threads, even at rows_cpt units each, would
   // not fill the SMs once: 4 units a thread, twice the threads, for half the loads each on the
-  // critical path of a launch bound by latency. On an H100 (two runs each against 8 units a
-  // thread; raw files at 4f6fd77): fp16 3x261 1.58 -> 1.33 us, bf16 5x281 1.46 -> 1.35, bf16
-  // 22x641 1.53 -> 1.41, fp16 255x431 1.92 -> 1.81, fp32 406x453 2.38 -> 2.27, fp16 1104x822 3.18
-  // -> 3.02; on an H200, fp16 255x431 1.78 -> 1.61, fp32 406x453 2.25 -> 2.18, bf16 22x641 1.45 ->
-  // 1.42, fp16 1104x822 2.95 -> 2.84. Where the launch does fill the device it lost (fp32
-  // 9448x479 on the H200: 13.00 us at 8 units a thread, 14.60 at 4).
+  // critical path of a launch bound by latency. Where the launch does fill the device, 8 units a
+  // thread are faster.
   p.shallow = p.bytes <= 4 && !p.deep && split == 1 && units <= int64_t{kRowsThreads} * 4 &&
               rows * rows_threads(units, rows_cpt(p.bytes)) < int64_t{dev.sms} * dev.threads_per_sm;
   // Rows of smaller units for the rows kernel, x and y alike modulo 16 bytes and the weight 16-byte
   // aligned: 16-byte packs from each row's first 16-byte boundary (rms_norm_shifted_kernel),
   // planned as rows of 16-byte packs (rows for the two-kernel path stay there). From 4 MB of x,
   // for rows of single 16-bit elements, or of 4- or 8-byte units 16 KB or wider and enough to fill
-  // the device. On an H100 (84 shapes, sweep method, against this plan without it): fp16
-  // 344x19373 26.84 -> 14.88 us, bf16 2000x40961 272.5 -> 144.6, bf16 630x23897 50.06 -> 29.42,
-  // bf16 300x40001 41.65 -> 28.24, fp16 4000x4097 35.72 -> 25.48, fp16 100000x511 82.33 -> 75.02,
-  // fp32 1000x20001 85.00 -> 66.30, fp32 675x20925 61.30 -> 50.73, fp32 940x4622 16.32 -> 15.32.
-  // Smaller inputs were slower (they wait on the weight's loads after the reduction: fp32 406x453
-  // 2.40 -> 3.25 us, bf16 22x641 1.55 -> 2.37, fp16 1104x822 3.04 -> 4.31), and so were rows of 4-
-  // or 8-byte units narrower or fewer (fp32 4803x618 9.99 -> 11.43, fp32 93x15794 8.79 -> 10.91).
-  // A form with the whole kernel in one copy per h (the weight's words read at the store after an
-  // L1 prefetch; held from the load instead, it spilled) ran 2-2.4x slower on rows by the thousand
-  // (fp16 100000x511 84.6 -> 202.8 us, fp32 9448x479 15.4 -> 32.2).
+  // the device: a warp's load then moves 512 bytes where single 2-byte units move 64. Smaller
+  // inputs keep their kernels (they wait on the weight's loads after the reduction), and so do
+  // rows of 4- or 8-byte units narrower or fewer. The shift is a template argument of the stores
+  // only (store_shifted): a form with the whole kernel in one copy per shift is far slower on rows
+  // by the thousand.
   if (p.bytes < 16 && ((out ^ in) & 15u) == 0 && (weight & 15u) == 0 && x_bytes >= kShiftedFrom &&
       (p.bytes == 2 || (row_bytes >= kShiftedWideFrom && spread == 1)) && hidden <= INT32_MAX) {
     p.shifted = true;
@@ -1308,11 +1248,8 @@ void launch_units(T* o, const T* x, const T* w, float* partial, int64_t rows, in
     int group = next_pow2(units < 32 ? units : 32);
     // Rows of 32 units or less, of 4 bytes or less: half the lanes a row, about two units each,
     // where that still brings one resident wave of threads or more. Fewer lanes issue fewer instructions a byte
-    // (shuffles, row arithmetic, idle lanes of rows short of a power of two). On an H200 (picked
-    // shapes, sweep method, raw files at c4029b2): fp16 205472x18 9.55 -> 8.26 us, fp16 600409x3
-    // 6.18 -> 4.97, fp16 124887x5 3.43 -> 2.87, fp32 254239x29 21.00 -> 19.57, bf16 44587x30
-    // 3.61 -> 3.30; slower with 8-byte units (fp32 161591x26 10.97 -> 12.14) and on rows too few
-    // to fill the device (fp16 126x42 1.10 -> 1.16 us).
+    // (shuffles, row arithmetic, idle lanes of rows short of a power of two). With 8-byte units,
+    // or rows too few to fill the device, the full group is faster.
     if (BYTES <= 4 && units <= 32 && group > 1 &&
         rows * (group / 2) >= int64_t{device_info().sms} * device_info().threads_per_sm) {
       group /= 2;  // next_pow2((units + 1) / 2): upt 2 at most
@@ -1328,19 +1265,14 @@ void launch_units(T* o, const T* x, const T* w, float* partial, int64_t rows, in
     }
     const int upt = (units + group - 1) / group;
     // 4 to 8 units in flight per thread (UPT of each of RPT rows), but fewer rows per thread while
-    // the blocks would not give every SM two: on an H200 that took bf16 1159x42 from 1.92 to 1.33 us
-    // a call, fp16 126x42 from 1.71 to 1.22 and fp16 5738x46 from 2.29 to 1.91 (0.81-1.21x the
-    // static torch.compile to 1.16-1.43x; picked shapes, sweep method, raw files at ac24c33).
+    // the blocks would not give every SM two: more blocks spread a small input over more SMs.
     const int64_t slice = 256 / group;  // rows of a block per RPT
     const int64_t enough = 2 * int64_t{device_info().sms};
     int rpt = upt <= 2 ? 4 : upt <= 4 ? 2 : 1;
     while (rpt > 1 && (rows + rpt * slice - 1) / (rpt * slice) < enough) rpt /= 2;
     // 2-byte units (odd 16-bit rows): twice the rows a thread where the blocks still bring one
-    // resident wave, for as many bytes in flight as 4-byte units get. On an H200 (picked shapes,
-    // sweep method, raw files at 8502ac7): fp16 40000x77 8.76 -> 8.17 us, fp16 20000x167 9.01 ->
-    // 8.03, bf16 30000x255 14.22 -> 13.25, fp16 500000x13 14.36 -> 14.15; with fewer blocks it
-    // was slower (bf16 76519x11 3.13 -> 3.87 us, fp16 200000x13 6.85 -> 7.17). Rows this path
-    // takes from kFlatFrom bytes of x (20000x167, 30000x255, 500000x13) now take the flat kernel.
+    // resident wave, for as many bytes in flight as 4-byte units get; with fewer blocks the SMs
+    // would idle. From kFlatFrom bytes of x most such rows take the flat kernel instead.
     if constexpr (BYTES == 2) {
       const int64_t wave = int64_t{device_info().sms} * device_info().threads_per_sm / 256;
       if (upt >= 2 && (rows + 2 * rpt * slice - 1) / (2 * rpt * slice) >= wave) {
@@ -1370,16 +1302,11 @@ void launch_units(T* o, const T* x, const T* w, float* partial, int64_t rows, in
         }
       } else {
         // Rows of 65 to 256 units of 4 or 8 bytes: the fewest units a lane that hold the row (3 to 8, where 4 or
-        // 8 had lanes load clamped units that count for nothing), and rows of 5 units a lane or more 2 to a
+        // 8 would have lanes load clamped units that count for nothing), and rows of 5 units a lane or more 2 to a
         // thread where the blocks are still as many as the SMs hold at full occupancy (these forms hold fewer).
-        // Against 4 or 8 units a lane and the rows a thread below (H200, picked shapes, both builds in one run,
-        // 2 rounds): fp16 40000x150 9.58 -> 7.93 us, bf16 8000x166 3.29 -> 2.71, bf16 12124x182 3.86 -> 3.56,
-        // fp32 100000x133 33.5 -> 30.1, fp32 236x310 1.40 -> 1.17, fp32 1314x143 1.79 -> 1.70; fp32 20815x67
-        // 4.58 -> 4.72 and fp32 64300x223 31.07 -> 31.39 the slower. Measured later, 2 rows a thread at 5 to 8
-        // units a lane gained nothing beyond the rounds' spread against 1 (H200, same method, 12 shapes of 35 to
-        // 165 MB moved; with 1 row: bf16 17001x510 11.24 -> 10.80 us, fp16 20001x446 11.53 -> 11.13, fp32
-        // 100000x133 30.12 -> 29.60, fp32 30000x255 18.03 -> 17.53, fp32 64300x223 31.66 -> 31.71): a candidate
-        // to drop, with its compiled forms, once the GPU tests run on that change.
+        // Fewer units a lane waste no loads on units past the row's end. 2 rows a thread at 5 to 8 units a lane
+        // gain nothing measurable over 1 (docs/performance.md): a candidate to drop, with its compiled forms,
+        // once the GPU tests run on that change.
         const int64_t wave = int64_t{device_info().sms} * device_info().threads_per_sm / 256;
         const bool two = upt > 4 && (rows + 2 * slice - 1) / (2 * slice) >= wave;
         launch_group_fit<T, BYTES>(upt, two ? 2 : rpt, o, x, w, rows, hidden, inv_h, eps, s, pdl);
@@ -1424,11 +1351,9 @@ void launch_tiny(T* o, const T* x, const T* w, int64_t rows, int64_t hidden, flo
   const int64_t n_packs = n / kVec;
   const auto blocks = static_cast<unsigned>((n_packs + 1 + 256 * kPpt - 1) / (256 * kPpt));
   // The bytes a block moves, not what it could: an input of a few rows fits one block that moves
-  // far less than 6 KB, and on an H100 such grids ran slower with the trigger (`bench rms_norm
-  // --shapes`, three runs each, raw files at f2580a0): without it fp32 1x2 1.39 -> 1.09 us, bf16
-  // 3x2 1.45 -> 1.28, bf16 5x4 1.47 -> 1.24 (fp16 7x4 1.06 -> 1.10). On an H200 (two runs each)
-  // fp32 1x2 went 0.98 -> 1.05 and fp16 7x4 0.96 -> 1.05, still ahead of torch.compile (1.14-1.17
-  // us for fp32 1x2 in the H200 sweeps).
+  // far less than 6 KB, and such grids are no faster with the trigger (on an H100, slower): the
+  // device processes triggers at a fixed pace per block, which a block that moves little does not
+  // repay.
   const int64_t moved = (2 * n * static_cast<int64_t>(sizeof(T)) + blocks - 1) / blocks;
   const int64_t full = int64_t{256} * kPpt * 32;
   const bool trigger = pdl && farm_pdl::trigger_pays(moved < full ? moved : full, blocks);
