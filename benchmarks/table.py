@@ -2,7 +2,7 @@
 table of docs/performance.md.
 
     python3 benchmarks/table.py benchmarks/results/gpu-nvidia-h200.json
-    python3 benchmarks/table.py benchmarks/results/sweep-activation-nvidia-h200.json
+    python3 benchmarks/table.py benchmarks/results/sweep-rms_norm-nvidia-h200.json
 """
 
 from __future__ import annotations
