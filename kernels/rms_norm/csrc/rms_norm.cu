@@ -516,8 +516,8 @@ __device__ __forceinline__ void group_sums(float (&ss)[RPT], int group) {
 // - Units past the row's end: 4- and 8-byte units of rows of up to 64 units are not loaded (their
 //   loads predicated off into zeros); 2-byte units, and every unit of wider rows, keep an address
 //   inside the row, its last unit (a cache hit), and their squares are selected away. A predicated
-//   16-bit load merges into its register, so the next load waits on it (fp16 rows of 8 units a lane
-//   waits), and on wide rows predicated loads take more registers and leave fewer blocks an SM.
+//   16-bit load merges into its register, so the next load waits on it, and on wide rows
+//   predicated loads take more registers and leave fewer blocks an SM.
 //   Rows past the end read the last row, and are not stored.
 // - Why the group is a compile-time constant: short rows are bound by instruction issue, not by
 //   memory. A division by the group size, a 64-bit row product per load, or a run-time group
@@ -1028,8 +1028,8 @@ Plan plan_of(int elem, uintptr_t out, uintptr_t in, uintptr_t weight, int64_t ro
   const bool few = dev.major >= 9 && rows < dev.sms;
   // Rows too few to give every SM a block, 48 KB or wider: `fill` blocks a row (a cluster, or the
   // two-kernel path), 4 KB of x each at least. Narrower rows keep a block each: the cluster's
-  // synchronisation costs more than the split saves. Wider rows need the split, in blocks of about
-  // 8 KB rather than 16 or 32 KB: more blocks a row fill more SMs. Rows the shifted kernel takes
+  // synchronisation costs more than the split saves. Wider rows need the split, and blocks of a few KB
+  // (4 KB at least) fill more SMs than blocks of 16 or 32 KB. Rows the shifted kernel takes
   // (below) keep the split from 4 KB (`spread`), the form it is tuned for.
   int64_t spread = 1;
   if (few) {
