@@ -300,8 +300,8 @@ constexpr double kNarrowMemoryGbpsPerSm = 30.0;
 // blocks. Past one wave 16-byte packs are as fast or faster. The exact gelu takes two packs per
 // thread from 2^21 packs on: more loads in flight per thread while its arithmetic runs. Inputs of
 // 4x L2 or more load with the evict-last policy; smaller ones load plainly, where evict-last does
-// not pay. A device with less memory bandwidth per SM (kNarrowMemoryGbpsPerSm, an H100) keeps
-// fewer bytes in flight per SM for the same pace, and there 8-byte packs in 128-thread blocks are
+// not pay. A device with less memory bandwidth per SM (kNarrowMemoryGbpsPerSm, an H100) needs
+// fewer bytes in flight per SM to keep its memory busy, and there 8-byte packs in 128-thread blocks are
 // the fastest launch at every size; past one wave they load plainly (see Load), and their 3 KB
 // blocks do not trigger the next launch. docs/performance.md has the measurements.
 template <typename T, Act A>
