@@ -12,6 +12,8 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 KERNELS = REPO / "kernels"
+#: The farm's shared kernel headers, copied into every kernel's project: held to the same rule.
+SHARED = REPO / "pybuild" / "include"
 
 #: Text files of a kernel folder that people write (sources, headers, Python, build.toml, notes).
 SUFFIXES = {".c", ".cc", ".cpp", ".cu", ".cuh", ".h", ".hpp", ".py", ".toml", ".md", ".txt", ".metal", ".sh"}
@@ -33,10 +35,11 @@ INCLUDE = re.compile(r"^\s*#\s*include\b")
 
 
 def kernel_files() -> list[Path]:
-    """Every file under kernels/ that git tracks or would track (generated and build files aside)."""
+    """Every file under kernels/ and of the shared kernel headers that git tracks or would track
+    (generated and build files aside)."""
     try:
         out = subprocess.run(
-            ["git", "ls-files", "-co", "--exclude-standard", "--", "kernels"],
+            ["git", "ls-files", "-co", "--exclude-standard", "--", "kernels", "pybuild/include"],
             cwd=REPO,
             capture_output=True,
             text=True,
@@ -46,6 +49,7 @@ def kernel_files() -> list[Path]:
     except (OSError, subprocess.CalledProcessError):  # a tree copied without .git
         skip = {"build", "__pycache__", ".pybuild", "cmake"}
         files = [p for p in KERNELS.rglob("*") if p.is_file() and not skip & set(p.relative_to(KERNELS).parts)]
+        files += [p for p in SHARED.rglob("*") if p.is_file()]
     return sorted(p for p in files if p.suffix in SUFFIXES and p.is_file())
 
 
@@ -58,7 +62,7 @@ def repo_names() -> set[str]:
 def path_exists(token: str, source: Path, names: set[str]) -> bool:
     if "/" not in token:
         return token in names
-    kernel = KERNELS / source.relative_to(KERNELS).parts[0]
+    kernel = KERNELS / source.relative_to(KERNELS).parts[0] if source.is_relative_to(KERNELS) else source.parent
     return any((base / token).exists() for base in (REPO, kernel, source.parent))
 
 

@@ -38,27 +38,17 @@ __device__ __forceinline__ void allow_next_grid(bool trigger) {
 #endif
 }
 
-// Whether a grid whose blocks move `bytes_per_block` each should trigger its dependents. On an
-// H200 the trigger is processed at about one block per 1.2 ns for the whole device, with or
-// without the attribute: rms_norm bf16 65536x1024 (65536 blocks of 4 KB) took 82.2 us with it,
-// where the kernel without it had measured 65.8-68.0 us in earlier duels, and activation blocks of
-// 3 KB (8-byte packs, 128 threads) ran silu at 0.58-0.61x torch.compile from 201 MB up, and at
-// 0.97-0.99x when they triggered only by exiting (benchmarks/results/duel-nvidia-h200-pdl.json).
-// Blocks of 6 KB and more showed no such cost (1.2 ns per 6 KB is 5 TB/s, more than the H200's
-// memory delivers), so smaller blocks leave the trigger out: their dependents are scheduled as
-// their blocks exit.
+// Whether a grid whose blocks move `bytes_per_block` each should trigger its dependents. The device
+// processes triggers one block at a time for the whole grid, with or without the attribute, at a
+// rate that blocks of a few KB outrun: blocks under 6 KB leave the trigger out, and their dependents
+// are scheduled as those blocks exit (docs/performance.md, programmatic dependent launch).
 constexpr int64_t kTriggerMinBytesPerBlock = 6 << 10;
 inline bool trigger_pays(int64_t bytes_per_block) { return bytes_per_block >= kTriggerMinBytesPerBlock; }
 
 // The same for a grid of `blocks` blocks: a grid of kTriggerMinSmallGrid to kTriggerMaxSmallGrid
-// blocks triggers whatever its blocks move, since its triggers take about 1.2 us at most to
-// process, and without them its dependents wait until its last block exits. `bench rms_norm
-// --shapes`, CUDA graphs, two runs each against the one-argument rule: on an H200 fp16 255x431 (255
-// blocks) 1.91 -> 1.81 us, fp32 142x577 1.72 -> 1.62, fp16 1000x1024 2.56 -> 2.47; on an H100 1.95
-// -> 1.93, 1.78 -> 1.71, 2.95 -> 2.88. Grids of a few blocks went opposite ways: on the H200 fp16
-// 3x261 1.53 -> 1.40, fp16 13x157 1.34 -> 1.23; on the H100 bf16 5x281 1.47 -> 1.66, bf16 22x641
-// 1.54 -> 1.78, bf16 2x1024 1.38 -> 1.56, fp16 13x157 1.41 -> 1.54. So grids of fewer than
-// kTriggerMinSmallGrid blocks keep the one-argument rule.
+// blocks triggers whatever its blocks move: so few triggers are processed quickly, and without them
+// its dependents wait until its last block exits. Grids of fewer blocks keep the
+// one-argument rule: there the trigger helped on one device and cost on the other.
 constexpr int64_t kTriggerMinSmallGrid = 128;
 constexpr int64_t kTriggerMaxSmallGrid = 1024;
 inline bool trigger_pays(int64_t bytes_per_block, int64_t blocks) {
