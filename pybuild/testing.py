@@ -155,7 +155,7 @@ def compile_cuda(source: Path, out: Path, arch: str = "sm_90", ptx: bool = False
 
     import pytest
 
-    from .generate import INCLUDE
+    from .digest import INCLUDE
 
     if shutil.which("nvcc") is None:
         pytest.skip("needs nvcc (the CUDA toolkit)")
