@@ -10,12 +10,9 @@ from dataclasses import asdict, dataclass
 
 from . import backends
 from .backends import Backend
+from .backends.cuda_archs import PYPI_TORCH_CUDA
 from .variants import Variant
 
-#: The CUDA release of each torch minor's wheels on PyPI (the `cuda-toolkit` pin in the metadata of
-#: its manylinux x86_64/aarch64 wheels: 2.11.0 13.0.2, 2.12.1 13.0.2, 2.13.0 13.0.3, 2.14.1 13.0.3,
-#: 2.15.0 13.2.2). PyPI has no other CUDA release and no CPU build of these on Linux.
-PYPI_TORCH_CUDA: dict[str, str] = {"2.11": "13.0", "2.12": "13.0", "2.13": "13.0", "2.14": "13.0", "2.15": "13.2"}
 #: PyTorch's own index: one sub-index per backend (``/cu126``, ``/cpu``, ``/rocm7.1``, ``/xpu``).
 PYTORCH_INDEX = "https://download.pytorch.org/whl"
 PYPI = "https://pypi.org/simple"

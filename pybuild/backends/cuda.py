@@ -7,16 +7,24 @@ import os
 import re
 import shutil
 import subprocess
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import ClassVar
 
-from ..errors import ToolchainError
-from .base import BaseBackend
-
-if TYPE_CHECKING:
-    from ..host import Toolchain, TorchInfo
-    from ..manifest import Manifest
-    from ..variants import Variant
+from ..errors import ManifestError, ToolchainError
+from ..sections.kernel import KernelSpec, Target
+from ..sections.keys import key
+from ..sections.reader import Reader
+from ..toolchain import Toolchain, TorchInfo
+from .base import BaseBackend, ManifestView, VariantView
+from .cuda_archs import (
+    CUDA_CAPABILITIES,
+    DEFAULT_CUDA_CAPABILITIES,
+    KNOWN_CUDA,
+    check_cuda_archs,
+    unknown_cuda_capability,
+)
 
 
 def find_nvcc() -> Path | None:
@@ -82,11 +90,119 @@ def declared_archs(archs: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(torch_arch_list(archs).split(";")) if archs else ()
 
 
-#: CUDA toolkits torch has published wheels for (a new one: add it here and to manifest.CUDA_CAPABILITIES).
-KNOWN_CUDA = ("11.8", "12.1", "12.4", "12.6", "12.8", "12.9", "13.0", "13.2")
+def _version_tuple(text: str) -> tuple[int, ...]:
+    return tuple(int(x) for x in text.split("."))
+
+
+@dataclass(frozen=True)
+class CudaKernel(KernelSpec):
+    """A ``[kernel.*]`` section of backend "cuda": its capabilities, nvcc flags and oldest toolkit."""
+
+    backend: ClassVar[str] = "cuda"
+    noarch_archs_key: ClassVar[str | None] = "cuda_capabilities"
+    cuda_capabilities: tuple[str, ...] = key(
+        "cuda-capabilities",
+        "str_list",
+        farm=True,
+        doc='compute capabilities to build, e.g. ["8.0", "9.0a"] (default: 8.0 8.6 8.9 9.0 10.0 12.0, '
+        "each toolkit keeping those it knows)",
+    )
+    cuda_flags: tuple[str, ...] = key("cuda-flags", "str_list", farm=True, language="CUDA", doc="flags for nvcc")
+    #: compiled only into CUDA variants of at least this toolkit
+    cuda_minver: tuple[int, int] | None = key(
+        "cuda-minver", "version", default=None, example="12.8", doc="compiled only with CUDA toolkits from this one on"
+    )
+
+    def applies_to(self, variant: Target) -> bool:
+        """Its backend only, and only CUDA toolkits from `cuda-minver` on."""
+        if variant.backend != self.backend:
+            return False
+        if self.cuda_minver and variant.backend_version:
+            return _version_tuple(variant.backend_version) >= self.cuda_minver
+        return True
+
+    @property
+    def cmake_condition(self) -> str | None:
+        if not self.cuda_minver:
+            return None
+        return f'CMAKE_CUDA_COMPILER_VERSION VERSION_GREATER_EQUAL "{self.cuda_minver[0]}.{self.cuda_minver[1]}"'
+
+    @property
+    def scope_note(self) -> str:
+        return f" (CUDA {self.cuda_minver[0]}.{self.cuda_minver[1]} and later)" if self.cuda_minver else ""
+
+    @property
+    def section_archs(self) -> tuple[str, ...]:
+        return tuple(c for c in self.cuda_capabilities if c not in self.unknown_capabilities)
+
+    @property
+    def unknown_capabilities(self) -> tuple[str, ...]:
+        """The capabilities it names that no supported CUDA toolkit knows: dropped from every build, as
+        upstream intersects a section's list with each toolkit's."""
+        return tuple(c for c in self.cuda_capabilities if unknown_cuda_capability(c))
+
+    def doubts(self, path: Path) -> tuple[str, ...]:
+        if not self.unknown_capabilities:
+            return ()
+        names = ", ".join(repr(c) for c in self.unknown_capabilities)
+        return (
+            f"{path}: `cuda-capabilities` in [kernel.{self.name}] has {names}, which no supported CUDA "
+            "toolkit knows; left out of every build (as kernel-builder intersects the list with each "
+            "toolkit's), the others are built",
+        )
+
+    @classmethod
+    def check_noarch_archs(cls, reader: Reader, archs: tuple[str, ...]) -> None:
+        for c in archs:
+            hint = unknown_cuda_capability(c)
+            if hint:
+                reader.fail(
+                    f"`cuda-capabilities` in [{reader.section}] has {c!r}, which no supported CUDA toolkit "
+                    f"knows; {hint}"
+                )
+
+    def check(self, reader: Reader) -> None:
+        unknown = self.unknown_capabilities
+        if unknown and len(unknown) == len(self.cuda_capabilities):  # upstream: "empty set of capabilities"
+            reader.fail(
+                f"`cuda-capabilities` in [{reader.section}] has {unknown[0]!r}, which no supported CUDA toolkit "
+                f"knows, and no capability a toolkit knows: that leaves an empty set of capabilities; "
+                f"{unknown_cuda_capability(unknown[0])}"
+            )
+
+
+def kernel_capabilities(kernels: Sequence[KernelSpec]) -> tuple[str, ...]:
+    """The CUDA capabilities the CUDA sections among ``kernels`` name that a supported toolkit knows
+    (in order, once each), else the defaults."""
+    caps: list[str] = []
+    for k in kernels:
+        if isinstance(k, CudaKernel):
+            caps += [c for c in k.cuda_capabilities if c not in caps and c not in k.unknown_capabilities]
+    return tuple(caps) or DEFAULT_CUDA_CAPABILITIES
+
+
+def cuda_capabilities_for(
+    manifest: ManifestView, cuda_version: str, section_path: Path | None = None
+) -> tuple[str, ...]:
+    """The capabilities to build for one CUDA toolkit: those the kernel names (or the defaults) that
+    the toolkit knows, as upstream intersects them. An empty intersection is an error."""
+    known = CUDA_CAPABILITIES.get(cuda_version)
+    caps = kernel_capabilities(manifest.kernels)
+    if known is None:
+        return caps
+    kept = tuple(c for c in caps if c in known)
+    if not kept:
+        msg = (
+            f"{section_path or manifest.path}: `cuda-capabilities` {list(caps)} leave an empty set of capabilities "
+            f"for CUDA {cuda_version} (it knows {', '.join(known)}); add one it knows or narrow the variants "
+            "([general.cuda] minver/maxver)"
+        )
+        raise ManifestError(msg)
+    return kept
 
 
 class Cuda(BaseBackend):
+    kernel_type = CudaKernel
     known_versions = KNOWN_CUDA
     device_module = "cuda"
     env_buildable = True
@@ -96,21 +212,19 @@ class Cuda(BaseBackend):
             return ()
         return (major_minor(info.cuda),)
 
-    def unbuildable(self, variant: Variant, toolchain: Toolchain) -> str | None:
+    def unbuildable(self, variant: VariantView, toolchain: Toolchain) -> str | None:
         if not toolchain.torch.cuda:
             return f"variant {variant.name} needs a CUDA build of torch; torch {toolchain.torch.version} has none"
         if toolchain.nvcc is None:
             return f"variant {variant.name} needs nvcc; install the CUDA toolkit or set CUDA_HOME"
         return None
 
-    def default_archs(self, manifest: Manifest, version: str | None) -> tuple[str, ...]:
-        from ..manifest import cuda_capabilities_for
+    def default_archs(self, manifest: ManifestView, version: str | None) -> tuple[str, ...]:
+        return kernel_capabilities(manifest.kernels) if version is None else cuda_capabilities_for(manifest, version)
 
-        return manifest.cuda_capabilities() if version is None else cuda_capabilities_for(manifest, version)
-
-    def build_archs(self, manifest: Manifest, variant: Variant, override: tuple[str, ...] | None) -> tuple[str, ...]:
-        from ..manifest import check_cuda_archs
-
+    def build_archs(
+        self, manifest: ManifestView, variant: VariantView, override: tuple[str, ...] | None
+    ) -> tuple[str, ...]:
         if override:
             return override
         env = os.environ.get("PYBUILD_CUDA_ARCHS")
@@ -120,7 +234,7 @@ class Cuda(BaseBackend):
         return self.default_archs(manifest, variant.backend_version)
 
     def cmake_args(
-        self, manifest: Manifest, variant: Variant, toolchain: Toolchain, archs: tuple[str, ...]
+        self, manifest: ManifestView, variant: VariantView, toolchain: Toolchain, archs: tuple[str, ...]
     ) -> list[str]:
         nvcc = toolchain.nvcc
         assert nvcc is not None
@@ -148,10 +262,10 @@ class Cuda(BaseBackend):
     def toolkit_version(self, info: TorchInfo) -> str | None:
         return info.cuda
 
-    def metadata_archs(self, manifest: Manifest, archs: tuple[str, ...]) -> tuple[str, ...]:
-        return declared_archs(archs) or manifest.noarch_cuda_capabilities
+    def metadata_archs(self, manifest: ManifestView, archs: tuple[str, ...]) -> tuple[str, ...]:
+        return declared_archs(archs) or manifest.noarch_archs(self.name)
 
-    def unimportable(self, variant: Variant, info: TorchInfo) -> str | None:
+    def unimportable(self, variant: VariantView, info: TorchInfo) -> str | None:
         if not info.cuda:
             return f"a CUDA variant; torch {info.version} has no CUDA"
         if variant.backend_version and variant.backend_version.split(".")[0] != info.cuda.split(".")[0]:

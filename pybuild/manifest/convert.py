@@ -11,12 +11,12 @@ from typing import Any
 
 from .. import backends as registry
 from ..errors import ManifestError
-from .cuda import unknown_cuda_capability
+from ..sections.kernel import KernelSpec
+from ..sections.reader import COMPILED_SUFFIXES, Reader
 from .editions import SCHEMAS
 from .editions.base import FARM_DEPENDS, Edition, Schema
-from .kernels import KERNEL_TYPES, KernelSpec, foreign_key_message
+from .kernels import foreign_key_message, kernel_type
 from .model import BUILT_SUFFIXES, DEFAULT_PYEXT, NAME_RE, NAME_RULE, Manifest
-from .reader import COMPILED_SUFFIXES, Reader
 
 KERNEL_SECTION_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*$", re.ASCII)
 PYEXT_RE = re.compile(r"^[A-Za-z0-9_]+(\.[A-Za-z0-9_]+)*$", re.ASCII)
@@ -168,7 +168,7 @@ def kernel_section(path: Path, kname: str, table: dict[str, Any], schema: Schema
     _depends(r, r.str_list("depends"), schema)
     if not r.str_list("src", required=True):
         r.fail(f'`src` in [{section}] is empty; list at least one source file, e.g. src = ["csrc/{kname}.cu"]')
-    return KERNEL_TYPES[backend].read(r, path.parent, kname)
+    return kernel_type(backend).read(r, path.parent, kname)
 
 
 def framework_of(data: dict[str, Any], schema: Schema) -> str:
@@ -226,15 +226,6 @@ def noarch_list(reader: Reader, key: str) -> tuple[str, ...]:
 
 def schema_of(edition: Edition) -> Schema:
     return SCHEMAS[edition]
-
-
-def unknown_capabilities(reader: Reader, caps: tuple[str, ...]) -> None:
-    for c in caps:
-        hint = unknown_cuda_capability(c)
-        if hint:
-            reader.fail(
-                f"`cuda-capabilities` in [{reader.section}] has {c!r}, which no supported CUDA toolkit knows; {hint}"
-            )
 
 
 __all__ = ["COMPILED_SUFFIXES", "Manifest", "farm_depends_fix", "general_fields", "is_repo_id", "kernel_section"]

@@ -13,6 +13,7 @@ from packaging.licenses import InvalidLicenseExpression, canonicalize_license_ex
 
 from .. import backends as registry
 from .. import safeload
+from ..sections.kernel import KernelSpec
 from ..variants import (
     TVM_FFI_VERSION,
     Variant,
@@ -20,9 +21,7 @@ from ..variants import (
     stable_abi_variant,
     tvm_ffi_variant,
 )
-from .cuda import DEFAULT_CUDA_CAPABILITIES
 from .editions.base import Edition
-from .kernels import CudaKernel, KernelSpec
 
 NAME_RE = re.compile(r"^[a-z][-a-z0-9]*[a-z0-9]$", re.ASCII)
 #: NAME_RE in words, for error messages.
@@ -67,8 +66,8 @@ class Manifest:
     kernel_depends: tuple[tuple[str, int | str], ...] = ()  # (repo id, version or revision), all backends
     torch_cxx_flags: tuple[str, ...] = ()
     stable_abi: tuple[tuple[str, tuple[int, int]], ...] = ()  # backend -> torch version of its stable-ABI build
-    noarch_cuda_capabilities: tuple[str, ...] = ()  # [torch-noarch]: written into metadata only
-    noarch_rocm_archs: tuple[str, ...] = ()
+    #: [torch-noarch]'s device targets per backend (`cuda_capabilities`, `rocm_archs`): metadata only
+    noarch_backend_archs: tuple[tuple[str, tuple[str, ...]], ...] = ()
     #: what the manifest asks for that upstream accepts but that is doubtful: one line each, to print
     warnings: tuple[str, ...] = field(default=(), compare=False)
 
@@ -159,14 +158,10 @@ class Manifest:
             return tuple(k for k in self.kernels if k.backend == variant)
         return tuple(k for k in self.kernels if k.applies_to(variant))
 
-    def cuda_capabilities(self) -> tuple[str, ...]:
-        """The CUDA capabilities its CUDA sections name that a supported toolkit knows (in order, once
-        each), else the defaults."""
-        caps: list[str] = []
-        for k in self.kernels:
-            if isinstance(k, CudaKernel):
-                caps += [c for c in k.cuda_capabilities if c not in caps and c not in k.unknown_capabilities]
-        return tuple(caps) or DEFAULT_CUDA_CAPABILITIES
+    def noarch_archs(self, backend: str) -> tuple[str, ...]:
+        """The device targets a pure-Python kernel's ``[torch-noarch]`` names for ``backend`` (its
+        metadata's ``backend.archs``)."""
+        return dict(self.noarch_backend_archs).get(backend, ())
 
     def accepts(self, variant: Variant) -> bool:
         """Whether this kernel builds for ``variant`` (its backends, torch and CUDA bounds, stable ABI;

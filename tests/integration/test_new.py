@@ -18,8 +18,8 @@ import pytest
 
 from pybuild import scaffold
 from pybuild.__main__ import main
-from pybuild.errors import ManifestError
 from pybuild.digest import INCLUDE
+from pybuild.errors import ManifestError
 from pybuild.host import find_nvcc
 from pybuild.manifest import load_manifest
 
