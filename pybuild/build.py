@@ -315,11 +315,12 @@ def _install(job: _Job, final: Path, src_hash: str) -> None:
                 )
                 raise BuildError(msg)
         info = job.toolchain.torch
+        toolkit = backends.get(variant.backend).toolkit_version(info)
         extra = {
             "version": __version__,
             "variant": variant.name,
             "torch": info.version,
-            "cuda": backends.get(variant.backend).toolkit_version(info),
+            **({variant.backend: toolkit} if toolkit is not None else {}),  # the backend's toolkit version
             "source-hash": src_hash,
         }
         _seal(job.manifest, variant, staging, final, ops=job.ops, archs=job.archs, extra=extra)

@@ -170,6 +170,10 @@ class BackendType(Protocol):
         """Whether this process's torch runs this backend's kernels here (imports torch)."""
 
     @property
+    def torch_device(self) -> str:
+        """The torch device type its kernels run on (``cuda``, ``cpu``): what a kernel's tests pass."""
+
+    @property
     def known_versions(self) -> tuple[str, ...]:
         """The toolkit versions a matrix may list (empty: any)."""
 
@@ -300,6 +304,10 @@ class BaseBackend:
 
         module = getattr(torch, self.device_module, None)
         return bool(module is not None and module.is_available())
+
+    @property
+    def torch_device(self) -> str:
+        return self.device_module or "cpu"
 
     def fragment_template(self) -> jinja2.Template | None:
         """``templates/backends/<name>.cmake.j2``, if the backend has one."""

@@ -110,15 +110,11 @@ def general_fields(path: Path, data: dict[str, Any], schema: Schema) -> dict[str
     name, version = _general_header(general, schema)
     backends = _backends(general, schema)
     hub = Reader.checked(path, "general.hub", general.table.get("hub"))
-    cuda = Reader.checked(path, "general.cuda", general.table.get("cuda"))
     per_backend = tuple(
         (b, tuple(general.table[b]["python-depends"]))
-        for b in ("cuda", "neuron", "tpu", "xpu")
+        for b in registry.noarch_names()
         if isinstance(general.table.get(b), dict) and "python-depends" in general.table[b]
     )
-    cuda_min, cuda_max = cuda.version("minver", "12.8"), cuda.version("maxver", "12.8")
-    if cuda_min and cuda_max and cuda_min > cuda_max:
-        cuda.fail(f"`minver` {cuda_min} is above `maxver` {cuda_max} in [general.cuda]; no CUDA toolkit is left")
     repo_id = hub.get("repo-id", str)
     if repo_id is not None and not is_repo_id(repo_id):
         hub.fail(f'`repo-id` in [general.hub] is {repo_id!r}; use "org/name", e.g. "kernels-community/{name}"')
@@ -134,11 +130,30 @@ def general_fields(path: Path, data: dict[str, Any], schema: Schema) -> dict[str
         hub_branch=hub.get("branch", str),
         upstream=general.get("upstream", str),
         source=general.get("source", str),
-        cuda_minver=cuda_min,
-        cuda_maxver=cuda_max,
+        toolkit_bounds=_toolkit_bounds(path, general, schema),
         backend_python_depends=per_backend,
         kernel_depends=_kernel_depends(general),
     )
+
+
+def _toolkit_bounds(
+    path: Path, general: Reader, schema: Schema
+) -> tuple[tuple[str, tuple[tuple[int, int] | None, tuple[int, int] | None]], ...]:
+    """[general.<backend>] `minver`/`maxver` (upstream's edition defines them for CUDA): the toolkit
+    versions of that backend the kernel builds with, per backend that has them."""
+    out = []
+    for b in registry.noarch_names():
+        table = general.table.get(b)
+        if not isinstance(table, dict) or not {"minver", "maxver"} & set(table):
+            continue
+        r = Reader.checked(path, f"general.{b}", table)
+        examples = schema.general.tables[b].examples if b in schema.general.tables else {}
+        lo, hi = r.version("minver", examples.get("minver", "1.0")), r.version("maxver", examples.get("minver", "1.0"))
+        if lo and hi and lo > hi:
+            label = registry.get(b).facts.label
+            r.fail(f"`minver` {lo} is above `maxver` {hi} in [general.{b}]; no {label} toolkit is left")
+        out.append((b, (lo, hi)))
+    return tuple(out)
 
 
 def _depends(r: Reader, depends: tuple[str, ...], schema: Schema) -> None:

@@ -60,8 +60,8 @@ class Manifest:
     hub_branch: str | None = None
     upstream: str | None = None
     source: str | None = None
-    cuda_minver: tuple[int, int] | None = None  # [general.cuda]: the CUDA toolkits this kernel builds with
-    cuda_maxver: tuple[int, int] | None = None
+    #: [general.<backend>] minver/maxver: the toolkits of that backend this kernel builds with
+    toolkit_bounds: tuple[tuple[str, tuple[tuple[int, int] | None, tuple[int, int] | None]], ...] = ()
     backend_python_depends: tuple[tuple[str, tuple[str, ...]], ...] = ()  # [general.<backend>] python-depends
     kernel_depends: tuple[tuple[str, int | str], ...] = ()  # (repo id, version or revision), all backends
     torch_cxx_flags: tuple[str, ...] = ()
@@ -172,9 +172,10 @@ class Manifest:
             return True
         if variant.tvm_ffi != (self.framework == "tvm-ffi"):
             return False
-        if variant.backend == "cuda" and variant.backend_version:
-            cu = _version_tuple(variant.backend_version)
-            if self.cuda_minver and cu < self.cuda_minver or self.cuda_maxver and cu > self.cuda_maxver:
+        lo, hi = dict(self.toolkit_bounds).get(variant.backend, (None, None))
+        if variant.backend_version and (lo or hi):
+            version = _version_tuple(variant.backend_version)
+            if lo and version < lo or hi and version > hi:
                 return False
         if variant.tvm_ffi:
             return variant.torch == TVM_FFI_VERSION

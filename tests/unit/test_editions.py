@@ -120,7 +120,7 @@ def test_edition5_every_key(kdir: Path) -> None:
     assert (m.repo_id, m.hub_branch) == ("example/demo", "main")
     assert m.upstream and m.source
     assert m.kernel_depends == (("example/helper", 1), ("example/other", "abc123"))
-    assert (m.cuda_minver, m.cuda_maxver) == ((12, 8), (13, 0))
+    assert m.toolkit_bounds == (("cuda", ((12, 8), (13, 0))),)
     assert m.python_depends_for("cuda") == ("einops", "nvidia-cutlass-dsl")
     assert m.python_depends_for("cpu") == ("einops",)
     assert m.torch_cxx_flags == ("-DFROM_TORCH",) and m.torch_pyext == ("py", "json")
