@@ -25,6 +25,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from urllib.parse import urlparse
 
+from . import backends
 from .envplan import (
     BUILD_PACKAGES,
     ENV_SCHEMA,
@@ -42,7 +43,7 @@ from .envplan import (
 )
 from .errors import ToolchainError
 from .fsutil import cache_root, dir_size, locked, remove_tree, shared_lock, try_locked
-from .host import Toolchain, cuda_toolkit_root, find_nvcc, host_system, nvcc_version, torch_info_at
+from .host import Toolchain, cuda_toolkit_root, find_nvcc, host_system, nvcc_version, torch_build, torch_info_at
 from .variants import Variant
 
 __all__ = [
@@ -250,9 +251,9 @@ def _verify(path: Path, plan: EnvPlan, variant: Variant) -> Toolchain:
     """The environment holds exactly the variant's torch (minor and CUDA release), or it is refused."""
     tc = _toolchain(path, plan)
     info = tc.torch
-    cuda = ".".join((info.cuda or "").split(".")[:2]) or None
-    if info.major_minor != env_torch(variant) or cuda != plan.torch_cuda:
-        got = f"torch {info.version}" + (f" (CUDA {info.cuda})" if info.cuda else " (CPU)")
+    toolkit = next((t for b in backends.all_backends() if (t := b.toolkit_version(info))), "")
+    if info.major_minor != env_torch(variant) or (".".join(toolkit.split(".")[:2]) or None) != plan.torch_cuda:
+        got = f"torch {info.version} ({torch_build(info)})"
         want = f"torch {env_torch(variant)}" + (f" (CUDA {plan.torch_cuda})" if plan.torch_cuda else " (CPU)")
         raise ToolchainError(f"{variant.name}: {plan.source} gave {got}, not {want}; refusing to build against it")
     if plan.torch_cuda:
@@ -302,7 +303,7 @@ def _make_env(path: Path, plan: EnvPlan, variant: Variant, log: Path, progress: 
         "key": plan.key,
         "plan": asdict(plan),
         "torch": tc.torch.version,
-        "cuda": tc.torch.cuda,
+        "toolkits": dict(tc.torch.toolkits),
         "nvcc": str(tc.nvcc) if tc.nvcc else None,
         "extra": [],
     }

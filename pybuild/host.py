@@ -51,14 +51,23 @@ def torch_info_at(path: Path, version: str | None = None) -> TorchInfo:
         if not m:
             raise ToolchainError(f"{version_py}: no __version__; is this a torch package?")
         version = m[1]
-    cuda = hip = None
+    toolkits = []
     if version_py.is_file():
         text = version_py.read_text()
-        m = re.search(r"^cuda(?:: \S+)? = '([\d.]+)'", text, re.M)
-        cuda = m[1] if m else None
-        m = re.search(r"^hip(?:: \S+)? = '([\d.]+)'", text, re.M)
-        hip = m[1] if m else None
-    return TorchInfo(version=version, cuda=cuda, hip=hip, path=path)
+        for key in dict.fromkeys(b.torch_toolkit_key for b in backends.all_backends() if b.torch_toolkit_key):
+            m = re.search(rf"^{re.escape(key)}(?:: \S+)? = '([\d.]+)'", text, re.M)
+            if m:
+                toolkits.append((key, m[1]))
+    return TorchInfo(version=version, path=path, toolkits=tuple(toolkits))
+
+
+def torch_build(info: TorchInfo) -> str:
+    """Which build of torch ``info`` is, for messages: its backend's toolkit ("CUDA 13.0"), or "CPU"."""
+    for b in backends.all_backends():
+        toolkit = b.toolkit_version(info)
+        if toolkit:
+            return f"{b.facts.label} {toolkit}"
+    return "CPU"
 
 
 def host_toolchain() -> Toolchain:

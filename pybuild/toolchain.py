@@ -17,9 +17,13 @@ from .errors import ToolchainError
 @dataclass(frozen=True)
 class TorchInfo:
     version: str  # full version, e.g. "2.13.0+cpu"
-    cuda: str | None  # "13.0" or None
-    hip: str | None
     path: Path  # the torch package folder
+    #: the toolkit versions its ``version.py`` reports, by their names there (``(("cuda", "13.0"),)``)
+    toolkits: tuple[tuple[str, str], ...] = ()
+
+    def toolkit(self, key: str) -> str | None:
+        """The version of toolkit ``key`` (a name in torch's ``version.py``) this torch was built with."""
+        return dict(self.toolkits).get(key)
 
     @property
     def major_minor(self) -> str:

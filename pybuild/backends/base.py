@@ -155,6 +155,10 @@ class BackendType(Protocol):
     def toolkit_version(self, info: TorchInfo) -> str | None:
         """The toolkit version of torch ``info`` recorded in a build's metadata (None: none)."""
 
+    @property
+    def torch_toolkit_key(self) -> str | None:
+        """The name under which torch's ``version.py`` reports this backend's toolkit (None: none)."""
+
     def metadata_archs(self, manifest: ManifestView, archs: tuple[str, ...]) -> tuple[str, ...]:
         """The ``backend.archs`` of metadata.json for a build targeting ``archs`` (a pure-Python
         variant builds none and declares the manifest's)."""
@@ -180,6 +184,19 @@ class BackendType(Protocol):
     @property
     def env_buildable(self) -> bool:
         """Whether pybuild's environments (``pybuild env``) build this backend's variants."""
+
+    def pypi_torch_toolkit(self, torch: str) -> str | None:
+        """The toolkit version of PyPI's Linux wheels of torch release ``torch`` when they are this
+        backend's build (None: they are not, or pybuild does not know the release)."""
+
+    def wheel_toolkit(self, version: str | None) -> str | None:
+        """The toolkit release a torch wheel of this backend at ``version`` reports, which its build
+        environment provides alongside (None: it needs none)."""
+
+    @property
+    def builds_with_any_torch(self) -> bool:
+        """Whether its variants build against any build of their torch release (they use only the API
+        every build has), so an environment may take another backend's wheel when its own is out of reach."""
 
     @property
     def kernel_type(self) -> type[KernelSpec] | None:
@@ -296,6 +313,15 @@ class BaseBackend:
 
     def unimportable(self, variant: VariantView, info: TorchInfo) -> str | None:
         return f"backend {self.name} is not available on this machine"
+
+    builds_with_any_torch = False
+    torch_toolkit_key: str | None = None
+
+    def pypi_torch_toolkit(self, torch: str) -> str | None:
+        return None
+
+    def wheel_toolkit(self, version: str | None) -> str | None:
+        return None
 
     def device_available(self) -> bool:
         if self.device_module is None:

@@ -20,6 +20,7 @@ class CpuKernel(KernelSpec):
 class Cpu(BaseBackend):
     kernel_type = CpuKernel
     env_buildable = True
+    builds_with_any_torch = True  # only torch's CPU API, identical in every build of a release
 
     def host_versions(self, info: TorchInfo, *, require_toolchain: bool = True) -> tuple[str | None, ...]:
         return (None,)

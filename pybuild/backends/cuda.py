@@ -22,6 +22,7 @@ from .cuda_archs import (
     CUDA_CAPABILITIES,
     DEFAULT_CUDA_CAPABILITIES,
     KNOWN_CUDA,
+    PYPI_TORCH_CUDA,
     check_cuda_archs,
     unknown_cuda_capability,
 )
@@ -203,17 +204,19 @@ def cuda_capabilities_for(
 
 class Cuda(BaseBackend):
     kernel_type = CudaKernel
+    torch_toolkit_key: str | None = "cuda"  # torch.version.cuda
     known_versions = KNOWN_CUDA
     device_module = "cuda"
     env_buildable = True
 
     def host_versions(self, info: TorchInfo, *, require_toolchain: bool = True) -> tuple[str | None, ...]:
-        if not info.cuda or (require_toolchain and find_nvcc() is None):
+        cuda = self.toolkit_version(info)
+        if not cuda or (require_toolchain and find_nvcc() is None):
             return ()
-        return (major_minor(info.cuda),)
+        return (major_minor(cuda),)
 
     def unbuildable(self, variant: VariantView, toolchain: Toolchain) -> str | None:
-        if not toolchain.torch.cuda:
+        if not self.toolkit_version(toolchain.torch):
             return f"variant {variant.name} needs a CUDA build of torch; torch {toolchain.torch.version} has none"
         if toolchain.nvcc is None:
             return f"variant {variant.name} needs nvcc; install the CUDA toolkit or set CUDA_HOME"
@@ -259,15 +262,22 @@ class Cuda(BaseBackend):
         nvcc = nvcc_version(toolchain.nvcc) if toolchain.nvcc is not None else None
         return {**super().key_inputs(toolchain), "nvcc": nvcc, "CUDAFLAGS": os.environ.get("CUDAFLAGS", "")}
 
+    def pypi_torch_toolkit(self, torch: str) -> str | None:
+        return PYPI_TORCH_CUDA.get(torch)
+
+    def wheel_toolkit(self, version: str | None) -> str | None:
+        return version
+
     def toolkit_version(self, info: TorchInfo) -> str | None:
-        return info.cuda
+        return info.toolkit("cuda")
 
     def metadata_archs(self, manifest: ManifestView, archs: tuple[str, ...]) -> tuple[str, ...]:
         return declared_archs(archs) or manifest.noarch_archs(self.name)
 
     def unimportable(self, variant: VariantView, info: TorchInfo) -> str | None:
-        if not info.cuda:
+        cuda = self.toolkit_version(info)
+        if not cuda:
             return f"a CUDA variant; torch {info.version} has no CUDA"
-        if variant.backend_version and variant.backend_version.split(".")[0] != info.cuda.split(".")[0]:
-            return f"built for CUDA {variant.backend_version}, torch has CUDA {info.cuda}"
+        if variant.backend_version and variant.backend_version.split(".")[0] != cuda.split(".")[0]:
+            return f"built for CUDA {variant.backend_version}, torch has CUDA {cuda}"
         return None

@@ -35,6 +35,7 @@ class RocmKernel(KernelSpec):
 
 class Rocm(BaseBackend):
     kernel_type = RocmKernel
+    torch_toolkit_key: str | None = "hip"  # torch.version.hip
     device_module = "cuda"  # a ROCm build of torch answers through torch.cuda
 
     def device_available(self) -> bool:
