@@ -271,8 +271,7 @@ def _step(
         python = Path(tc.python)
         readable = [job.root, python.parent.parent, python.resolve().parent.parent, tc.torch.path, *tc.bin_dirs]
         readable += [d.root for d in job.deps]  # the pinned dependencies' header trees
-        if tc.nvcc is not None:
-            readable.append(tc.nvcc.resolve().parent.parent)
+        readable += [c.resolve().parent.parent for _, c in tc.compilers]  # each compiler's toolkit (its bin/..)
         cmd = sandboxed(cmd, env or dict(os.environ), cwd=job.work, writable=writable, readable=readable)
         env = {"PATH": os.environ.get("PATH", "")}  # bubblewrap's own; the step gets the allow-list
     _run_logged(cmd, job.log, cwd=job.work, on_line=on_line, env=env)

@@ -71,8 +71,9 @@ def torch_build(info: TorchInfo) -> str:
 
 
 def host_toolchain() -> Toolchain:
-    """This Python, its torch and the nvcc found on this machine."""
-    return Toolchain(python=sys.executable, torch=torch_info(), nvcc=find_nvcc())
+    """This Python, its torch and the device compilers the backends find on this machine."""
+    found = ((b.name, b.find_compiler()) for b in backends.all_backends())
+    return Toolchain(python=sys.executable, torch=torch_info(), compilers=tuple((n, c) for n, c in found if c))
 
 
 def host_system() -> str:

@@ -48,14 +48,20 @@ class TorchInfo:
 
 @dataclass(frozen=True)
 class Toolchain:
-    """What compiles a variant: a Python with its torch, and where nvcc, CMake and ninja come from.
-    The host's is this Python's (:func:`host_toolchain`); a per-variant environment has its own."""
+    """What compiles a variant: a Python with its torch, each backend's device compiler, and where
+    CMake and ninja come from. The host's is this Python's (``pybuild.host.host_toolchain``); a
+    per-variant environment has its own."""
 
     python: str
     torch: TorchInfo
-    nvcc: Path | None
+    #: backend name -> its device compiler found here (CUDA's nvcc); a backend without one is absent
+    compilers: tuple[tuple[str, Path], ...] = ()
     bin_dirs: tuple[Path, ...] = ()  # searched first for cmake and ninja, and put first on PATH
     env: tuple[tuple[str, str], ...] = ()  # set for every tool run (e.g. CUDA_PATH of the toolkit)
+
+    def compiler(self, backend: str) -> Path | None:
+        """The device compiler of backend ``backend`` (None: none found)."""
+        return dict(self.compilers).get(backend)
 
     def cmake_and_ninja(self) -> tuple[str, str]:
         for d in self.bin_dirs:

@@ -129,6 +129,9 @@ class BackendType(Protocol):
         """The backend versions this machine builds with torch ``info`` (``(None,)`` for an unversioned
         backend it builds, ``()`` for none)."""
 
+    def find_compiler(self) -> Path | None:
+        """This machine's device compiler of the backend (CUDA's nvcc; None: none, or it needs none)."""
+
     def unbuildable(self, variant: VariantView, toolchain: Toolchain) -> str | None:
         """Why ``toolchain`` cannot build ``variant`` of this backend (None: it can)."""
 
@@ -282,6 +285,9 @@ class BaseBackend:
 
     def host_versions(self, info: TorchInfo, *, require_toolchain: bool = True) -> tuple[str | None, ...]:
         return ()
+
+    def find_compiler(self) -> Path | None:
+        return None
 
     def unbuildable(self, variant: VariantView, toolchain: Toolchain) -> str | None:
         return f"variant {variant.name}: backend {self.name} cannot be built on this host"

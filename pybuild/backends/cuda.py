@@ -215,10 +215,13 @@ class Cuda(BaseBackend):
             return ()
         return (major_minor(cuda),)
 
+    def find_compiler(self) -> Path | None:
+        return find_nvcc()
+
     def unbuildable(self, variant: VariantView, toolchain: Toolchain) -> str | None:
         if not self.toolkit_version(toolchain.torch):
             return f"variant {variant.name} needs a CUDA build of torch; torch {toolchain.torch.version} has none"
-        if toolchain.nvcc is None:
+        if toolchain.compiler(self.name) is None:
             return f"variant {variant.name} needs nvcc; install the CUDA toolkit or set CUDA_HOME"
         return None
 
@@ -239,7 +242,7 @@ class Cuda(BaseBackend):
     def cmake_args(
         self, manifest: ManifestView, variant: VariantView, toolchain: Toolchain, archs: tuple[str, ...]
     ) -> list[str]:
-        nvcc = toolchain.nvcc
+        nvcc = toolchain.compiler(self.name)
         assert nvcc is not None
         toolkit = nvcc_version(nvcc)
         known = nvcc_capabilities(nvcc)
@@ -259,7 +262,8 @@ class Cuda(BaseBackend):
         return {"TORCH_CUDA_ARCH_LIST": torch_arch_list(archs)} if archs else {}
 
     def key_inputs(self, toolchain: Toolchain) -> dict[str, str | None]:
-        nvcc = nvcc_version(toolchain.nvcc) if toolchain.nvcc is not None else None
+        found = toolchain.compiler(self.name)
+        nvcc = nvcc_version(found) if found is not None else None
         return {**super().key_inputs(toolchain), "nvcc": nvcc, "CUDAFLAGS": os.environ.get("CUDAFLAGS", "")}
 
     def pypi_torch_toolkit(self, torch: str) -> str | None:
