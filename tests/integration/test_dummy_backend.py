@@ -6,7 +6,9 @@ Nix's variant names equal to pybuild's)."""
 
 from __future__ import annotations
 
+import inspect
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -267,3 +269,19 @@ def test_it_builds_and_loads_a_kernel(tmp_path: Path) -> None:
     assert sorted(p.name for p in (kernel / "build").iterdir()) == [name]
     out = run_py(LOAD.replace("sys.argv[1]", repr(str(variant))))
     assert out == {"y": [1.0, 2.0, 3.0, 4.0], "backend": {"type": "dummy"}, "variant": name}
+
+
+def test_the_doc_lists_the_files_this_test_adds() -> None:
+    """docs/adding-a-backend.md's table of the files a new backend touches names the dummy backend's
+    files, and those two are all the dummy backend is made of."""
+    doc = (REPO / "docs" / "adding-a-backend.md").read_text()
+    blocks = doc.split("## The files a new backend touches", 1)[1].split("\n\n")
+    table = next(b for b in blocks if b.startswith("|"))  # the section's first table
+    rows = [line for line in table.splitlines() if line.startswith("| ") and not line.startswith("| file ")]
+    named = sorted(f for row in rows for f in re.findall(r"`(tests/helpers/[^`]+)`", row))
+    module = Path(dummy_backend.__file__)
+    assert named == [str(p.relative_to(REPO)) for p in (module.with_suffix(".json"), module)]
+    assert len(rows) == 2
+    for part in (dummy_backend.Dummy, dummy_backend.DummyKernel):
+        assert Path(inspect.getfile(part)) == module
+    assert dummy_backend.FACTS.name == json.loads(module.with_suffix(".json").read_text())["name"]
