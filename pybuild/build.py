@@ -271,8 +271,7 @@ def _step(
         python = Path(tc.python)
         readable = [job.root, python.parent.parent, python.resolve().parent.parent, tc.torch.path, *tc.bin_dirs]
         readable += [d.root for d in job.deps]  # the pinned dependencies' header trees
-        if tc.nvcc is not None:
-            readable.append(tc.nvcc.resolve().parent.parent)
+        readable += [c.resolve().parent.parent for _, c in tc.compilers]  # each compiler's toolkit (its bin/..)
         cmd = sandboxed(cmd, env or dict(os.environ), cwd=job.work, writable=writable, readable=readable)
         env = {"PATH": os.environ.get("PATH", "")}  # bubblewrap's own; the step gets the allow-list
     _run_logged(cmd, job.log, cwd=job.work, on_line=on_line, env=env)
@@ -315,11 +314,12 @@ def _install(job: _Job, final: Path, src_hash: str) -> None:
                 )
                 raise BuildError(msg)
         info = job.toolchain.torch
+        toolkit = backends.get(variant.backend).toolkit_version(info)
         extra = {
             "version": __version__,
             "variant": variant.name,
             "torch": info.version,
-            "cuda": backends.get(variant.backend).toolkit_version(info),
+            **({variant.backend: toolkit} if toolkit is not None else {}),  # the backend's toolkit version
             "source-hash": src_hash,
         }
         _seal(job.manifest, variant, staging, final, ops=job.ops, archs=job.archs, extra=extra)

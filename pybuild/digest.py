@@ -40,11 +40,14 @@ def source_hash(manifest: Manifest, sha256_of: Callable[[str], bytes] | None = N
 SHARED_PREFIX = "<pybuild>/include/"
 
 
+#: The farm's shared headers (``<kernel_farm/...>``): every generated project gets a copy, and a
+#: compiled kernel's source hash covers them.
+INCLUDE = Path(__file__).resolve().parent / "include"
+
+
 def shared_headers() -> list[tuple[str, Path]]:
     """The farm's shared headers as ``[(path relative to pybuild/include, file)]``, sorted."""
-    from . import generate  # read at call time: the folder is pybuild's own
-
-    root = generate.INCLUDE
+    root = INCLUDE
     return sorted((p.relative_to(root).as_posix(), p) for p in safeload.files(root, follow_links=True) if p.is_file())
 
 

@@ -9,13 +9,9 @@ import json
 from dataclasses import asdict, dataclass
 
 from . import backends
-from .backends import Backend
+from .backends.cuda_archs import PYPI_TORCH_CUDA as PYPI_TORCH_CUDA
 from .variants import Variant
 
-#: The CUDA release of each torch minor's wheels on PyPI (the `cuda-toolkit` pin in the metadata of
-#: its manylinux x86_64/aarch64 wheels: 2.11.0 13.0.2, 2.12.1 13.0.2, 2.13.0 13.0.3, 2.14.1 13.0.3,
-#: 2.15.0 13.2.2). PyPI has no other CUDA release and no CPU build of these on Linux.
-PYPI_TORCH_CUDA: dict[str, str] = {"2.11": "13.0", "2.12": "13.0", "2.13": "13.0", "2.14": "13.0", "2.15": "13.2"}
 #: PyTorch's own index: one sub-index per backend (``/cu126``, ``/cpu``, ``/rocm7.1``, ``/xpu``).
 PYTORCH_INDEX = "https://download.pytorch.org/whl"
 PYPI = "https://pypi.org/simple"
@@ -101,17 +97,18 @@ def _env_refusal(variant: Variant) -> str | None:
 
 
 def _local_torch_wheel(variant: Variant, config: IndexConfig, python_tag: str) -> str | None:
-    """A CPU torch wheel of the variant's minor for this Python in a local find-links folder."""
+    """A torch wheel of the variant's backend (its wheel tag) and minor for this Python in a local
+    find-links folder."""
     from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 
     arch = (variant.system or "").split("-")[0]
-    cpu_tag = backends.get(Backend.CPU).wheel_tag(None)
+    own_tag = backends.get(variant.backend).wheel_tag(variant.backend_version)
     for name in config.local_wheels:
         try:
             dist, version, _, tags = parse_wheel_filename(name)
         except InvalidWheelFilename:
             continue
-        if dist != "torch" or version.local != cpu_tag or f"{version.major}.{version.minor}" != env_torch(variant):
+        if dist != "torch" or version.local != own_tag or f"{version.major}.{version.minor}" != env_torch(variant):
             continue
         if any(t.interpreter == python_tag and t.platform.endswith(arch) for t in tags):
             return str(version)
@@ -171,33 +168,37 @@ def _torch_source(
     or None, one line for people)``, or why no reachable index serves it."""
     torch = env_torch(variant)
     name = variant.name
+    backend = backends.get(variant.backend)
     torch_req = f"torch=={torch}.*"
-    pypi_cuda = PYPI_TORCH_CUDA.get(torch or "")
+    # PyPI's torch wheels on Linux are one backend's build (CUDA's): which, and its toolkit
+    pypi = next(((b, t) for b in backends.all_backends() if (t := b.pypi_torch_toolkit(torch or ""))), None)
+    pypi_build = f"{pypi[0].facts.label} {pypi[1]} build" if pypi else ""
+    own_toolkit = backend.wheel_toolkit(variant.backend_version)
     index_hint = f"{PYTORCH_INDEX}/{_torch_subindex(variant)}"
     requirements = [torch_req, *BUILD_PACKAGES]
     uv_args: list[str] = []
     torch_cuda: str | None = None
-    cuda = variant.backend == Backend.CUDA  # PyPI's torch wheels on Linux are CUDA builds
-    if cuda and pypi_cuda == variant.backend_version:
-        source = f"PyPI (torch {torch}'s CUDA {pypi_cuda} build)"
-        torch_cuda = pypi_cuda
+    if pypi and (pypi[0].name, pypi[1]) == (variant.backend, variant.backend_version):
+        source = f"PyPI (torch {torch}'s {pypi_build})"
+        torch_cuda = pypi[1]
     elif config.torch_index:
         uv_args += ["--extra-index-url", f"{config.torch_index.rstrip('/')}/{_torch_subindex(variant)}"]
         source = f"{uv_args[-1]}"
-        torch_cuda = variant.backend_version if cuda else None
-    elif variant.backend == Backend.CPU and (local := _local_torch_wheel(variant, config, host.python_tag)):
+        torch_cuda = own_toolkit
+    elif own_toolkit is None and (local := _local_torch_wheel(variant, config, host.python_tag)):
+        # a wheel of the backend's own tag that needs no toolkit beside it (CPU's)
         requirements[0] = f"torch=={local}"
         uv_args += [a for link in config.find_links for a in ("--find-links", link)]
-        source = f"the local CPU wheel torch {local} (find-links)"
-    elif variant.backend == Backend.CPU and pypi_cuda:
-        # No CPU wheel reachable: compile against the same release's CUDA wheel. A CPU variant uses
-        # only torch's CPU API, identical in both builds; `pybuild test` loads it under that torch.
-        source = f"PyPI (torch {torch}'s CUDA {pypi_cuda} build: no CPU wheel of it is reachable)"
-        torch_cuda = pypi_cuda
+        source = f"the local {backend.facts.label} wheel torch {local} (find-links)"
+    elif backend.builds_with_any_torch and pypi:
+        # No wheel of its own reachable: compile against the same release's PyPI wheel. Such a
+        # variant uses only the API every build has; `pybuild test` loads it under that torch.
+        source = f"PyPI (torch {torch}'s {pypi_build}: no {backend.facts.label} wheel of it is reachable)"
+        torch_cuda = pypi[1]
     else:
         served = (
-            f"PyPI serves torch {torch} only as a CUDA {pypi_cuda} build"
-            if pypi_cuda
+            f"PyPI serves torch {torch} only as a {pypi_build}"
+            if pypi
             else f"PyPI serves no torch {torch} that pybuild knows of"
         )
         pip = (

@@ -25,6 +25,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from urllib.parse import urlparse
 
+from . import backends
 from .envplan import (
     BUILD_PACKAGES,
     ENV_SCHEMA,
@@ -42,7 +43,16 @@ from .envplan import (
 )
 from .errors import ToolchainError
 from .fsutil import cache_root, dir_size, locked, remove_tree, shared_lock, try_locked
-from .host import Toolchain, cuda_toolkit_root, find_nvcc, host_system, nvcc_version, torch_info_at
+from .host import (
+    Toolchain,
+    TorchInfo,
+    cuda_toolkit_root,
+    find_nvcc,
+    host_system,
+    nvcc_version,
+    torch_build,
+    torch_info_at,
+)
 from .variants import Variant
 
 __all__ = [
@@ -210,13 +220,24 @@ def _toolchain(path: Path, plan: EnvPlan) -> Toolchain:
     if nvcc is not None and plan.torch_cuda:  # torch's CMake config looks for the toolkit there first
         root = str(nvcc.parent.parent)
         env = (("CUDA_PATH", root), ("CUDA_HOME", root), ("CUDAToolkit_ROOT", root))
+    info = torch_info_at(torch_dir)
     return Toolchain(
         python=str(path / "bin" / "python"),
-        torch=torch_info_at(torch_dir),
-        nvcc=nvcc,
+        torch=info,
+        compilers=((_toolkit_backend(info), nvcc),) if nvcc is not None else (),
         bin_dirs=(path / "bin",),
         env=env,
     )
+
+
+def _toolkit_backend(info: TorchInfo) -> str:
+    """The backend whose toolkit an environment's nvcc is: the one whose toolkit its torch reports
+    (a CPU variant built on a CUDA wheel compiles with that wheel's toolkit too)."""
+    return next((b.name for b in backends.all_backends() if b.toolkit_version(info)), "")
+
+
+def _nvcc(tc: Toolchain) -> Path | None:
+    return tc.compiler(_toolkit_backend(tc.torch))
 
 
 def _read_marker(path: Path, plan: EnvPlan) -> dict | None:
@@ -250,17 +271,18 @@ def _verify(path: Path, plan: EnvPlan, variant: Variant) -> Toolchain:
     """The environment holds exactly the variant's torch (minor and CUDA release), or it is refused."""
     tc = _toolchain(path, plan)
     info = tc.torch
-    cuda = ".".join((info.cuda or "").split(".")[:2]) or None
-    if info.major_minor != env_torch(variant) or cuda != plan.torch_cuda:
-        got = f"torch {info.version}" + (f" (CUDA {info.cuda})" if info.cuda else " (CPU)")
+    toolkit = next((t for b in backends.all_backends() if (t := b.toolkit_version(info))), "")
+    if info.major_minor != env_torch(variant) or (".".join(toolkit.split(".")[:2]) or None) != plan.torch_cuda:
+        got = f"torch {info.version} ({torch_build(info)})"
         want = f"torch {env_torch(variant)}" + (f" (CUDA {plan.torch_cuda})" if plan.torch_cuda else " (CPU)")
         raise ToolchainError(f"{variant.name}: {plan.source} gave {got}, not {want}; refusing to build against it")
     if plan.torch_cuda:
-        if tc.nvcc is None:
+        nvcc = _nvcc(tc)
+        if nvcc is None:
             raise ToolchainError(f"{variant.name}: no nvcc in {path} after installing {plan.requirements}")
-        version = nvcc_version(tc.nvcc)
+        version = nvcc_version(nvcc)
         if version != plan.torch_cuda:
-            raise ToolchainError(f"{variant.name}: nvcc {tc.nvcc} is CUDA {version}, not {plan.torch_cuda}")
+            raise ToolchainError(f"{variant.name}: nvcc {nvcc} is CUDA {version}, not {plan.torch_cuda}")
     return tc
 
 
@@ -302,8 +324,8 @@ def _make_env(path: Path, plan: EnvPlan, variant: Variant, log: Path, progress: 
         "key": plan.key,
         "plan": asdict(plan),
         "torch": tc.torch.version,
-        "cuda": tc.torch.cuda,
-        "nvcc": str(tc.nvcc) if tc.nvcc else None,
+        "toolkits": dict(tc.torch.toolkits),
+        "compilers": {name: str(c) for name, c in tc.compilers},
         "extra": [],
     }
 

@@ -14,9 +14,7 @@ import os
 import platform
 import re
 import shutil
-import subprocess
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -26,38 +24,13 @@ from .backends.cuda import find_nvcc as find_nvcc
 from .backends.cuda import nvcc_capabilities as nvcc_capabilities
 from .backends.cuda import nvcc_version as nvcc_version
 from .errors import ToolchainError
+from .toolchain import Toolchain as Toolchain
+from .toolchain import TorchInfo as TorchInfo
+from .toolchain import cmake_and_ninja as cmake_and_ninja
 from .variants import Variant, stable_abi_variant, tvm_ffi_variant
 
 if TYPE_CHECKING:
     from .manifest import Manifest
-
-
-@dataclass(frozen=True)
-class TorchInfo:
-    version: str  # full version, e.g. "2.13.0+cpu"
-    cuda: str | None  # "13.0" or None
-    hip: str | None
-    path: Path  # the torch package folder
-
-    @property
-    def major_minor(self) -> str:
-        m = re.match(r"(\d+)\.(\d+)", self.version)
-        assert m, self.version
-        return f"{m[1]}.{m[2]}"
-
-    @property
-    def cxx_abi(self) -> str:
-        """torch >= 2.7 ships only the cxx11 ABI; older builds are asked."""
-        major, minor = (int(x) for x in self.major_minor.split("."))
-        if (major, minor) >= (2, 7):
-            return "cxx11"
-        out = subprocess.run(
-            [sys.executable, "-c", "import torch; print(int(torch._C._GLIBCXX_USE_CXX11_ABI))"],
-            capture_output=True,
-            text=True,
-            check=False,
-        )
-        return "cxx11" if out.stdout.strip() == "1" else "cxx98"
 
 
 @functools.lru_cache(maxsize=1)
@@ -78,44 +51,29 @@ def torch_info_at(path: Path, version: str | None = None) -> TorchInfo:
         if not m:
             raise ToolchainError(f"{version_py}: no __version__; is this a torch package?")
         version = m[1]
-    cuda = hip = None
+    toolkits = []
     if version_py.is_file():
         text = version_py.read_text()
-        m = re.search(r"^cuda(?:: \S+)? = '([\d.]+)'", text, re.M)
-        cuda = m[1] if m else None
-        m = re.search(r"^hip(?:: \S+)? = '([\d.]+)'", text, re.M)
-        hip = m[1] if m else None
-    return TorchInfo(version=version, cuda=cuda, hip=hip, path=path)
+        for key in dict.fromkeys(b.torch_toolkit_key for b in backends.all_backends() if b.torch_toolkit_key):
+            m = re.search(rf"^{re.escape(key)}(?:: \S+)? = '([\d.]+)'", text, re.M)
+            if m:
+                toolkits.append((key, m[1]))
+    return TorchInfo(version=version, path=path, toolkits=tuple(toolkits))
 
 
-@dataclass(frozen=True)
-class Toolchain:
-    """What compiles a variant: a Python with its torch, and where nvcc, CMake and ninja come from.
-    The host's is this Python's (:func:`host_toolchain`); a per-variant environment has its own."""
-
-    python: str
-    torch: TorchInfo
-    nvcc: Path | None
-    bin_dirs: tuple[Path, ...] = ()  # searched first for cmake and ninja, and put first on PATH
-    env: tuple[tuple[str, str], ...] = ()  # set for every tool run (e.g. CUDA_PATH of the toolkit)
-
-    def cmake_and_ninja(self) -> tuple[str, str]:
-        for d in self.bin_dirs:
-            if (d / "cmake").is_file() and (d / "ninja").is_file():
-                return str(d / "cmake"), str(d / "ninja")
-        return cmake_and_ninja()
-
-    def environ(self) -> dict[str, str]:
-        env = dict(os.environ)
-        if self.bin_dirs:
-            env["PATH"] = os.pathsep.join([*map(str, self.bin_dirs), env.get("PATH", "")])
-        env.update(self.env)
-        return env
+def torch_build(info: TorchInfo) -> str:
+    """Which build of torch ``info`` is, for messages: its backend's toolkit ("CUDA 13.0"), or "CPU"."""
+    for b in backends.all_backends():
+        toolkit = b.toolkit_version(info)
+        if toolkit:
+            return f"{b.facts.label} {toolkit}"
+    return "CPU"
 
 
 def host_toolchain() -> Toolchain:
-    """This Python, its torch and the nvcc found on this machine."""
-    return Toolchain(python=sys.executable, torch=torch_info(), nvcc=find_nvcc())
+    """This Python, its torch and the device compilers the backends find on this machine."""
+    found = ((b.name, b.find_compiler()) for b in backends.all_backends())
+    return Toolchain(python=sys.executable, torch=torch_info(), compilers=tuple((n, c) for n, c in found if c))
 
 
 def host_system() -> str:
@@ -172,21 +130,6 @@ def kernel_host_variants(manifest: Manifest, require_toolchain: bool = True) -> 
         if manifest.accepts(v):
             out.append(v)
     return out
-
-
-def cmake_and_ninja() -> tuple[str, str]:
-    """CMake and ninja, from PATH or from the pip packages of the same names."""
-    cmake = shutil.which("cmake")
-    ninja = shutil.which("ninja")
-    if cmake is None or ninja is None:
-        scripts = Path(sys.executable).parent
-        cmake = cmake or (str(scripts / "cmake") if (scripts / "cmake").exists() else None)
-        ninja = ninja or (str(scripts / "ninja") if (scripts / "ninja").exists() else None)
-    if cmake is None:
-        raise ToolchainError("`cmake` not found; install it (apt-get install cmake, or pip install cmake)")
-    if ninja is None:
-        raise ToolchainError("`ninja` not found; install it (apt-get install ninja-build, or pip install ninja)")
-    return cmake, ninja
 
 
 def ccache() -> str | None:

@@ -155,7 +155,7 @@ def compile_cuda(source: Path, out: Path, arch: str = "sm_90", ptx: bool = False
 
     import pytest
 
-    from .generate import INCLUDE
+    from .digest import INCLUDE
 
     if shutil.which("nvcc") is None:
         pytest.skip("needs nvcc (the CUDA toolkit)")
@@ -184,12 +184,22 @@ def register_spills(ptxas_log: str) -> list[str]:
 
 def devices() -> list[Any]:
     """The devices a kernel test runs on, for ``@pytest.mark.parametrize("device", devices())``: the
-    CPU, and CUDA marked ``gpu`` and skipped, with the reason, where no CUDA GPU is present."""
+    torch device of each backend pybuild builds in its environments, the CPU's first; an accelerator's
+    marked ``gpu`` and skipped, with the reason, where torch sees none of its devices here."""
     import pytest
-    import torch
 
-    no_gpu = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
-    return ["cpu", pytest.param("cuda", marks=[pytest.mark.gpu, no_gpu])]
+    built = sorted(
+        (b for b in backends.all_backends() if b.facts.compiled and b.env_buildable),
+        key=lambda b: b.device_module is not None,
+    )
+    out: list[Any] = []
+    for b in built:
+        if b.device_module is None:
+            out.append(b.torch_device)
+        else:
+            missing = pytest.mark.skipif(not b.device_available(), reason=f"needs a {b.facts.label} GPU")
+            out.append(pytest.param(b.torch_device, marks=[pytest.mark.gpu, missing]))
+    return out
 
 
 def assert_raises(exc: type[BaseException], fragment: str, call: Callable[[], Any]) -> None:

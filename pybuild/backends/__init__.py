@@ -19,7 +19,7 @@ import re
 from enum import Enum
 from typing import Any, NoReturn
 
-from .base import SECTIONS, BackendType, BaseBackend, Facts, Section, builtin_facts
+from .base import SECTIONS, BackendType, BaseBackend, Facts, ManifestView, Section, VariantView, builtin_facts
 from .cpu import Cpu
 from .cuda import Cuda
 from .metal import Metal
@@ -33,7 +33,9 @@ __all__ = [
     "BackendType",
     "BaseBackend",
     "Facts",
+    "ManifestView",
     "Section",
+    "VariantView",
     "all_backends",
     "facts_json",
     "get",

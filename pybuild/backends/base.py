@@ -13,15 +13,13 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from importlib import resources
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from pathlib import Path
+from typing import Any, ClassVar, Literal, Protocol
 
 import jinja2
 
-if TYPE_CHECKING:
-    from ..host import Toolchain, TorchInfo
-    from ..manifest import Manifest
-    from ..manifest.kernels import KernelSpec
-    from ..variants import Variant
+from ..sections.kernel import KernelSpec, own_keys
+from ..toolchain import Toolchain, TorchInfo
 
 #: The sections of a backend's CMake fragment (``templates/backends/<name>.cmake.j2``), each a jinja2
 #: macro: ``cache`` (cache variables, at the top of CMakeLists.txt), ``helpers`` (functions, in
@@ -61,10 +59,46 @@ class Facts:
         return {k: getattr(self, k.replace("-", "_")) for k in _FACT_KEYS}
 
 
+def builtin_data() -> dict[str, Any]:
+    """``backends.json`` as read: the facts of every built-in backend (``backends``) and the further
+    facts of some (``cuda``: its toolkits and their capabilities)."""
+    text = resources.files(__package__).joinpath("backends.json").read_text(encoding="utf-8")
+    data: dict[str, Any] = json.loads(text)
+    return data
+
+
 def builtin_facts() -> list[Facts]:
     """The facts of the built-in backends, in matrix order, from ``backends.json``."""
-    text = resources.files(__package__).joinpath("backends.json").read_text(encoding="utf-8")
-    return [Facts.from_json(entry) for entry in json.loads(text)["backends"]]
+    return [Facts.from_json(entry) for entry in builtin_data()["backends"]]
+
+
+class VariantView(Protocol):
+    """What a backend reads of a variant (``pybuild.variants.Variant``, which names itself through the
+    registry and so lies above it)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def backend(self) -> str: ...
+
+    @property
+    def backend_version(self) -> str | None: ...
+
+
+class ManifestView(Protocol):
+    """What a backend reads of a kernel's manifest (``pybuild.manifest.Manifest``, which asks the
+    registry for the backends' section types and so lies above it)."""
+
+    @property
+    def path(self) -> Path: ...
+
+    @property
+    def kernels(self) -> tuple[KernelSpec, ...]: ...
+
+    def noarch_archs(self, backend: str) -> tuple[str, ...]:
+        """The device targets a pure-Python kernel's ``[torch-noarch]`` names for ``backend``."""
+        ...
 
 
 class BackendType(Protocol):
@@ -95,17 +129,22 @@ class BackendType(Protocol):
         """The backend versions this machine builds with torch ``info`` (``(None,)`` for an unversioned
         backend it builds, ``()`` for none)."""
 
-    def unbuildable(self, variant: Variant, toolchain: Toolchain) -> str | None:
+    def find_compiler(self) -> Path | None:
+        """This machine's device compiler of the backend (CUDA's nvcc; None: none, or it needs none)."""
+
+    def unbuildable(self, variant: VariantView, toolchain: Toolchain) -> str | None:
         """Why ``toolchain`` cannot build ``variant`` of this backend (None: it can)."""
 
-    def default_archs(self, manifest: Manifest, version: str | None) -> tuple[str, ...]:
+    def default_archs(self, manifest: ManifestView, version: str | None) -> tuple[str, ...]:
         """The device architectures ``manifest`` asks for with toolkit ``version`` (None: any)."""
 
-    def build_archs(self, manifest: Manifest, variant: Variant, override: tuple[str, ...] | None) -> tuple[str, ...]:
+    def build_archs(
+        self, manifest: ManifestView, variant: VariantView, override: tuple[str, ...] | None
+    ) -> tuple[str, ...]:
         """The device architectures a build of ``variant`` targets (``override``: from the command line)."""
 
     def cmake_args(
-        self, manifest: Manifest, variant: Variant, toolchain: Toolchain, archs: tuple[str, ...]
+        self, manifest: ManifestView, variant: VariantView, toolchain: Toolchain, archs: tuple[str, ...]
     ) -> list[str]:
         """Extra CMake configure arguments (compilers); raises ToolchainError if the toolchain cannot."""
 
@@ -119,11 +158,15 @@ class BackendType(Protocol):
     def toolkit_version(self, info: TorchInfo) -> str | None:
         """The toolkit version of torch ``info`` recorded in a build's metadata (None: none)."""
 
-    def metadata_archs(self, manifest: Manifest, archs: tuple[str, ...]) -> tuple[str, ...]:
+    @property
+    def torch_toolkit_key(self) -> str | None:
+        """The name under which torch's ``version.py`` reports this backend's toolkit (None: none)."""
+
+    def metadata_archs(self, manifest: ManifestView, archs: tuple[str, ...]) -> tuple[str, ...]:
         """The ``backend.archs`` of metadata.json for a build targeting ``archs`` (a pure-Python
         variant builds none and declares the manifest's)."""
 
-    def unimportable(self, variant: Variant, info: TorchInfo) -> str | None:
+    def unimportable(self, variant: VariantView, info: TorchInfo) -> str | None:
         """Why a Python with torch ``info`` cannot import ``variant`` (None: it can try)."""
 
     @property
@@ -134,12 +177,33 @@ class BackendType(Protocol):
         """Whether this process's torch runs this backend's kernels here (imports torch)."""
 
     @property
+    def torch_device(self) -> str:
+        """The torch device type its kernels run on (``cuda``, ``cpu``): what a kernel's tests pass."""
+
+    @property
     def known_versions(self) -> tuple[str, ...]:
         """The toolkit versions a matrix may list (empty: any)."""
 
     @property
     def env_buildable(self) -> bool:
         """Whether pybuild's environments (``pybuild env``) build this backend's variants."""
+
+    def pypi_torch_toolkit(self, torch: str) -> str | None:
+        """The toolkit version of PyPI's Linux wheels of torch release ``torch`` when they are this
+        backend's build (None: they are not, or pybuild does not know the release)."""
+
+    def wheel_toolkit(self, version: str | None) -> str | None:
+        """The toolkit release a torch wheel of this backend at ``version`` reports, which its build
+        environment provides alongside (None: it needs none)."""
+
+    @property
+    def builds_with_any_torch(self) -> bool:
+        """Whether its variants build against any build of their torch release (they use only the API
+        every build has), so an environment may take another backend's wheel when its own is out of reach."""
+
+    @property
+    def kernel_type(self) -> type[KernelSpec] | None:
+        """The type of this backend's ``[kernel.*]`` sections (None: it compiles none)."""
 
     @property
     def manifest_keys(self) -> tuple[str, ...]:
@@ -176,20 +240,13 @@ class BaseBackend:
     def __init__(self, facts: Facts) -> None:
         self.facts = facts
 
-    @property
-    def kernel_type(self) -> type[KernelSpec] | None:
-        """The type of this backend's ``[kernel.*]`` sections (``pybuild.manifest.kernels``; None: it
-        compiles none); a new backend adds its own with ``register_kernel_type``."""
-        from ..manifest.kernels import KERNEL_TYPES
-
-        return KERNEL_TYPES.get(self.facts.name)
+    #: The type of this backend's ``[kernel.*]`` sections, declared in its module (None: it compiles none).
+    kernel_type: ClassVar[type[KernelSpec] | None] = None
 
     @property
     def manifest_keys(self) -> tuple[str, ...]:
         """The keys a ``[kernel.*]`` section of this backend may have beyond the common ones: the
         fields its kernel type declares."""
-        from ..manifest.kernels import own_keys
-
         return () if self.kernel_type is None else own_keys(self.kernel_type)
 
     def __repr__(self) -> str:
@@ -229,17 +286,22 @@ class BaseBackend:
     def host_versions(self, info: TorchInfo, *, require_toolchain: bool = True) -> tuple[str | None, ...]:
         return ()
 
-    def unbuildable(self, variant: Variant, toolchain: Toolchain) -> str | None:
+    def find_compiler(self) -> Path | None:
+        return None
+
+    def unbuildable(self, variant: VariantView, toolchain: Toolchain) -> str | None:
         return f"variant {variant.name}: backend {self.name} cannot be built on this host"
 
-    def default_archs(self, manifest: Manifest, version: str | None) -> tuple[str, ...]:
+    def default_archs(self, manifest: ManifestView, version: str | None) -> tuple[str, ...]:
         return ()
 
-    def build_archs(self, manifest: Manifest, variant: Variant, override: tuple[str, ...] | None) -> tuple[str, ...]:
+    def build_archs(
+        self, manifest: ManifestView, variant: VariantView, override: tuple[str, ...] | None
+    ) -> tuple[str, ...]:
         return ()
 
     def cmake_args(
-        self, manifest: Manifest, variant: Variant, toolchain: Toolchain, archs: tuple[str, ...]
+        self, manifest: ManifestView, variant: VariantView, toolchain: Toolchain, archs: tuple[str, ...]
     ) -> list[str]:
         return []
 
@@ -252,11 +314,20 @@ class BaseBackend:
     def toolkit_version(self, info: TorchInfo) -> str | None:
         return None
 
-    def metadata_archs(self, manifest: Manifest, archs: tuple[str, ...]) -> tuple[str, ...]:
+    def metadata_archs(self, manifest: ManifestView, archs: tuple[str, ...]) -> tuple[str, ...]:
         return archs
 
-    def unimportable(self, variant: Variant, info: TorchInfo) -> str | None:
+    def unimportable(self, variant: VariantView, info: TorchInfo) -> str | None:
         return f"backend {self.name} is not available on this machine"
+
+    builds_with_any_torch = False
+    torch_toolkit_key: str | None = None
+
+    def pypi_torch_toolkit(self, torch: str) -> str | None:
+        return None
+
+    def wheel_toolkit(self, version: str | None) -> str | None:
+        return None
 
     def device_available(self) -> bool:
         if self.device_module is None:
@@ -265,6 +336,10 @@ class BaseBackend:
 
         module = getattr(torch, self.device_module, None)
         return bool(module is not None and module.is_available())
+
+    @property
+    def torch_device(self) -> str:
+        return self.device_module or "cpu"
 
     def fragment_template(self) -> jinja2.Template | None:
         """``templates/backends/<name>.cmake.j2``, if the backend has one."""

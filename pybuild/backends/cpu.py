@@ -2,26 +2,34 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
+from typing import ClassVar
 
-from .base import BaseBackend
+from ..sections.kernel import KernelSpec
+from ..toolchain import Toolchain, TorchInfo
+from .base import BaseBackend, VariantView
 
-if TYPE_CHECKING:
-    from ..host import Toolchain, TorchInfo
-    from ..variants import Variant
+
+@dataclass(frozen=True)
+class CpuKernel(KernelSpec):
+    """A ``[kernel.*]`` section of backend "cpu": the keys every backend takes."""
+
+    backend: ClassVar[str] = "cpu"
 
 
 class Cpu(BaseBackend):
+    kernel_type = CpuKernel
     env_buildable = True
+    builds_with_any_torch = True  # only torch's CPU API, identical in every build of a release
 
     def host_versions(self, info: TorchInfo, *, require_toolchain: bool = True) -> tuple[str | None, ...]:
         return (None,)
 
-    def unbuildable(self, variant: Variant, toolchain: Toolchain) -> str | None:
+    def unbuildable(self, variant: VariantView, toolchain: Toolchain) -> str | None:
         return None
 
     def device_available(self) -> bool:
         return True
 
-    def unimportable(self, variant: Variant, info: TorchInfo) -> str | None:
+    def unimportable(self, variant: VariantView, info: TorchInfo) -> str | None:
         return None

@@ -7,16 +7,25 @@ import os
 import re
 import shutil
 import subprocess
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import ClassVar
 
-from ..errors import ToolchainError
-from .base import BaseBackend
-
-if TYPE_CHECKING:
-    from ..host import Toolchain, TorchInfo
-    from ..manifest import Manifest
-    from ..variants import Variant
+from ..errors import ManifestError, ToolchainError
+from ..sections.kernel import KernelSpec, Target
+from ..sections.keys import key
+from ..sections.reader import Reader
+from ..toolchain import Toolchain, TorchInfo
+from .base import BaseBackend, ManifestView, VariantView
+from .cuda_archs import (
+    CUDA_CAPABILITIES,
+    DEFAULT_CUDA_CAPABILITIES,
+    KNOWN_CUDA,
+    PYPI_TORCH_CUDA,
+    check_cuda_archs,
+    unknown_cuda_capability,
+)
 
 
 def find_nvcc() -> Path | None:
@@ -82,35 +91,146 @@ def declared_archs(archs: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(torch_arch_list(archs).split(";")) if archs else ()
 
 
-#: CUDA toolkits torch has published wheels for (a new one: add it here and to manifest.CUDA_CAPABILITIES).
-KNOWN_CUDA = ("11.8", "12.1", "12.4", "12.6", "12.8", "12.9", "13.0", "13.2")
+def _version_tuple(text: str) -> tuple[int, ...]:
+    return tuple(int(x) for x in text.split("."))
+
+
+@dataclass(frozen=True)
+class CudaKernel(KernelSpec):
+    """A ``[kernel.*]`` section of backend "cuda": its capabilities, nvcc flags and oldest toolkit."""
+
+    backend: ClassVar[str] = "cuda"
+    noarch_archs_key: ClassVar[str | None] = "cuda_capabilities"
+    cuda_capabilities: tuple[str, ...] = key(
+        "cuda-capabilities",
+        "str_list",
+        farm=True,
+        doc='compute capabilities to build, e.g. ["8.0", "9.0a"] (default: 8.0 8.6 8.9 9.0 10.0 12.0, '
+        "each toolkit keeping those it knows)",
+    )
+    cuda_flags: tuple[str, ...] = key("cuda-flags", "str_list", farm=True, language="CUDA", doc="flags for nvcc")
+    #: compiled only into CUDA variants of at least this toolkit
+    cuda_minver: tuple[int, int] | None = key(
+        "cuda-minver", "version", default=None, example="12.8", doc="compiled only with CUDA toolkits from this one on"
+    )
+
+    def applies_to(self, variant: Target) -> bool:
+        """Its backend only, and only CUDA toolkits from `cuda-minver` on."""
+        if variant.backend != self.backend:
+            return False
+        if self.cuda_minver and variant.backend_version:
+            return _version_tuple(variant.backend_version) >= self.cuda_minver
+        return True
+
+    @property
+    def cmake_condition(self) -> str | None:
+        if not self.cuda_minver:
+            return None
+        return f'CMAKE_CUDA_COMPILER_VERSION VERSION_GREATER_EQUAL "{self.cuda_minver[0]}.{self.cuda_minver[1]}"'
+
+    @property
+    def scope_note(self) -> str:
+        return f" (CUDA {self.cuda_minver[0]}.{self.cuda_minver[1]} and later)" if self.cuda_minver else ""
+
+    @property
+    def section_archs(self) -> tuple[str, ...]:
+        return tuple(c for c in self.cuda_capabilities if c not in self.unknown_capabilities)
+
+    @property
+    def unknown_capabilities(self) -> tuple[str, ...]:
+        """The capabilities it names that no supported CUDA toolkit knows: dropped from every build, as
+        upstream intersects a section's list with each toolkit's."""
+        return tuple(c for c in self.cuda_capabilities if unknown_cuda_capability(c))
+
+    def doubts(self, path: Path) -> tuple[str, ...]:
+        if not self.unknown_capabilities:
+            return ()
+        names = ", ".join(repr(c) for c in self.unknown_capabilities)
+        return (
+            f"{path}: `cuda-capabilities` in [kernel.{self.name}] has {names}, which no supported CUDA "
+            "toolkit knows; left out of every build (as kernel-builder intersects the list with each "
+            "toolkit's), the others are built",
+        )
+
+    @classmethod
+    def check_noarch_archs(cls, reader: Reader, archs: tuple[str, ...]) -> None:
+        for c in archs:
+            hint = unknown_cuda_capability(c)
+            if hint:
+                reader.fail(
+                    f"`cuda-capabilities` in [{reader.section}] has {c!r}, which no supported CUDA toolkit "
+                    f"knows; {hint}"
+                )
+
+    def check(self, reader: Reader) -> None:
+        unknown = self.unknown_capabilities
+        if unknown and len(unknown) == len(self.cuda_capabilities):  # upstream: "empty set of capabilities"
+            reader.fail(
+                f"`cuda-capabilities` in [{reader.section}] has {unknown[0]!r}, which no supported CUDA toolkit "
+                f"knows, and no capability a toolkit knows: that leaves an empty set of capabilities; "
+                f"{unknown_cuda_capability(unknown[0])}"
+            )
+
+
+def kernel_capabilities(kernels: Sequence[KernelSpec]) -> tuple[str, ...]:
+    """The CUDA capabilities the CUDA sections among ``kernels`` name that a supported toolkit knows
+    (in order, once each), else the defaults."""
+    caps: list[str] = []
+    for k in kernels:
+        if isinstance(k, CudaKernel):
+            caps += [c for c in k.cuda_capabilities if c not in caps and c not in k.unknown_capabilities]
+    return tuple(caps) or DEFAULT_CUDA_CAPABILITIES
+
+
+def cuda_capabilities_for(
+    manifest: ManifestView, cuda_version: str, section_path: Path | None = None
+) -> tuple[str, ...]:
+    """The capabilities to build for one CUDA toolkit: those the kernel names (or the defaults) that
+    the toolkit knows, as upstream intersects them. An empty intersection is an error."""
+    known = CUDA_CAPABILITIES.get(cuda_version)
+    caps = kernel_capabilities(manifest.kernels)
+    if known is None:
+        return caps
+    kept = tuple(c for c in caps if c in known)
+    if not kept:
+        msg = (
+            f"{section_path or manifest.path}: `cuda-capabilities` {list(caps)} leave an empty set of capabilities "
+            f"for CUDA {cuda_version} (it knows {', '.join(known)}); add one it knows or narrow the variants "
+            "([general.cuda] minver/maxver)"
+        )
+        raise ManifestError(msg)
+    return kept
 
 
 class Cuda(BaseBackend):
+    kernel_type = CudaKernel
+    torch_toolkit_key: str | None = "cuda"  # torch.version.cuda
     known_versions = KNOWN_CUDA
     device_module = "cuda"
     env_buildable = True
 
     def host_versions(self, info: TorchInfo, *, require_toolchain: bool = True) -> tuple[str | None, ...]:
-        if not info.cuda or (require_toolchain and find_nvcc() is None):
+        cuda = self.toolkit_version(info)
+        if not cuda or (require_toolchain and find_nvcc() is None):
             return ()
-        return (major_minor(info.cuda),)
+        return (major_minor(cuda),)
 
-    def unbuildable(self, variant: Variant, toolchain: Toolchain) -> str | None:
-        if not toolchain.torch.cuda:
+    def find_compiler(self) -> Path | None:
+        return find_nvcc()
+
+    def unbuildable(self, variant: VariantView, toolchain: Toolchain) -> str | None:
+        if not self.toolkit_version(toolchain.torch):
             return f"variant {variant.name} needs a CUDA build of torch; torch {toolchain.torch.version} has none"
-        if toolchain.nvcc is None:
+        if toolchain.compiler(self.name) is None:
             return f"variant {variant.name} needs nvcc; install the CUDA toolkit or set CUDA_HOME"
         return None
 
-    def default_archs(self, manifest: Manifest, version: str | None) -> tuple[str, ...]:
-        from ..manifest import cuda_capabilities_for
+    def default_archs(self, manifest: ManifestView, version: str | None) -> tuple[str, ...]:
+        return kernel_capabilities(manifest.kernels) if version is None else cuda_capabilities_for(manifest, version)
 
-        return manifest.cuda_capabilities() if version is None else cuda_capabilities_for(manifest, version)
-
-    def build_archs(self, manifest: Manifest, variant: Variant, override: tuple[str, ...] | None) -> tuple[str, ...]:
-        from ..manifest import check_cuda_archs
-
+    def build_archs(
+        self, manifest: ManifestView, variant: VariantView, override: tuple[str, ...] | None
+    ) -> tuple[str, ...]:
         if override:
             return override
         env = os.environ.get("PYBUILD_CUDA_ARCHS")
@@ -120,9 +240,9 @@ class Cuda(BaseBackend):
         return self.default_archs(manifest, variant.backend_version)
 
     def cmake_args(
-        self, manifest: Manifest, variant: Variant, toolchain: Toolchain, archs: tuple[str, ...]
+        self, manifest: ManifestView, variant: VariantView, toolchain: Toolchain, archs: tuple[str, ...]
     ) -> list[str]:
-        nvcc = toolchain.nvcc
+        nvcc = toolchain.compiler(self.name)
         assert nvcc is not None
         toolkit = nvcc_version(nvcc)
         known = nvcc_capabilities(nvcc)
@@ -142,18 +262,26 @@ class Cuda(BaseBackend):
         return {"TORCH_CUDA_ARCH_LIST": torch_arch_list(archs)} if archs else {}
 
     def key_inputs(self, toolchain: Toolchain) -> dict[str, str | None]:
-        nvcc = nvcc_version(toolchain.nvcc) if toolchain.nvcc is not None else None
+        found = toolchain.compiler(self.name)
+        nvcc = nvcc_version(found) if found is not None else None
         return {**super().key_inputs(toolchain), "nvcc": nvcc, "CUDAFLAGS": os.environ.get("CUDAFLAGS", "")}
 
+    def pypi_torch_toolkit(self, torch: str) -> str | None:
+        return PYPI_TORCH_CUDA.get(torch)
+
+    def wheel_toolkit(self, version: str | None) -> str | None:
+        return version
+
     def toolkit_version(self, info: TorchInfo) -> str | None:
-        return info.cuda
+        return info.toolkit("cuda")
 
-    def metadata_archs(self, manifest: Manifest, archs: tuple[str, ...]) -> tuple[str, ...]:
-        return declared_archs(archs) or manifest.noarch_cuda_capabilities
+    def metadata_archs(self, manifest: ManifestView, archs: tuple[str, ...]) -> tuple[str, ...]:
+        return declared_archs(archs) or manifest.noarch_archs(self.name)
 
-    def unimportable(self, variant: Variant, info: TorchInfo) -> str | None:
-        if not info.cuda:
+    def unimportable(self, variant: VariantView, info: TorchInfo) -> str | None:
+        cuda = self.toolkit_version(info)
+        if not cuda:
             return f"a CUDA variant; torch {info.version} has no CUDA"
-        if variant.backend_version and variant.backend_version.split(".")[0] != info.cuda.split(".")[0]:
-            return f"built for CUDA {variant.backend_version}, torch has CUDA {info.cuda}"
+        if variant.backend_version and variant.backend_version.split(".")[0] != cuda.split(".")[0]:
+            return f"built for CUDA {variant.backend_version}, torch has CUDA {cuda}"
         return None

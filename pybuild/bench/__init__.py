@@ -24,7 +24,7 @@ from .cases import CASES_FILE, Case, Target, cases_path, has_cases, load_cases_m
 from .environment import device_slug, environment, resolve_device
 from .report import SUMMARY_COLUMNS, markdown_table, summary_rows, write_outputs
 from .runner import CaseResult, finalize, run, run_case
-from .sweep import SweepOp
+from .sweep_op import SweepOp
 from .sweep_shapes import Distribution, Shape, parse_shapes
 from .timing import Timing, round_order
 

@@ -17,7 +17,7 @@ from concurrent.futures import ProcessPoolExecutor
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .sweep import SweepOp
+    from .sweep_op import SweepOp
     from .sweep_shapes import Shape
 
 _WORKER_OPS: dict[tuple[str, str], SweepOp] = {}

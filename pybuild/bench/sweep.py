@@ -15,13 +15,13 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import UsageError
 from .compile_workers import compile_static, warm_compiles
 from .environment import device_slug, environment
 from .runner import configure_dynamo
+from .sweep_op import SweepOp
 from .sweep_report import summarize
 from .sweep_shapes import Distribution, Shape, draw_images, draw_rows, format_shape
 from .timing import (
@@ -41,24 +41,6 @@ SLOW_MS = 0.5  # a call slower than this on the device is a slow one (the host i
 ROUND_BUDGET_MS = 8.0  # device time one implementation's graph may take per round (slow peers get fewer sets)
 LARGE = 16 << 20  # from here on fewer rounds and replays
 THRESHOLDS = {"graph": 0.95, "plain": 1.0}  # ours / best peer in graphs; ours / eager in plain calls
-
-
-@dataclass
-class SweepOp:
-    """One op of a kernel for the sweep. ``make(shape, seed)`` returns fresh arguments on the device."""
-
-    kernel: str
-    op: str
-    kind: str  # "rows": [rows, last]; "image": [H, W] or [N, H, W] uint8 RGB
-    dtypes: tuple[str, ...]
-    make: Callable[[Shape, int], tuple[Any, ...]]
-    ours: Callable[..., Any]
-    eager: Callable[..., Any]
-    bytes_of: Callable[[int, int, str], int] | None = None  # rows ops: bytes one call moves
-    bytes_per_pixel: int = 4  # image ops
-    step: int = 1  # rows ops: the last dimension is a multiple of this
-    tol: dict[str, tuple[float, float]] = field(default_factory=dict)  # dtype -> (atol, rtol)
-    exact: bool = False
 
 
 def given_shapes(op: SweepOp, dist: Distribution) -> list[Shape]:

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from .. import backends
 from ..errors import UsageError
 from ..ui import Reporter
 from .common import add_output_flags, check_writable_dir, farm_root, int_at_least, kernel_dirs
@@ -23,6 +24,13 @@ DESCRIPTION = (
 )
 
 
+def bench_devices() -> dict[str, bool]:
+    """torch device -> whether it is an accelerator: those of the backends pybuild builds in its
+    environments (the variants a bench loads), accelerators first."""
+    found = {b.torch_device: b.device_module is not None for b in backends.all_backends() if b.env_buildable}
+    return dict(sorted(found.items(), key=lambda item: not item[1]))
+
+
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "kernels",
@@ -30,7 +38,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         metavar="KERNEL",
         help="kernel name or folder (default: every kernel with benchmarks/cases.py)",
     )
-    p.add_argument("--device", choices=("auto", "cuda", "cpu"), default="auto", help="default: cuda when available")
+    accelerators = [d for d, gpu in bench_devices().items() if gpu]
+    p.add_argument(
+        "--device",
+        choices=("auto", *bench_devices()),
+        default="auto",
+        help=f"default: {' or '.join(accelerators)} when available",
+    )
     p.add_argument("--quick", action="store_true", help="fewer sizes and repetitions")
     p.add_argument(
         "--compile",
@@ -102,7 +116,7 @@ def run(args: argparse.Namespace) -> int:
     device = bench.resolve_device(args.device)
     rep = Reporter(quiet=args.quiet, json_mode=args.json)
     loaded = _load_kernels(dirs, rep)
-    compile_ = args.compile if args.compile is not None else device == "cuda"
+    compile_ = args.compile if args.compile is not None else bench_devices()[device]
     command = args.record_command or " ".join(["python", "-m", "pybuild", *sys.argv[1:]])
     output = bench.Output(
         out=Path(args.out) if args.out else None, name=args.name, json=args.json, quiet=args.quiet, strict=args.strict

@@ -81,9 +81,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from ..backends.cuda_archs import check_cuda_archs
     from ..build import BuildOptions
     from ..host import kernel_host_variants
-    from ..manifest import check_cuda_archs
     from ..sandbox import bwrap
     from ..sandbox import default_on as default_sandbox
 

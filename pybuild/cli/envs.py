@@ -40,7 +40,7 @@ def run(args: argparse.Namespace) -> int:
             m["plan"]["variant"],
             p.name.removeprefix(f"{m['plan']['variant']}-"),
             m.get("torch", "?"),
-            m.get("nvcc") or "-",
+            " ".join((m.get("compilers") or {}).values()) or m.get("nvcc") or "-",  # "nvcc": older markers
             human_size(size),
             m["plan"]["source"],
         )
@@ -49,7 +49,7 @@ def run(args: argparse.Namespace) -> int:
     rep.table(
         f"{len(rows)} environments in {envs_dir()}, each in the folder <variant>-<key> (uv's cache links "
         "each wheel into them; `du -sh` both for the disk they take)",
-        ["variant", "key", "torch", "nvcc", "size", "from"],
+        ["variant", "key", "torch", "compiler", "size", "from"],
         rows,
     )
     return 0

@@ -191,12 +191,13 @@ def _run_tests(
     import subprocess
 
     from ..envs import env_in_use
+    from ..host import torch_build
     from ..testshell import pytest_command, suite_environ
 
     failed = 0
     for runner in runners:
         info = runner.torch
-        build = "CUDA " + info.cuda if info.cuda else "CPU"
+        build = torch_build(info)
         rep.info(f"testing {manifest.name} {variant.name} under torch {info.version} ({build} build) in {runner.label}")
         cmd = pytest_command(runner, manifest, args.pytest_args, ci=args.ci)
         environ = suite_environ(manifest, variant, os.environ)

@@ -11,12 +11,12 @@ from typing import Any
 
 from .. import backends as registry
 from ..errors import ManifestError
-from .cuda import unknown_cuda_capability
+from ..sections.kernel import KernelSpec
+from ..sections.reader import COMPILED_SUFFIXES, Reader
 from .editions import SCHEMAS
 from .editions.base import FARM_DEPENDS, Edition, Schema
-from .kernels import KERNEL_TYPES, KernelSpec, foreign_key_message
+from .kernels import foreign_key_message, kernel_type
 from .model import BUILT_SUFFIXES, DEFAULT_PYEXT, NAME_RE, NAME_RULE, Manifest
-from .reader import COMPILED_SUFFIXES, Reader
 
 KERNEL_SECTION_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*$", re.ASCII)
 PYEXT_RE = re.compile(r"^[A-Za-z0-9_]+(\.[A-Za-z0-9_]+)*$", re.ASCII)
@@ -110,15 +110,11 @@ def general_fields(path: Path, data: dict[str, Any], schema: Schema) -> dict[str
     name, version = _general_header(general, schema)
     backends = _backends(general, schema)
     hub = Reader.checked(path, "general.hub", general.table.get("hub"))
-    cuda = Reader.checked(path, "general.cuda", general.table.get("cuda"))
     per_backend = tuple(
         (b, tuple(general.table[b]["python-depends"]))
-        for b in ("cuda", "neuron", "tpu", "xpu")
+        for b in registry.noarch_names()
         if isinstance(general.table.get(b), dict) and "python-depends" in general.table[b]
     )
-    cuda_min, cuda_max = cuda.version("minver", "12.8"), cuda.version("maxver", "12.8")
-    if cuda_min and cuda_max and cuda_min > cuda_max:
-        cuda.fail(f"`minver` {cuda_min} is above `maxver` {cuda_max} in [general.cuda]; no CUDA toolkit is left")
     repo_id = hub.get("repo-id", str)
     if repo_id is not None and not is_repo_id(repo_id):
         hub.fail(f'`repo-id` in [general.hub] is {repo_id!r}; use "org/name", e.g. "kernels-community/{name}"')
@@ -134,11 +130,30 @@ def general_fields(path: Path, data: dict[str, Any], schema: Schema) -> dict[str
         hub_branch=hub.get("branch", str),
         upstream=general.get("upstream", str),
         source=general.get("source", str),
-        cuda_minver=cuda_min,
-        cuda_maxver=cuda_max,
+        toolkit_bounds=_toolkit_bounds(path, general, schema),
         backend_python_depends=per_backend,
         kernel_depends=_kernel_depends(general),
     )
+
+
+def _toolkit_bounds(
+    path: Path, general: Reader, schema: Schema
+) -> tuple[tuple[str, tuple[tuple[int, int] | None, tuple[int, int] | None]], ...]:
+    """[general.<backend>] `minver`/`maxver` (upstream's edition defines them for CUDA): the toolkit
+    versions of that backend the kernel builds with, per backend that has them."""
+    out = []
+    for b in registry.noarch_names():
+        table = general.table.get(b)
+        if not isinstance(table, dict) or not {"minver", "maxver"} & set(table):
+            continue
+        r = Reader.checked(path, f"general.{b}", table)
+        examples = schema.general.tables[b].examples if b in schema.general.tables else {}
+        lo, hi = r.version("minver", examples.get("minver", "1.0")), r.version("maxver", examples.get("minver", "1.0"))
+        if lo and hi and lo > hi:
+            label = registry.get(b).facts.label
+            r.fail(f"`minver` {lo} is above `maxver` {hi} in [general.{b}]; no {label} toolkit is left")
+        out.append((b, (lo, hi)))
+    return tuple(out)
 
 
 def _depends(r: Reader, depends: tuple[str, ...], schema: Schema) -> None:
@@ -168,7 +183,7 @@ def kernel_section(path: Path, kname: str, table: dict[str, Any], schema: Schema
     _depends(r, r.str_list("depends"), schema)
     if not r.str_list("src", required=True):
         r.fail(f'`src` in [{section}] is empty; list at least one source file, e.g. src = ["csrc/{kname}.cu"]')
-    return KERNEL_TYPES[backend].read(r, path.parent, kname)
+    return kernel_type(backend).read(r, path.parent, kname)
 
 
 def framework_of(data: dict[str, Any], schema: Schema) -> str:
@@ -226,15 +241,6 @@ def noarch_list(reader: Reader, key: str) -> tuple[str, ...]:
 
 def schema_of(edition: Edition) -> Schema:
     return SCHEMAS[edition]
-
-
-def unknown_capabilities(reader: Reader, caps: tuple[str, ...]) -> None:
-    for c in caps:
-        hint = unknown_cuda_capability(c)
-        if hint:
-            reader.fail(
-                f"`cuda-capabilities` in [{reader.section}] has {c!r}, which no supported CUDA toolkit knows; {hint}"
-            )
 
 
 __all__ = ["COMPILED_SUFFIXES", "Manifest", "farm_depends_fix", "general_fields", "is_repo_id", "kernel_section"]

@@ -3,7 +3,6 @@ farm accepts it too and says so in one line each (:func:`doubts`), never refuses
 
 from __future__ import annotations
 
-from .kernels import CudaKernel
 from .model import Manifest
 
 #: The first torch whose headers read ``TORCH_TARGET_VERSION``, and the oldest torch the farm builds
@@ -33,19 +32,11 @@ def _header_only(m: Manifest) -> list[str]:
     ]
 
 
-def _capabilities(m: Manifest) -> list[str]:
-    out = []
-    for k in m.kernels:
-        if isinstance(k, CudaKernel) and k.unknown_capabilities:
-            names = ", ".join(repr(c) for c in k.unknown_capabilities)
-            out.append(
-                f"{m.path}: `cuda-capabilities` in [kernel.{k.name}] has {names}, which no supported CUDA "
-                "toolkit knows; left out of every build (as kernel-builder intersects the list with each "
-                "toolkit's), the others are built"
-            )
-    return out
+def _sections(m: Manifest) -> list[str]:
+    """What each section's backend doubts of its values (CUDA: capabilities no toolkit knows)."""
+    return [line for k in m.kernels for line in k.doubts(m.path)]
 
 
 def doubts(m: Manifest) -> tuple[str, ...]:
     """One line (file, key, what is done) for each doubtful thing ``m`` asks for, in manifest order."""
-    return (*_stable_abi(m), *_header_only(m), *_capabilities(m))
+    return (*_stable_abi(m), *_header_only(m), *_sections(m))

@@ -15,6 +15,7 @@ from typing import Any
 from .. import safeload
 from ..deps.python import loader_table
 from ..errors import ManifestError
+from ..sections.reader import Reader
 from .convert import (
     framework_of,
     general_fields,
@@ -23,13 +24,12 @@ from .convert import (
     pyext,
     schema_of,
     stable_abi,
-    unknown_capabilities,
 )
 from .doubts import doubts
 from .editions import detect
 from .editions.base import Edition
+from .kernels import kernel_types
 from .model import Manifest
-from .reader import Reader
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -58,8 +58,12 @@ def _torch_fields(path: Path, data: dict[str, Any], framework: str, general: dic
                     f"`{key}` in [torch] does not apply to a pure-Python kernel: its torch-<backend> "
                     "variants load with any torch version; drop it"
                 )
-    caps = noarch_list(torch, "cuda_capabilities") if noarch else ()
-    unknown_capabilities(torch, caps)
+    noarch_archs = []
+    for backend, t in kernel_types().items() if noarch else ():
+        archs = noarch_list(torch, t.noarch_archs_key) if t.noarch_archs_key else ()
+        t.check_noarch_archs(torch, archs)
+        if archs:
+            noarch_archs.append((backend, archs))
     return dict(
         torch_src=torch.paths(path.parent, "src"),
         torch_include=torch.paths(path.parent, "include", must_be_dir=True),
@@ -68,8 +72,7 @@ def _torch_fields(path: Path, data: dict[str, Any], framework: str, general: dic
         torch_pyext=pyext(torch),
         torch_cxx_flags=torch.flags("cxx-flags"),
         stable_abi=stable_abi(torch, backends) if framework == "torch" else (),
-        noarch_cuda_capabilities=caps,
-        noarch_rocm_archs=noarch_list(torch, "rocm_archs") if noarch else (),
+        noarch_backend_archs=tuple(noarch_archs),
     )
 
 

@@ -13,6 +13,7 @@ from packaging.licenses import InvalidLicenseExpression, canonicalize_license_ex
 
 from .. import backends as registry
 from .. import safeload
+from ..sections.kernel import KernelSpec
 from ..variants import (
     TVM_FFI_VERSION,
     Variant,
@@ -20,9 +21,7 @@ from ..variants import (
     stable_abi_variant,
     tvm_ffi_variant,
 )
-from .cuda import DEFAULT_CUDA_CAPABILITIES
 from .editions.base import Edition
-from .kernels import CudaKernel, KernelSpec
 
 NAME_RE = re.compile(r"^[a-z][-a-z0-9]*[a-z0-9]$", re.ASCII)
 #: NAME_RE in words, for error messages.
@@ -61,14 +60,14 @@ class Manifest:
     hub_branch: str | None = None
     upstream: str | None = None
     source: str | None = None
-    cuda_minver: tuple[int, int] | None = None  # [general.cuda]: the CUDA toolkits this kernel builds with
-    cuda_maxver: tuple[int, int] | None = None
+    #: [general.<backend>] minver/maxver: the toolkits of that backend this kernel builds with
+    toolkit_bounds: tuple[tuple[str, tuple[tuple[int, int] | None, tuple[int, int] | None]], ...] = ()
     backend_python_depends: tuple[tuple[str, tuple[str, ...]], ...] = ()  # [general.<backend>] python-depends
     kernel_depends: tuple[tuple[str, int | str], ...] = ()  # (repo id, version or revision), all backends
     torch_cxx_flags: tuple[str, ...] = ()
     stable_abi: tuple[tuple[str, tuple[int, int]], ...] = ()  # backend -> torch version of its stable-ABI build
-    noarch_cuda_capabilities: tuple[str, ...] = ()  # [torch-noarch]: written into metadata only
-    noarch_rocm_archs: tuple[str, ...] = ()
+    #: [torch-noarch]'s device targets per backend (`cuda_capabilities`, `rocm_archs`): metadata only
+    noarch_backend_archs: tuple[tuple[str, tuple[str, ...]], ...] = ()
     #: what the manifest asks for that upstream accepts but that is doubtful: one line each, to print
     warnings: tuple[str, ...] = field(default=(), compare=False)
 
@@ -159,14 +158,10 @@ class Manifest:
             return tuple(k for k in self.kernels if k.backend == variant)
         return tuple(k for k in self.kernels if k.applies_to(variant))
 
-    def cuda_capabilities(self) -> tuple[str, ...]:
-        """The CUDA capabilities its CUDA sections name that a supported toolkit knows (in order, once
-        each), else the defaults."""
-        caps: list[str] = []
-        for k in self.kernels:
-            if isinstance(k, CudaKernel):
-                caps += [c for c in k.cuda_capabilities if c not in caps and c not in k.unknown_capabilities]
-        return tuple(caps) or DEFAULT_CUDA_CAPABILITIES
+    def noarch_archs(self, backend: str) -> tuple[str, ...]:
+        """The device targets a pure-Python kernel's ``[torch-noarch]`` names for ``backend`` (its
+        metadata's ``backend.archs``)."""
+        return dict(self.noarch_backend_archs).get(backend, ())
 
     def accepts(self, variant: Variant) -> bool:
         """Whether this kernel builds for ``variant`` (its backends, torch and CUDA bounds, stable ABI;
@@ -177,9 +172,10 @@ class Manifest:
             return True
         if variant.tvm_ffi != (self.framework == "tvm-ffi"):
             return False
-        if variant.backend == "cuda" and variant.backend_version:
-            cu = _version_tuple(variant.backend_version)
-            if self.cuda_minver and cu < self.cuda_minver or self.cuda_maxver and cu > self.cuda_maxver:
+        lo, hi = dict(self.toolkit_bounds).get(variant.backend, (None, None))
+        if variant.backend_version and (lo or hi):
+            version = _version_tuple(variant.backend_version)
+            if lo and version < lo or hi and version > hi:
                 return False
         if variant.tvm_ffi:
             return variant.torch == TVM_FFI_VERSION

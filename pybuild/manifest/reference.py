@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import sys
 
+from ..sections.kernel import KernelSpec
+from ..sections.keys import declared_keys
 from .editions import CURRENT_EDITION, SCHEMAS, Schema
-from .kernels import KERNEL_TYPES, KernelSpec
-from .schema import Table, declared_keys, kind_words
+from .kernels import kernel_types
+from .schema import Table, kind_words
 
 #: What each key of the current edition's tables means ("table.key"; kernel keys document themselves).
 MEANING = {
@@ -134,13 +136,13 @@ def render() -> str:
         "",
         "## [kernel.<name>]",
         "",
-        f"Every section takes `backend` (one of {', '.join(f'`{b}`' for b in KERNEL_TYPES)}) and:",
+        f"Every section takes `backend` (one of {', '.join(f'`{b}`' for b in kernel_types())}) and:",
         "",
         "| key | value | required | meaning |",
         "|---|---|---|---|",
         *_kernel_rows(KernelSpec, True),
     ]
-    for backend, cls in KERNEL_TYPES.items():
+    for backend, cls in kernel_types().items():
         rows = _kernel_rows(cls, False)
         out += ["", f'### backend = "{backend}"', ""]
         out += ["| key | value | required | meaning |", "|---|---|---|---|", *rows] if rows else ["No keys of its own."]

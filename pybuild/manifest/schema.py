@@ -2,35 +2,20 @@
 
 A :class:`Table` says which keys a TOML table takes, of which :data:`Kind`, which are required and
 which sub-tables it holds. The kernel tables are not written by hand: :func:`fields_table` derives
-them from the fields of the kernel types (``pybuild.manifest.kernels``), so a key added to a kernel
-type is a key of the schema. :func:`check_table` names the first offence in one line (table, key,
-what was expected, a did-you-mean).
+them from the fields of the kernel types (each backend's, declared with
+:func:`pybuild.sections.keys.key`), so a key added to a kernel type is a key of the schema.
+:func:`check_table` names the first offence in one line (table, key, what was expected, a
+did-you-mean).
 """
 
 from __future__ import annotations
 
-import dataclasses
-import difflib
 import re
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 from .. import backends as registry
-
-Kind = Literal[
-    "str", "int", "bool", "str_list", "version", "table", "version_or_backend_table", "kernel_deps", "git_url"
-]
-
-
-def key(toml: str, kind: Kind, default: Any = (), **meta: Any) -> Any:
-    """A dataclass field read from the TOML key ``toml`` of kind ``kind``: the declaration that both
-    the schema (:func:`fields_table`) and the conversion into the model read."""
-    return field(default=default, metadata={"toml": toml, "kind": kind, **meta})
-
-
-def declared_keys(cls: Any) -> dict[str, dataclasses.Field[Any]]:
-    """``{toml key: field}`` for the fields of dataclass ``cls`` declared with :func:`key`."""
-    return {f.metadata["toml"]: f for f in dataclasses.fields(cls) if "toml" in f.metadata}
+from ..sections.keys import Kind, declared_keys, did_you_mean
 
 
 @dataclass(frozen=True)
@@ -60,11 +45,6 @@ def fields_table(
     keys: dict[str, Kind] = {**(extra or {}), **{k: f.metadata["kind"] for k, f in declared.items()}}
     examples = {k: f.metadata["example"] for k, f in declared.items() if "example" in f.metadata}
     return Table(keys, required=required, elsewhere=elsewhere or {}, examples=examples)
-
-
-def did_you_mean(key: str, allowed: tuple[str, ...]) -> str:
-    close = difflib.get_close_matches(key, allowed, n=1)
-    return f"did you mean `{close[0]}`?" if close else f"allowed keys: {', '.join(allowed) or 'none'}"
 
 
 KIND_WORDS = {

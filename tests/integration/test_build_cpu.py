@@ -139,7 +139,7 @@ def test_another_interpreter_with_the_same_torch_is_up_to_date(kernel_copy: Path
     other.parent.mkdir()
     other.symlink_to(sys.executable)
     host = host_toolchain()
-    elsewhere = Toolchain(python=str(other), torch=host.torch, nvcc=host.nvcc, bin_dirs=(other.parent,))
+    elsewhere = Toolchain(python=str(other), torch=host.torch, compilers=host.compilers, bin_dirs=(other.parent,))
     manifest, variant = load_manifest(kernel_copy), parse_variant_name(VARIANT)
     assert build_variant(manifest, variant).status == "up to date"
     assert build_variant(manifest, variant, toolchain=elsewhere).status == "up to date"

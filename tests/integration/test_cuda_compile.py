@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from pybuild.generate import INCLUDE
+from pybuild.digest import INCLUDE
 from pybuild.host import find_nvcc
 from pybuild.manifest import load_manifest
 

@@ -1,52 +1,35 @@
-"""A backend added from one module, and nowhere else, reaches every place a backend shows: the matrix
+"""A backend added from one module and one data entry (``tests/helpers/dummy_backend.py`` and its
+facts, ``dummy_backend.json``), and nowhere else, reaches every place a backend shows: the matrix
 (`pybuild variants`), variant names, the CLI's `--backend` choices, the generated CMake project (its
-fragment) and the Nix library (its facts, and Nix's variant names equal to pybuild's)."""
+fragment), a kernel built with its stub compiler and loaded, and the Nix library (its facts, and
+Nix's variant names equal to pybuild's)."""
 
 from __future__ import annotations
 
+import inspect
 import json
+import re
 import shutil
 import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
-import jinja2
 import pytest
 
 from pybuild import backends
 from pybuild.__main__ import main
-from pybuild.backends import BaseBackend, Facts
+from pybuild.backends import BaseBackend
 from pybuild.errors import VariantsError
 from pybuild.generate import ProjectSpec, render_project
 from pybuild.manifest import load_manifest
-from pybuild.manifest.kernels import KERNEL_TYPES, KernelSpec, register_kernel_type
 from pybuild.variants import expand_matrix, parse_variant_name
+from tests.helpers import dummy_backend
 from tests.helpers.fakebuild import make_kernel
+from tests.helpers.procs import run_py
 
 REPO = Path(__file__).resolve().parents[2]
 
-FACTS = Facts(
-    name="dummy",
-    label="Dummy",
-    compiled=True,
-    versioned=True,
-    tag="dmy",
-    tag_digits=2,
-    os="linux",
-    noarch_name="dummy",
-    wheel_tag="dmy{nodots}",
-)
-FRAGMENT = jinja2.Template(
-    "{% macro configure(archs) %}\n"
-    'if(PYBUILD_BACKEND STREQUAL "dummy")\n'
-    "  message(STATUS \"dummy toolkit for {{ archs | join(';') }}\")\n"
-    "endif()\n"
-    "{% endmacro %}\n"
-    "{% macro helpers(archs) %}\n"
-    "function(pybuild_dummy_toolkit)\n"
-    "endfunction()\n"
-    "{% endmacro %}\n"
-)
 MATRIX = {
     "torch": [{"version": "2.13", "cpu": True, "dummy": ["1.2", "2.0"]}],
     "cxx-abi": ["cxx11"],
@@ -55,29 +38,13 @@ MATRIX = {
 NAMES = ["torch213-cxx11-dmy12-x86_64-linux", "torch213-cxx11-dmy20-x86_64-linux"]
 
 
-class Dummy(BaseBackend):
-    """A backend this machine cannot build, with a CMake fragment of two sections."""
-
-    def fragment_template(self) -> jinja2.Template:
-        return FRAGMENT
-
-
-class DummyKernel(KernelSpec):
-    """The `[kernel.*]` sections of backend "dummy": the keys every backend takes."""
-
-    backend = "dummy"
-
-
 @pytest.fixture
 def dummy() -> Iterator[BaseBackend]:
-    backend = Dummy(FACTS)
-    backends.register(backend)
-    register_kernel_type(DummyKernel)
+    backend = dummy_backend.register()
     try:
         yield backend
     finally:
-        KERNEL_TYPES.pop("dummy", None)
-        backends.unregister("dummy")
+        dummy_backend.unregister()
 
 
 @pytest.fixture
@@ -181,3 +148,140 @@ def test_nix_reads_its_facts(dummy: BaseBackend, tmp_path: Path) -> None:
     assert out["names"][-1] == "dummy"
     assert (out["tag"], out["wheel"]) == ("dmy12", "dmy12")
     assert out["variants"] == [v.name for v in expand_matrix(MATRIX).variants]
+
+
+STUB_KERNEL = {
+    "build.toml": """\
+[general]
+name = "stubk"
+version = 1
+license = "Apache-2.0"
+backends = ["dummy"]
+
+[torch]
+src = ["torch-ext/torch_binding.cpp"]
+
+[kernel.add_one]
+backend = "dummy"
+depends = ["torch"]
+src = ["csrc/add_one.cpp"]
+dummy-flags = ["-DSTUBK_STEP=1"]
+""",
+    "csrc/add_one.cpp": """\
+#include <torch/all.h>
+
+#ifndef PYBUILD_DUMMY_STUB
+#error "compiled without the dummy backend's stub compiler settings (its CMake fragment)"
+#endif
+
+// out = x + STUBK_STEP, element by element; STUBK_STEP comes from the section's `dummy-flags`.
+void add_one(torch::Tensor const& x, torch::Tensor& out) {
+  TORCH_CHECK(x.sizes() == out.sizes(), "add_one: expected out of x's shape ", x.sizes(), ", got ", out.sizes());
+  out.copy_(x + STUBK_STEP);
+}
+""",
+    "torch-ext/torch_binding.cpp": """\
+#include <torch/all.h>
+#include <torch/library.h>
+
+#include "registration.h"
+
+void add_one(torch::Tensor const& x, torch::Tensor& out);
+
+TORCH_LIBRARY_EXPAND(TORCH_EXTENSION_NAME, ops) {
+  ops.def("add_one(Tensor x, Tensor! out) -> ()");
+#if defined(DUMMY_KERNEL)
+  ops.impl("add_one", c10::DeviceType::CPU, &add_one);
+#endif
+}
+
+REGISTER_EXTENSION(TORCH_EXTENSION_NAME)
+""",
+    "torch-ext/stubk/__init__.py": """\
+import torch
+
+from ._ops import ops
+
+__all__ = ["add_one"]
+
+
+def add_one(x: torch.Tensor) -> torch.Tensor:
+    out = torch.empty_like(x)
+    ops.add_one(x, out)
+    return out
+""",
+}
+
+#: `pybuild build` in a fresh interpreter that has the dummy backend's module imported and registered.
+BUILD = """
+import sys
+from tests.helpers import dummy_backend
+dummy_backend.register()
+from pybuild.__main__ import main
+sys.exit(main(["build", "--variants", sys.argv[1], "-q", sys.argv[2]]))
+"""
+
+#: The built variant imported as the loader imports it (its package under metadata.json's id), in a
+#: fresh interpreter that knows nothing of the dummy backend.
+LOAD = """
+import importlib.util, json, sys
+from pathlib import Path
+import torch
+variant = Path(sys.argv[1])
+meta = json.loads((variant / "metadata.json").read_text())
+spec = importlib.util.spec_from_file_location(meta["id"], variant / "stubk" / "__init__.py")
+module = importlib.util.module_from_spec(spec)
+sys.modules[meta["id"]] = module
+spec.loader.exec_module(module)
+y = module.add_one(torch.arange(4, dtype=torch.float32))
+print(json.dumps({"y": y.tolist(), "backend": meta["backend"], "variant": meta["pybuild"]["variant"]}))
+"""
+
+
+@pytest.mark.slow
+def test_it_builds_and_loads_a_kernel(tmp_path: Path) -> None:
+    """The stub compiler builds a kernel of backend "dummy" only, which then loads and runs; the CMake
+    fragment (PYBUILD_DUMMY_STUB) and the kernel type's own key (`dummy-flags`) both took part."""
+    pytest.importorskip("torch")
+    from pybuild.host import host_system, torch_info
+
+    info, system = torch_info(), host_system()
+    if not system.endswith("-linux"):
+        pytest.skip(f"the dummy backend exists on Linux only (this is {system})")
+    kernel = tmp_path / "stubk"
+    for rel, text in STUB_KERNEL.items():
+        (kernel / rel).parent.mkdir(parents=True, exist_ok=True)
+        (kernel / rel).write_text(text)
+    matrix = tmp_path / "variants.json"
+    torch_entry = {"version": info.major_minor, "dummy": [dummy_backend.STUB_TOOLKIT]}
+    matrix.write_text(json.dumps({"torch": [torch_entry], "cxx-abi": [info.cxx_abi], "systems": [system]}))
+    name = f"torch{info.major_minor.replace('.', '')}-{info.cxx_abi}-dmy12-{system}"
+    proc = subprocess.run(
+        [sys.executable, "-c", BUILD, str(matrix), str(kernel)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    variant = kernel / "build" / name
+    assert sorted(p.name for p in (kernel / "build").iterdir()) == [name]
+    out = run_py(LOAD.replace("sys.argv[1]", repr(str(variant))))
+    assert out == {"y": [1.0, 2.0, 3.0, 4.0], "backend": {"type": "dummy"}, "variant": name}
+
+
+def test_the_doc_lists_the_files_this_test_adds() -> None:
+    """docs/adding-a-backend.md's table of the files a new backend touches names the dummy backend's
+    files, and those two are all the dummy backend is made of."""
+    doc = (REPO / "docs" / "adding-a-backend.md").read_text()
+    blocks = doc.split("## The files a new backend touches", 1)[1].split("\n\n")
+    table = next(b for b in blocks if b.startswith("|"))  # the section's first table
+    rows = [line for line in table.splitlines() if line.startswith("| ") and not line.startswith("| file ")]
+    named = sorted(f for row in rows for f in re.findall(r"`(tests/helpers/[^`]+)`", row))
+    module = Path(dummy_backend.__file__)
+    assert named == [str(p.relative_to(REPO)) for p in (module.with_suffix(".json"), module)]
+    assert len(rows) == 2
+    for part in (dummy_backend.Dummy, dummy_backend.DummyKernel):
+        assert Path(inspect.getfile(part)) == module
+    assert dummy_backend.FACTS.name == json.loads(module.with_suffix(".json").read_text())["name"]

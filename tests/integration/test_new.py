@@ -18,8 +18,8 @@ import pytest
 
 from pybuild import scaffold
 from pybuild.__main__ import main
+from pybuild.digest import INCLUDE
 from pybuild.errors import ManifestError
-from pybuild.generate import INCLUDE
 from pybuild.host import find_nvcc
 from pybuild.manifest import load_manifest
 

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
+from pybuild.digest import INCLUDE
 from pybuild.errors import ManifestError, VariantsError
-from pybuild.generate import INCLUDE
 from pybuild.host import host_variants
 from pybuild.manifest import load_manifest
 from pybuild.manifest.lock import LOCK_FILE, write_lock

@@ -232,7 +232,7 @@ def test_build_refuses_bad_arguments_before_any_work(
     assert "did you mean" in capsys.readouterr().err
     assert main(["build", str(guide_kernel), "--cuda-archs", ""]) == 2
     assert "--cuda-archs: no CUDA capability given" in capsys.readouterr().err
-    from pybuild.manifest import check_cuda_archs
+    from pybuild.backends.cuda_archs import check_cuda_archs
 
     assert check_cuda_archs("8.0;9.0", "x") == check_cuda_archs(" 8.0, 9.0 ", "x") == ("8.0", "9.0")
     # --variant is checked against every kernel named before the first one builds

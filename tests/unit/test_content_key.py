@@ -35,7 +35,11 @@ def fake_nvcc(folder: Path, release: str) -> Path:
 
 
 def toolchain(python: str, torch: str = "2.13.0+cpu", nvcc: Path | None = None, cuda: str | None = None) -> Toolchain:
-    return Toolchain(python=python, torch=TorchInfo(torch, cuda, None, Path("/nowhere/torch")), nvcc=nvcc)
+    return Toolchain(
+        python=python,
+        torch=TorchInfo(torch, Path("/nowhere/torch"), (("cuda", cuda),) if cuda else ()),
+        compilers=(("cuda", nvcc),) if nvcc else (),
+    )
 
 
 def key(kernel: Path, variant, tc: Toolchain, override: tuple[str, ...] | None = None) -> str:  # noqa: ANN001
@@ -49,8 +53,7 @@ def test_the_interpreter_and_environment_paths_are_not_inputs(kernel: Path) -> N
     host = toolchain("/usr/bin/python3")
     env = Toolchain(
         python="/cache/envs/torch213-cxx11-cpu-x86_64-linux-0123456789/bin/python",
-        torch=TorchInfo("2.13.0+cpu", None, None, Path("/cache/envs/x/lib/python3.11/site-packages/torch")),
-        nvcc=None,
+        torch=TorchInfo("2.13.0+cpu", Path("/cache/envs/x/lib/python3.11/site-packages/torch")),
         bin_dirs=(Path("/cache/envs/x/bin"),),
     )
     assert key(kernel, CPU, host) == key(kernel, CPU, env)

@@ -120,7 +120,7 @@ def test_edition5_every_key(kdir: Path) -> None:
     assert (m.repo_id, m.hub_branch) == ("example/demo", "main")
     assert m.upstream and m.source
     assert m.kernel_depends == (("example/helper", 1), ("example/other", "abc123"))
-    assert (m.cuda_minver, m.cuda_maxver) == ((12, 8), (13, 0))
+    assert m.toolkit_bounds == (("cuda", ((12, 8), (13, 0))),)
     assert m.python_depends_for("cuda") == ("einops", "nvidia-cutlass-dsl")
     assert m.python_depends_for("cpu") == ("einops",)
     assert m.torch_cxx_flags == ("-DFROM_TORCH",) and m.torch_pyext == ("py", "json")
@@ -184,7 +184,7 @@ def test_edition5_noarch_with_empty_kernel_table_and_metadata_archs(kdir: Path) 
         '[general]\nname = "demo"\nversion = 1\nedition = 5\nlicense = "MIT"\nbackends = ["cuda", "cann"]\n'
         '[torch-noarch]\ncuda-capabilities = ["9.0"]\npyext = ["py", "json"]\n[kernel]\n',
     )
-    assert m.noarch and m.noarch_cuda_capabilities == ("9.0",)
+    assert m.noarch and m.noarch_archs("cuda") == ("9.0",)
     assert [v.name for v in m.variants(())] == ["torch-cuda", "torch-npu"]  # the loader's name for cann
 
 
@@ -192,7 +192,7 @@ def test_edition5_noarch_with_empty_kernel_table_and_metadata_archs(kdir: Path) 
 def test_torch_noarch_takes_upstreams_underscore_keys_and_the_dashed_ones(kdir: Path, caps: str, archs: str) -> None:
     head = '[general]\nname = "demo"\nversion = 1\nedition = 5\nlicense = "MIT"\nbackends = ["cuda", "rocm"]\n'
     m = parse(kdir, head + f'[torch-noarch]\n{caps} = ["9.0"]\n{archs} = ["gfx942"]\n')
-    assert (m.noarch_cuda_capabilities, m.noarch_rocm_archs) == (("9.0",), ("gfx942",))
+    assert (m.noarch_archs("cuda"), m.noarch_archs("rocm")) == (("9.0",), ("gfx942",))
     with pytest.raises(ManifestError, match="both `cuda_capabilities` and `cuda-capabilities` in \\[torch-noarch\\]"):
         parse(kdir, head + '[torch-noarch]\ncuda_capabilities = ["9.0"]\ncuda-capabilities = ["9.0"]\n')
 
@@ -501,7 +501,7 @@ def test_check_config_cli(kdir: Path, capsys: pytest.CaptureFixture[str]) -> Non
 
 
 def test_cuda_capabilities_are_intersected_with_the_toolkit(kdir: Path) -> None:
-    from pybuild.manifest import cuda_capabilities_for
+    from pybuild.backends.cuda import cuda_capabilities_for
 
     m = parse(kdir, V5.replace('cuda-capabilities = ["8.0", "9.0"]', 'cuda-capabilities = ["5.0", "7.5", "9.0"]'))
     assert cuda_capabilities_for(m, "13.0") == ("7.5", "9.0")  # 5.0 is gone from CUDA 13, as upstream drops it

@@ -9,17 +9,26 @@ import json
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import test_editions
 
+from pybuild import backends
+from pybuild.backends import BaseBackend, Facts
+from pybuild.backends.cpu import CpuKernel
+from pybuild.backends.cuda import CudaKernel
+from pybuild.backends.metal import MetalKernel
+from pybuild.backends.rocm import RocmKernel
+from pybuild.backends.xpu import XpuKernel
 from pybuild.errors import ManifestError
-from pybuild.manifest import kernels, load_manifest, parse_manifest
+from pybuild.manifest import load_manifest, parse_manifest
 from pybuild.manifest.editions import SCHEMAS, validate
-from pybuild.manifest.kernels import KERNEL_TYPES, KernelSpec, kernel_type
+from pybuild.manifest.kernels import kernel_type, kernel_types
 from pybuild.manifest.lock import LOCK_FILE, lock_document, main, write_lock
-from pybuild.manifest.schema import key
+from pybuild.sections.kernel import KernelSpec
+from pybuild.sections.keys import key
 from pybuild.variants import load_matrix, parse_variant_name
 
 REPO = Path(__file__).resolve().parents[2]
@@ -33,15 +42,15 @@ def test_each_section_is_the_type_of_its_backend(kdir: Path) -> None:
     m = parse_manifest(V5, kdir / "build.toml")
     by = {k.name: k for k in m.kernels}
     assert [type(by[n]) for n in ("k", "k_cpu", "k_rocm", "k_xpu", "k_metal")] == [
-        kernels.CudaKernel,
-        kernels.CpuKernel,
-        kernels.RocmKernel,
-        kernels.XpuKernel,
-        kernels.MetalKernel,
+        CudaKernel,
+        CpuKernel,
+        RocmKernel,
+        XpuKernel,
+        MetalKernel,
     ]
     assert not hasattr(by["k_cpu"], "cuda_capabilities") and not hasattr(by["k"], "rocm_archs")
     assert by["k_rocm"].rocm_archs == ("gfx942",)  # type: ignore[attr-defined]
-    assert kernel_type("xpu") is kernels.XpuKernel
+    assert kernel_type("xpu") is XpuKernel
 
 
 def test_flags_carry_their_language(kdir: Path) -> None:
@@ -52,7 +61,7 @@ def test_flags_carry_their_language(kdir: Path) -> None:
 
 
 def test_cuda_minver_applies_to_cuda_variants_only(kdir: Path) -> None:
-    cuda = next(k for k in parse_manifest(V5, kdir / "build.toml").kernels if isinstance(k, kernels.CudaKernel))
+    cuda = next(k for k in parse_manifest(V5, kdir / "build.toml").kernels if isinstance(k, CudaKernel))
     assert cuda.cuda_minver == (12, 8)
     assert not cuda.applies_to(parse_variant_name("torch212-cxx11-cu126-x86_64-linux"))
     assert cuda.applies_to(parse_variant_name("torch212-cxx11-cu130-x86_64-linux"))
@@ -86,9 +95,9 @@ def test_the_farm_format_refuses_a_key_of_another_backend(kdir: Path) -> None:
 def test_kernel_tables_are_derived_from_the_types() -> None:
     for edition, schema in SCHEMAS.items():
         tables = schema.kernels()
-        assert set(tables) == set(KERNEL_TYPES), edition
+        assert set(tables) == set(kernel_types()), edition
         if edition != "farm":
-            for backend, t in KERNEL_TYPES.items():
+            for backend, t in kernel_types().items():
                 declared = {f.metadata["toml"] for f in dataclasses.fields(t) if "toml" in f.metadata}
                 assert set(tables[backend].keys) == {"backend", *declared}, (edition, backend)
 
@@ -99,9 +108,24 @@ class _NpuKernel(KernelSpec):
     npu_flags: tuple[str, ...] = key("npu-flags", "str_list", language="CXX")
 
 
-def test_a_new_backends_kernel_type_is_part_of_every_edition(kdir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A backend adds its type in one place; the schema, the did-you-mean and the conversion follow."""
-    monkeypatch.setitem(KERNEL_TYPES, "npu", _NpuKernel)
+class _Npu(BaseBackend):
+    kernel_type = _NpuKernel
+
+
+@pytest.fixture
+def npu() -> Iterator[None]:
+    facts = Facts("npu", "NPU", True, False, "npuk", 0, "linux", "npuk", None)
+    backends.register(_Npu(facts))
+    try:
+        yield
+    finally:
+        backends.unregister("npu")
+
+
+@pytest.mark.usefixtures("npu")
+def test_a_new_backends_kernel_type_is_part_of_every_edition(kdir: Path) -> None:
+    """A backend declares its type in its own module; the schema, the did-you-mean and the conversion follow."""
+    assert kernel_type("npu") is _NpuKernel
     data = {
         "general": {"name": "demo", "version": 1, "license": "MIT", "backends": ["cpu"], "edition": 5},
         "torch": {"src": ["torch-ext/torch_binding.cpp"]},
@@ -171,7 +195,7 @@ def test_reference_documents_every_key() -> None:
     for table in (schema.general, *schema.general.tables.values(), *schema.frameworks.values()):
         for k in table.keys:
             assert k in ("cuda_capabilities", "rocm_archs") or f"| `{k}` |" in text, k
-    for t in KERNEL_TYPES.values():
+    for t in kernel_types().values():
         for f in dataclasses.fields(t):
             if "toml" in f.metadata:
                 assert f"| `{f.metadata['toml']}` |" in text and f.metadata["doc"] in text, f.name
@@ -195,8 +219,8 @@ def test_each_backend_names_its_kernel_type() -> None:
     from pybuild import backends
 
     compiled = {b.facts.name: b for b in backends.all_backends() if b.facts.compiled}
-    assert set(compiled) == set(KERNEL_TYPES)
-    assert compiled["cuda"].kernel_type is kernels.CudaKernel
+    assert set(compiled) == set(kernel_types())
+    assert compiled["cuda"].kernel_type is CudaKernel
     assert compiled["cuda"].manifest_keys == ("cuda-capabilities", "cuda-flags", "cuda-minver")
     assert compiled["rocm"].manifest_keys == ("rocm-archs", "hip-flags")
     assert compiled["xpu"].manifest_keys == ("sycl-flags",) and compiled["cpu"].manifest_keys == ()

@@ -12,8 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from pybuild import generate
-from pybuild.generate import INCLUDE, ProjectSpec, render_project
+from pybuild import digest, generate
+from pybuild.digest import INCLUDE
+from pybuild.generate import ProjectSpec, render_project
 from pybuild.manifest import load_manifest
 
 REPO = Path(__file__).resolve().parents[2]
@@ -122,7 +123,7 @@ def test_a_generated_project_names_no_path_of_the_pybuild_that_made_it(tmp_path:
 def test_a_changed_shared_header_changes_the_build_key(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     include = tmp_path / "include"
     shutil.copytree(INCLUDE, include)
-    monkeypatch.setattr(generate, "INCLUDE", include)
+    monkeypatch.setattr(digest, "INCLUDE", include)
     before = generate.template_fingerprint()
     pdl = include / "kernel_farm" / "pdl.cuh"
     pdl.write_text(pdl.read_text() + "// changed\n")
@@ -138,7 +139,7 @@ def test_a_changed_shared_header_changes_a_compiled_kernels_source_hash(
 
     include = tmp_path / "include"
     shutil.copytree(INCLUDE, include)
-    monkeypatch.setattr(generate, "INCLUDE", include)
+    monkeypatch.setattr(digest, "INCLUDE", include)
     manifests = [load_manifest(REPO / "kernels" / k) for k in ("img2gray", "activation", "rms_norm")]
     before = [source_hash(m) for m in manifests]
     if change == "edit":
@@ -157,7 +158,7 @@ def test_a_shared_header_leaves_a_pure_python_kernels_source_hash(
 
     include = tmp_path / "include"
     shutil.copytree(INCLUDE, include)
-    monkeypatch.setattr(generate, "INCLUDE", include)
+    monkeypatch.setattr(digest, "INCLUDE", include)
     manifest = load_manifest(REPO / "nix" / "tests" / "fixtures" / "noarch-repo")
     assert manifest.noarch
     before = source_hash(manifest)

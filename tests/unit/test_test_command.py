@@ -176,7 +176,7 @@ def test_a_cuda_torch_here_runs_its_own_variant_without_an_environment(
     from pybuild.backends import cuda
     from pybuild.cli.test import _runs_here
 
-    info = host.TorchInfo(version="2.11.0+cu130", cuda="13.0", hip=None, path=Path("/nowhere"))
+    info = host.TorchInfo(version="2.11.0+cu130", path=Path("/nowhere"), toolkits=(("cuda", "13.0"),))
     monkeypatch.setattr(host, "torch_info", lambda: info)
     monkeypatch.setattr(host, "host_system", lambda: "x86_64-linux")
     m = load_manifest(guide_kernel)

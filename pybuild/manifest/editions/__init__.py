@@ -13,7 +13,7 @@ from __future__ import annotations
 import difflib
 from typing import Any
 
-from ..kernels import KERNEL_TYPES
+from ..kernels import kernel_types
 from ..schema import check_table, did_you_mean
 from . import farm, v3, v4, v5
 from .base import CURRENT_EDITION, FARM_DEPENDS, KNOWN_DEPENDS, NOARCH_SPELLINGS, UPSTREAM_DEPENDS, Edition, Schema
@@ -81,8 +81,8 @@ def _check_kernels(data: dict[str, Any], schema: Schema) -> str | None:
                 else f"`backend` in [{section}] must be a string; found {backend!r}"
             )
         if backend not in tables:
-            close = difflib.get_close_matches(backend, tuple(KERNEL_TYPES), n=1)
-            hint = f"did you mean {close[0]!r}?" if close else f"use one of {', '.join(KERNEL_TYPES)}"
+            close = difflib.get_close_matches(backend, tuple(kernel_types()), n=1)
+            hint = f"did you mean {close[0]!r}?" if close else f"use one of {', '.join(kernel_types())}"
             return f"`backend` in [{section}] is {backend!r}, an unknown backend; {hint}"
         err = check_table(table, tables[backend], section)
         if err:
@@ -141,7 +141,7 @@ def detect(data: dict[str, Any]) -> tuple[Edition | None, str | None]:
             and candidate == 3
             and "license" not in general
             and validate(data, "farm") is None
-            and all(b in KERNEL_TYPES for b in general.get("backends", ()))
+            and all(b in kernel_types() for b in general.get("backends", ()))
         ):
             return "farm", None  # v3 needs a license; without one it is the farm's format, whose default is Apache-2.0
         if err is None:

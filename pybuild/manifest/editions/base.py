@@ -8,7 +8,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
-from ..schema import Kind, Table
+from ...sections.keys import Kind
+from ..schema import Table
 
 Edition = Literal[5, 4, 3, "farm"]
 CURRENT_EDITION: Literal[5] = 5

@@ -3,8 +3,9 @@ backend, per-backend [general.<backend>] tables (tpu included)."""
 
 from __future__ import annotations
 
+from ...sections.keys import Kind
 from ..kernels import kernel_tables
-from ..schema import Kind, Table
+from ..schema import Table
 from .base import HUB, PYDEPS, UPSTREAM_GENERAL, Schema, framework_tables, general_cuda
 
 _KDEPS: dict[str, Kind] = {"kernel-depends": "kernel_deps"}

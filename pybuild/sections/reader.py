@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from ..errors import ManifestError
-from .schema import did_you_mean
+from .keys import did_you_mean
 
 SOURCE_SUFFIXES = {".c", ".cc", ".cpp", ".cxx", ".cu", ".h", ".hh", ".hpp", ".cuh", ".inc", ".metal", ".mm"}
 COMPILED_SUFFIXES = {".c", ".cc", ".cpp", ".cxx", ".cu", ".mm", ".metal"}
