@@ -302,7 +302,8 @@ def test_stable_abi_variants_build_with_a_matrix_torch_of_their_backend(kernel: 
     assert stable
     names = {v.name: v.build_torch for v in stable}
     assert names["torch-stable-abi211-cu130-x86_64-linux"] == "2.14"
-    assert names["torch-stable-abi211-cu132-x86_64-linux"] == "2.13"  # no torch 2.11 or 2.14 for CUDA 13.2
+    assert names["torch-stable-abi211-cu132-x86_64-linux"] == "2.15"  # the newest torch for CUDA 13.2
+    assert names["torch-stable-abi211-cu126-x86_64-linux"] == "2.13"  # no torch 2.14 or 2.15 for CUDA 12.6
     assert names["torch-stable-abi211-cu126-aarch64-linux"] == "2.13"  # torch 2.11 cu126 aarch64 is excluded
     for v in stable:
         offering = [

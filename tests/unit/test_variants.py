@@ -38,6 +38,32 @@ def test_default_matrix_contains_the_buildable_variants() -> None:
     assert len(names) == len(set(names))
 
 
+def _gpu_machines_torch() -> set[tuple[tuple[int, int], str]]:
+    """(torch minor, CUDA release) of the torch each committed GPU result ran under."""
+    runs = set()
+    for path in sorted((REPO / "benchmarks" / "results").glob("gpu-*.json")):
+        env = json.loads(path.read_text())["environment"]
+        major, minor = env["torch"].split("+")[0].split(".")[:2]
+        runs.add(((int(major), int(minor)), env["torch-cuda"]))
+    return runs
+
+
+def test_support_policy_four_newest_minors_and_the_gpu_machines_torch() -> None:
+    """docs/variants.md's policy: the four newest torch minors in a row, and an older minor only while
+    the GPU machines run it (they have no network, so their torch stays in the matrix)."""
+    matrix = load_matrix(REPO / "variants.json")
+    minors = sorted({v.torch_tuple for v in matrix.variants})
+    newest = minors[-4:]
+    assert len(newest) == 4 and [m[1] - newest[0][1] for m in newest] == [0, 1, 2, 3], minors  # in a row
+    gpu = _gpu_machines_torch()
+    assert gpu, "benchmarks/results has no gpu-*.json to read the GPU machines' torch from"
+    assert set(minors[:-4]) <= {m for m, _ in gpu}, f"{minors[:-4]} are older than the newest four and no GPU runs them"
+    names = matrix.names()
+    for (major, minor), cuda in gpu:
+        name = f"torch{major}{minor}-cxx11-cu{cuda.replace('.', '')}-x86_64-linux"
+        assert name in names, f"the GPU machines run torch {major}.{minor} + CUDA {cuda}; {name} left the matrix"
+
+
 def test_every_name_parses_in_the_kernels_loader() -> None:
     """Feed every matrix name to the installed `kernels` package's variant parser; fields must match."""
     kv = pytest.importorskip("kernels.variants")
