@@ -211,6 +211,30 @@ def _wheel_nvcc(path: Path) -> Path | None:
     return found[0] if found else None
 
 
+def _link_wheel_cudart(nvcc: Path) -> None:
+    """Give the toolkit of a wheel's nvcc the unversioned CUDA runtime a toolkit's development files
+    have (``lib/libcudart.so`` -> ``libcudart.so.13``, beside it in the one ``nvidia/cu13`` tree of
+    CUDA 13's wheels): the wheels ship only the versioned library, and torch's CMake config finds
+    the runtime by that name (FindCUDA's ``CUDA_CUDART_LIBRARY``, CMake's ``CUDA::cudart``), else it
+    stops with "Your installed Caffe2 version uses CUDA but I cannot find the CUDA libraries"."""
+    lib = nvcc.parent.parent / "lib"
+    link = lib / "libcudart.so"
+    versioned = sorted(lib.glob("libcudart.so.*"))
+    if versioned and not link.exists():
+        link.unlink(missing_ok=True)  # a dangling link
+        link.symlink_to(versioned[0].name)
+
+
+def _wheel_cudart_linked(path: Path, plan: EnvPlan) -> bool:
+    """Whether the environment's CUDA runtime is linked as :func:`_link_wheel_cudart` does, where its
+    nvcc comes from a wheel (environments made before it was are made again)."""
+    if not plan.torch_cuda or plan.nvcc:
+        return True
+    nvcc = _wheel_nvcc(path)
+    lib = nvcc.parent.parent / "lib" if nvcc else None
+    return lib is None or not any(lib.glob("libcudart.so.*")) or (lib / "libcudart.so").exists()
+
+
 def _toolchain(path: Path, plan: EnvPlan) -> Toolchain:
     torch_dir = _site_torch(path)
     if torch_dir is None:
@@ -245,6 +269,8 @@ def _read_marker(path: Path, plan: EnvPlan) -> dict | None:
     another plan or shape, or the environment lost its interpreter (half removed): then it is made again."""
     data = _marker(path)
     if data is None or data.get("key") != plan.key or not (path / "bin" / "python").exists():
+        return None
+    if not _wheel_cudart_linked(path, plan):
         return None
     return data
 
@@ -320,6 +346,8 @@ def _make_env(path: Path, plan: EnvPlan, variant: Variant, log: Path, progress: 
         f"{variant.name}: installing {' '.join(plan.requirements)}",
     )
     tc = _verify(path, plan, variant)
+    if tc.nvcc is not None and plan.torch_cuda and not plan.nvcc:
+        _link_wheel_cudart(tc.nvcc)
     return {
         "key": plan.key,
         "plan": asdict(plan),

@@ -360,6 +360,56 @@ def test_adding_extras_after_the_loader_changed_keeps_the_torch_pin_and_verifies
     assert json.loads((path / envs.MARKER).read_text())["extra"] == ["pytest", "kernels==0.17.3"]
 
 
+def test_a_wheel_nvcc_gets_the_unversioned_cuda_runtime_torch_cmake_looks_for(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """CUDA 13's wheels ship lib/libcudart.so.13 only, and torch's CMake config finds the runtime as
+    libcudart.so: an environment whose nvcc is a wheel's gets the link when it is made, and one
+    without it counts as incomplete (it is made again)."""
+    import dataclasses
+    import json
+    from types import SimpleNamespace
+
+    from pybuild import envs
+
+    monkeypatch.setenv("PYBUILD_CACHE_DIR", str(tmp_path))
+    v = parse_variant_name("torch215-cxx11-cu132-x86_64-linux")
+    plan = plan_env(v, PYPI_ONLY, HOST)  # the machine's nvcc is 13.0: CUDA 13.2's comes from wheels
+    assert isinstance(plan, EnvPlan) and plan.nvcc is None and plan.torch_cuda == "13.2"
+    path = envs.envs_dir() / plan.dirname
+    toolkit = path / "lib" / "python3.11" / "site-packages" / "nvidia" / "cu13"
+
+    def fake_uv(args: list[str], log: Path, what: str, env: dict[str, str] | None = None) -> None:
+        if args[0] == "venv":
+            (path / "bin").mkdir(parents=True)
+            (path / "bin" / "python").write_text("")
+        else:
+            for d in ("bin", "lib"):
+                (toolkit / d).mkdir(parents=True, exist_ok=True)
+            (toolkit / "bin" / "nvcc").write_text("")
+            (toolkit / "lib" / "libcudart.so.13").write_text("")
+
+    torch = SimpleNamespace(version="2.15.0+cu132", cuda="13.2")
+    monkeypatch.setattr(envs, "_run_uv", fake_uv)
+    monkeypatch.setattr(envs, "_verify", lambda p, pl, var: SimpleNamespace(nvcc=toolkit / "bin" / "nvcc", torch=torch))
+    monkeypatch.setattr(envs, "_toolchain", lambda p, pl: None)
+    assert envs.ensure_env(plan, v).created
+    link = toolkit / "lib" / "libcudart.so"
+    assert link.is_symlink() and str(link.readlink()) == "libcudart.so.13"
+    assert envs._read_marker(path, plan) is not None
+    link.unlink()  # as an environment made before the link was
+    assert envs._read_marker(path, plan) is None
+    # the machine's nvcc serves a CUDA 13.0 variant: its toolkit is left as it is
+    own = plan_env(parse_variant_name("torch214-cxx11-cu130-x86_64-linux"), PYPI_ONLY, HOST)
+    assert isinstance(own, EnvPlan) and own.nvcc
+    marker = {"key": own.key, "plan": dataclasses.asdict(own), "extra": []}
+    other = envs.envs_dir() / own.dirname
+    (other / "bin").mkdir(parents=True)
+    (other / "bin" / "python").write_text("")
+    (other / envs.MARKER).write_text(json.dumps(marker))
+    assert envs._read_marker(other, own) is not None
+
+
 def test_envs_lists_each_environment_whole(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
