@@ -37,7 +37,9 @@ def test_a_cuda_only_kernel_reaches_the_cuda_variant_of_this_torch(guide: Path, 
 def test_the_command_for_nothing_built(guide: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(guide.parent)
     command = reach.next_command([load_manifest(guide)], MATRIX, IndexConfig(), HOST)
-    assert command.startswith("python -m pybuild build img2gray --variant torch21") and "-cu130-x86_64" in command
+    major, minor = max(v.torch_tuple for v in MATRIX)  # the newest torch's CUDA variant (2.15: CUDA 13.2)
+    assert command.startswith(f"python -m pybuild build img2gray --variant torch{major}{minor}-cxx11-cu")
+    assert command.endswith("-x86_64-linux")
     tvm = SimpleNamespace(framework="tvm-ffi", root=guide)
     monkeypatch.setattr(reach, "tvm_ffi_version", lambda: None)
     assert reach.next_command([tvm], MATRIX, IndexConfig(), HOST) == "pip install 'apache-tvm-ffi>=0.1.9,<0.2'"  # type: ignore[list-item]
