@@ -69,7 +69,8 @@ def test_a_variant_outside_the_matrix_names_the_closest(capsys: pytest.CaptureFi
     assert main(["build", str(kernel), "--variant", "torch213-cxx11-cu999-x86_64-linux"]) == 2
     err = " ".join(capsys.readouterr().err.split())
     assert "did you mean torch213-cxx11-" in err and f"`python -m pybuild variants --kernel {kernel}`" in err
-    assert "[" not in err and err.count("torch2") <= 4, err
+    names = err.replace(str(kernel), "KERNEL")  # a checkout's path may itself hold "torch2"
+    assert "[" not in err and names.count("torch2") <= 4, err
 
 
 def test_broken_manifest_one_line_nothing_written(guide_kernel: Path) -> None:
