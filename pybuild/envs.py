@@ -346,8 +346,8 @@ def _make_env(path: Path, plan: EnvPlan, variant: Variant, log: Path, progress: 
         f"{variant.name}: installing {' '.join(plan.requirements)}",
     )
     tc = _verify(path, plan, variant)
-    if tc.nvcc is not None and plan.torch_cuda and not plan.nvcc:
-        _link_wheel_cudart(tc.nvcc)
+    if (nvcc := _nvcc(tc)) is not None and plan.torch_cuda and not plan.nvcc:
+        _link_wheel_cudart(nvcc)
     return {
         "key": plan.key,
         "plan": asdict(plan),

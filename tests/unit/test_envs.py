@@ -368,9 +368,9 @@ def test_a_wheel_nvcc_gets_the_unversioned_cuda_runtime_torch_cmake_looks_for(
     without it counts as incomplete (it is made again)."""
     import dataclasses
     import json
-    from types import SimpleNamespace
 
     from pybuild import envs
+    from pybuild.toolchain import Toolchain, TorchInfo
 
     monkeypatch.setenv("PYBUILD_CACHE_DIR", str(tmp_path))
     v = parse_variant_name("torch215-cxx11-cu132-x86_64-linux")
@@ -389,9 +389,10 @@ def test_a_wheel_nvcc_gets_the_unversioned_cuda_runtime_torch_cmake_looks_for(
             (toolkit / "bin" / "nvcc").write_text("")
             (toolkit / "lib" / "libcudart.so.13").write_text("")
 
-    torch = SimpleNamespace(version="2.15.0+cu132", cuda="13.2")
+    torch = TorchInfo("2.15.0+cu132", path / "torch", (("cuda", "13.2"),))
+    made = Toolchain(str(path / "bin" / "python"), torch, (("cuda", toolkit / "bin" / "nvcc"),))
     monkeypatch.setattr(envs, "_run_uv", fake_uv)
-    monkeypatch.setattr(envs, "_verify", lambda p, pl, var: SimpleNamespace(nvcc=toolkit / "bin" / "nvcc", torch=torch))
+    monkeypatch.setattr(envs, "_verify", lambda p, pl, var: made)
     monkeypatch.setattr(envs, "_toolchain", lambda p, pl: None)
     assert envs.ensure_env(plan, v).created
     link = toolkit / "lib" / "libcudart.so"
