@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
-import base64
 import hashlib
 from collections.abc import Callable
 from pathlib import Path
 
+from kernels_data import Digest, DigestAlgorithm
+
 from . import safeload
+from .errors import InputLimitError
 from .manifest import Manifest
 
 SOURCE_HASH_LEN = 10
-#: Files the ``kernels`` loader leaves out of a variant's digest.
+#: Files the ``kernels`` loader leaves out of a variant's digest (besides ``__pycache__``), for a
+#: check of hashes known already (publish's plan); :func:`digest_files` leaves to kernels-data.
 DIGEST_EXCLUDED = ("metadata.json", "metadata.json.sigstore")
 
 
@@ -65,19 +68,20 @@ def file_sha256(path: Path) -> bytes:
     return h.digest()
 
 
-def file_sha256_b64(path: Path) -> str:
-    return base64.b64encode(file_sha256(path)).decode()
-
-
 def digest_files(variant_dir: Path) -> dict[str, str]:
-    """``{relpath: base64 sha256}`` for every file of a variant, as the ``kernels`` loader hashes it."""
-    files: dict[str, str] = {}
-    for p in safeload.files(variant_dir):  # no recursion, no special files, UTF-8 names only
-        rel = p.relative_to(variant_dir)
-        if "__pycache__" in rel.parts or str(rel) in DIGEST_EXCLUDED:
-            continue
-        files[rel.as_posix()] = file_sha256_b64(p)
-    return files
+    """``{relpath: base64 sha256}`` for every file of a variant, as the ``kernels`` loader hashes it.
+
+    kernels-data's ``Digest.hash_variant`` (the loader's own code) hashes the files and decides which
+    ones the digest leaves out. The tree is walked first with safeload's limits, since the library
+    follows symlinks and would block on a FIFO: a link, special file, name that is not UTF-8 or a
+    tree too deep is refused naming it. The result lists the files in the walk's (sorted) order.
+    """
+    ours = [p.relative_to(variant_dir).as_posix() for p in safeload.files(variant_dir)]
+    try:
+        theirs = Digest.hash_variant(DigestAlgorithm.SHA256, variant_dir).files
+    except RuntimeError as e:  # kernels-data's "unexpected failure"; its I/O errors stay OSError
+        raise InputLimitError(f"{safeload.shown(variant_dir)}: cannot be hashed ({e})") from e
+    return {rel: theirs[rel] for rel in ours if rel in theirs}
 
 
 def digest_mismatches(variant_dir: Path, expected: dict[str, str]) -> list[str]:
