@@ -42,7 +42,7 @@ from .envplan import (
     plan_env,
 )
 from .errors import ToolchainError
-from .fsutil import cache_root, dir_size, locked, remove_tree, shared_lock, try_locked
+from .fsutil import cache_root, dir_size, locked, remove_tree, shared_lock, try_locked, try_sole_lock
 from .host import (
     Toolchain,
     TorchInfo,
@@ -436,7 +436,7 @@ def clear_env(path: Path) -> bool:
     held) or using it (:func:`env_in_use`): the marker goes first, so a removal cut short leaves an
     environment no run trusts. Returns whether it was removed."""
     root = path.parent
-    with try_locked(root / f"{path.name}.lock") as free, try_locked(root / f"{path.name}.use") as unused:
+    with try_locked(root / f"{path.name}.lock") as free, try_sole_lock(root / f"{path.name}.use") as unused:
         if not (free and unused):
             return False
         (path / MARKER).unlink(missing_ok=True)

@@ -5,12 +5,13 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import errno
-import fcntl
 import os
 import stat
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
+
+from filelock import FileLock, ReadWriteLock, Timeout
 
 _AT_FDCWD = -100
 _RENAME_EXCHANGE = 2
@@ -99,29 +100,16 @@ def remove_tree(path: Path) -> None:
 def try_locked(path: Path) -> Iterator[bool]:
     """Yields whether the exclusive advisory lock on ``path`` was free; if it was, it is held for the
     block. Never waits."""
-    with path.open("a") as f:
-        try:
-            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            yield False
-            return
-        try:
-            yield True
-        finally:
-            fcntl.flock(f, fcntl.LOCK_UN)
-
-
-@contextlib.contextmanager
-def shared_lock(path: Path) -> Iterator[None]:
-    """A shared advisory lock on ``path`` for the block: many holders at once, none while an
-    exclusive one (:func:`try_locked`) is held, and :func:`try_locked` fails while it is held."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("a") as f:
-        fcntl.flock(f, fcntl.LOCK_SH)
-        try:
-            yield
-        finally:
-            fcntl.flock(f, fcntl.LOCK_UN)
+    lock = FileLock(path)
+    try:
+        lock.acquire(blocking=False)
+    except Timeout:
+        yield False
+        return
+    try:
+        yield True
+    finally:
+        lock.release()
 
 
 @contextlib.contextmanager
@@ -129,17 +117,48 @@ def locked(path: Path, on_wait: Callable[[], None] | None = None) -> Iterator[No
     """An exclusive advisory lock on ``path`` for the duration of the block; ``on_wait`` is called
     first if another holder makes this one wait."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("a") as f:
-        try:
-            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            if on_wait is not None:
-                on_wait()
-            fcntl.flock(f, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(f, fcntl.LOCK_UN)
+    lock = FileLock(path)
+    try:
+        lock.acquire(blocking=False)
+    except Timeout:
+        if on_wait is not None:
+            on_wait()
+        lock.acquire()
+    try:
+        yield
+    finally:
+        lock.release()
+
+
+# A lock that many runs share while one other may only take it alone: filelock's reader/writer lock
+# (an SQLite file, released by the system when its holder exits, like the exclusive ones above). Its
+# file is its own: it is never also taken with :func:`locked` or :func:`try_locked`.
+
+
+@contextlib.contextmanager
+def shared_lock(path: Path) -> Iterator[None]:
+    """A shared hold of the reader/writer lock ``path`` for the block: many holders at once, and
+    :func:`try_sole_lock` fails while one is held. Waits while a sole hold is taken."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with ReadWriteLock(path, is_singleton=False).read_lock():
+        yield
+
+
+@contextlib.contextmanager
+def try_sole_lock(path: Path) -> Iterator[bool]:
+    """Yields whether the reader/writer lock ``path`` had no holder (no :func:`shared_lock`); if so,
+    it is held alone for the block, so no shared hold starts meanwhile. Never waits."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    lock = ReadWriteLock(path, is_singleton=False)
+    try:
+        lock.acquire_write(blocking=False)
+    except Timeout:
+        yield False
+        return
+    try:
+        yield True
+    finally:
+        lock.release()
 
 
 def cache_root() -> Path:

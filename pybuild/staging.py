@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import fcntl
 import os
 import re
 import secrets
@@ -25,7 +24,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from .errors import PybuildError
-from .fsutil import locked, remove_tree
+from .fsutil import locked, remove_tree, try_locked
 
 WORK_DIR = ".pybuild"
 BUILD_DIR = "build"
@@ -66,20 +65,13 @@ def _lock_if_free(kernel_root: Path, variant: str) -> Iterator[bool]:
     """Take ``variant``'s lock if no live run holds it, and hold it for the block: yields True when
     taken (its owner is gone and no other cleaner is removing its leftovers right now)."""
     path = lock_path(kernel_root, variant)
-    try:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
-    except OSError:
-        yield False  # cannot tell: keep it
-        return
-    try:
+    with contextlib.ExitStack() as stack:
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            yield False
-            return
-        yield True
-    finally:
-        os.close(fd)  # releases the lock if it was taken
+            # no .pybuild/ (no run made a lock here) or a lock file that cannot be opened: cannot tell
+            free = path.parent.is_dir() and stack.enter_context(try_locked(path))
+        except OSError:
+            free = False
+        yield free
 
 
 def remove_dead_leftovers(kernel_root: Path, held: str | None = None) -> list[Path]:
