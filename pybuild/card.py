@@ -14,6 +14,7 @@ from typing import Any
 
 import jinja2
 import yaml
+from packaging.version import Version
 
 from . import __version__
 from .check import MANYLINUX, CheckReport
@@ -111,7 +112,7 @@ def render_card(
     manifest: Manifest, *, repo_id: str, version: str, report: CheckReport, noncompliant: list[str] | None = None
 ) -> str:
     """The README.md of release ``version`` of ``manifest``'s kernel in ``repo_id``."""
-    major = version.split(".")[0]
+    major = Version(version).major
     summary, exports = _package_info(manifest)
     commit, dirty = _source_commit(report.build_dir, report.variants)
     missing: list[str] = []

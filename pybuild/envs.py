@@ -25,6 +25,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from urllib.parse import urlparse
 
+from packaging.version import Version
+
 from . import backends
 from .envplan import (
     BUILD_PACKAGES,
@@ -298,7 +300,8 @@ def _verify(path: Path, plan: EnvPlan, variant: Variant) -> Toolchain:
     tc = _toolchain(path, plan)
     info = tc.torch
     toolkit = next((t for b in backends.all_backends() if (t := b.toolkit_version(info))), "")
-    if info.major_minor != env_torch(variant) or (".".join(toolkit.split(".")[:2]) or None) != plan.torch_cuda:
+    toolkit_minor = ".".join(map(str, Version(toolkit).release[:2])) if toolkit else None
+    if info.major_minor != env_torch(variant) or toolkit_minor != plan.torch_cuda:
         got = f"torch {info.version} ({torch_build(info)})"
         want = f"torch {env_torch(variant)}" + (f" (CUDA {plan.torch_cuda})" if plan.torch_cuda else " (CPU)")
         raise ToolchainError(f"{variant.name}: {plan.source} gave {got}, not {want}; refusing to build against it")

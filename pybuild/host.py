@@ -18,6 +18,8 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from packaging.version import InvalidVersion, Version
+
 from . import backends
 from .backends.cuda import cuda_toolkit_root as cuda_toolkit_root
 from .backends.cuda import find_nvcc as find_nvcc
@@ -104,8 +106,11 @@ def tvm_ffi_version() -> str | None:
         version = importlib.metadata.version("apache-tvm-ffi")
     except importlib.metadata.PackageNotFoundError:
         return None
-    m = re.match(r"(\d+)\.(\d+)", version)
-    return f"{m[1]}.{m[2]}" if m else None
+    try:
+        major, minor = Version(version).release[:2]
+    except (InvalidVersion, ValueError):  # not PEP 440, or no minor part
+        return None
+    return f"{major}.{minor}"
 
 
 def kernel_host_variants(manifest: Manifest, require_toolchain: bool = True) -> list[Variant]:

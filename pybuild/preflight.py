@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from packaging.version import Version
+
 from . import backends
 from .deps import Pin, Resolved, resolve
 from .errors import ToolchainError
@@ -30,7 +32,7 @@ def check_variant_buildable(variant: Variant, toolchain: Toolchain) -> None:
                 f"this Python has {found}"
             )
     elif variant.stable_abi:  # any torch from that version on builds it
-        if tuple(int(x) for x in info.major_minor.split(".")) < variant.torch_tuple:
+        if Version(info.major_minor).release < variant.torch_tuple:
             msg = (
                 f"variant {variant.name} needs torch {variant.torch} or later, but {toolchain.python} has "
                 f"torch {info.version}"

@@ -12,6 +12,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+from packaging.version import InvalidVersion, Version
+
 from . import backends
 from .envplan import EnvPlan, HostFacts, IndexConfig, env_torch, plan_env
 from .host import tvm_ffi_version
@@ -76,8 +78,8 @@ def _needs_device(variant: Variant) -> bool:
 def _release(version: str | None) -> tuple[int, ...]:
     """A release as numbers, "13.0" -> (13, 0); None or an odd string gives () and sorts first."""
     try:
-        return tuple(int(x) for x in (version or "").split("."))
-    except ValueError:
+        return Version(version or "").release
+    except InvalidVersion:
         return ()
 
 

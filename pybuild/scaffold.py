@@ -21,7 +21,7 @@ from pathlib import Path
 import jinja2
 
 from .errors import PybuildError, UsageError, VariantsError
-from .manifest import NAME_RE, NAME_RULE, load_manifest, parse_manifest
+from .manifest import NAME_RULE, is_kernel_name, load_manifest, parse_manifest
 from .manifest.lock import LOCK_FILE, write_lock
 from .variants import Matrix, find_variants_file, load_matrix
 
@@ -70,7 +70,7 @@ _LICENSE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9.+\-]*", re.ASCII)
 
 def check_name(name: str) -> str:
     """The kernel's Python name, or UsageError naming the rule ``name`` breaks."""
-    if not NAME_RE.fullmatch(name) or "--" in name:
+    if not is_kernel_name(name) or "--" in name:
         raise UsageError(f"new: kernel name {name!r}: use {NAME_RULE}, and no '--' (e.g. my-op)")
     if len(name) > MAX_NAME:
         raise UsageError(f"new: kernel name {name[:20]}... is {len(name)} characters long; use at most {MAX_NAME}")

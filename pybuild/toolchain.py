@@ -4,12 +4,13 @@ it (:class:`Toolchain`). :mod:`pybuild.host` detects this machine's; the backend
 from __future__ import annotations
 
 import os
-import re
 import shutil
 import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+
+from packaging.version import Version
 
 from .errors import ToolchainError
 
@@ -27,15 +28,13 @@ class TorchInfo:
 
     @property
     def major_minor(self) -> str:
-        m = re.match(r"(\d+)\.(\d+)", self.version)
-        assert m, self.version
-        return f"{m[1]}.{m[2]}"
+        major, minor = Version(self.version).release[:2]
+        return f"{major}.{minor}"
 
     @property
     def cxx_abi(self) -> str:
         """torch >= 2.7 ships only the cxx11 ABI; older builds are asked."""
-        major, minor = (int(x) for x in self.major_minor.split("."))
-        if (major, minor) >= (2, 7):
+        if Version(self.version).release >= (2, 7):
             return "cxx11"
         out = subprocess.run(
             [sys.executable, "-c", "import torch; print(int(torch._C._GLIBCXX_USE_CXX11_ABI))"],

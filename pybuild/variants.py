@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from packaging.version import Version
+
 from . import backends, safeload
 from .errors import VariantsError
 
@@ -71,8 +73,8 @@ class Variant:
     def torch_tuple(self) -> tuple[int, int]:
         if self.torch is None:
             raise ValueError(f"{self.name} is a noarch variant: it has no torch version")
-        major, minor = self.torch.split(".")
-        return int(major), int(minor)
+        major, minor = Version(self.torch).release[:2]
+        return major, minor
 
     def __str__(self) -> str:
         return self.name
@@ -107,15 +109,11 @@ def stable_abi_variant(variant: Variant, torch: str) -> Variant:
     )
 
 
-def _version_key(version: str) -> tuple[int, ...]:
-    return tuple(int(p) for p in version.split("."))
-
-
 def _sort_key(v: Variant) -> tuple[Any, ...]:
     return (
         (1, ()) if v.noarch else (0, v.torch_tuple),
         backends.rank(v.backend),
-        _version_key(v.backend_version) if v.backend_version else (),
+        Version(v.backend_version).release if v.backend_version else (),
         v.cxx_abi or "",
         v.system or "",
     )

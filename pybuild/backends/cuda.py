@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
 
+from packaging.version import Version
+
 from ..errors import ManifestError, ToolchainError
 from ..sections.kernel import KernelSpec, Target
 from ..sections.keys import key
@@ -75,7 +77,7 @@ def nvcc_capabilities(nvcc: Path) -> frozenset[str]:
 
 def major_minor(version: str) -> str:
     """``12.8.1`` -> ``12.8``."""
-    major, minor = version.split(".")[:2]
+    major, minor = Version(version).release[:2]
     return f"{major}.{minor}"
 
 
@@ -89,10 +91,6 @@ def torch_arch_list(archs: tuple[str, ...]) -> str:
 def declared_archs(archs: tuple[str, ...]) -> tuple[str, ...]:
     """The archs metadata.json declares, in the loader's notation (``9.0+PTX`` for the PTX one)."""
     return tuple(torch_arch_list(archs).split(";")) if archs else ()
-
-
-def _version_tuple(text: str) -> tuple[int, ...]:
-    return tuple(int(x) for x in text.split("."))
 
 
 @dataclass(frozen=True)
@@ -119,7 +117,7 @@ class CudaKernel(KernelSpec):
         if variant.backend != self.backend:
             return False
         if self.cuda_minver and variant.backend_version:
-            return _version_tuple(variant.backend_version) >= self.cuda_minver
+            return Version(variant.backend_version).release >= self.cuda_minver
         return True
 
     @property
@@ -253,7 +251,7 @@ class Cuda(BaseBackend):
                 f"{sorted(known, key=float)}. Fix cuda-capabilities in {manifest.path} or --cuda-archs"
             )
             raise ToolchainError(msg)
-        if variant.backend_version and toolkit.split(".")[0] != variant.backend_version.split(".")[0]:
+        if variant.backend_version and Version(toolkit).major != Version(variant.backend_version).major:
             msg = f"variant {variant.name} needs CUDA {variant.backend_version}, but nvcc is CUDA {toolkit}"
             raise ToolchainError(msg)
         return [f"-DPYBUILD_CUDA_ARCHS={';'.join(archs)}", f"-DCMAKE_CUDA_COMPILER={nvcc}"]
@@ -282,6 +280,6 @@ class Cuda(BaseBackend):
         cuda = self.toolkit_version(info)
         if not cuda:
             return f"a CUDA variant; torch {info.version} has no CUDA"
-        if variant.backend_version and variant.backend_version.split(".")[0] != cuda.split(".")[0]:
+        if variant.backend_version and Version(variant.backend_version).major != Version(cuda).major:
             return f"built for CUDA {variant.backend_version}, torch has CUDA {cuda}"
         return None

@@ -10,6 +10,8 @@ import sys
 import tempfile
 import textwrap
 
+from packaging.version import Version
+
 from .. import backends
 from ..errors import PybuildError
 from ..variants import Variant
@@ -48,7 +50,7 @@ def importable_here(variant: Variant) -> str | None:
     if not variant.noarch:  # a noarch variant loads on any system and torch: only its backend matters
         if variant.system != host_system():
             return f"built for {variant.system}, this machine is {host_system()}"
-        here = tuple(int(x) for x in info.major_minor.split("."))
+        here = Version(info.major_minor).release
         if variant.tvm_ffi:
             from ..host import tvm_ffi_version
 

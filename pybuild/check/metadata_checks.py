@@ -13,7 +13,7 @@ from kernels_data import Digest, DigestValidationError, Metadata
 from .. import safeload
 from ..digest import digest_mismatches
 from ..errors import PybuildError, VariantsError
-from ..manifest import NAME_RE, loader_python_depends
+from ..manifest import NAME_RULE, is_kernel_name, loader_python_depends
 from ..metadata import METADATA
 from ..variants import parse_variant_name
 from .results import BuiltVariant, CheckResult
@@ -65,8 +65,8 @@ def _metadata_problems(v: BuiltVariant, data: dict[str, Any], path: Path) -> tup
                 f"`{key}` must be {'an integer' if kind is int else 'a ' + kind.__name__}, found {data.get(key)!r}"
             )
     name = data.get("name")
-    if isinstance(name, str) and not NAME_RE.fullmatch(name):
-        problems.append(f"`name` {name!r} does not match {NAME_RE.pattern}")
+    if isinstance(name, str) and not is_kernel_name(name):
+        problems.append(f"`name` {name!r} does not match the loader's name rule: {NAME_RULE}")
     if isinstance(name, str):
         v.kernel = name
     try:

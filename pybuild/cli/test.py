@@ -11,6 +11,8 @@ import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from packaging.version import Version
+
 from ..errors import PybuildError, UsageError
 from ..ui import Reporter, error
 from .common import add_kernel_dirs, add_output_flags, add_variants_flag, load_manifests, load_matrix
@@ -230,7 +232,7 @@ def _runner_env(variant: Variant, torch: str, rep: Reporter, manifests: tuple[Ma
         raise UsageError(
             f"--torch: {variant.name} is built for one torch only; --torch is for torch-stable-abi variants"
         )
-    if tuple(int(x) for x in torch.split(".")) < variant.torch_tuple:
+    if Version(torch).release < variant.torch_tuple:
         raise UsageError(f"--torch {torch}: {variant.name} needs torch {variant.torch} or later")
     runner = Variant(torch, variant.backend, variant.backend_version, "cxx11", variant.system)
     plan = plan_env(runner, index_config(), host_facts())

@@ -17,7 +17,7 @@ from .convert import KERNEL_SECTION_RE, PYEXT_RE, farm_depends_fix
 from .editions import CURRENT_EDITION, FARM_DEPENDS, KNOWN_DEPENDS, UPSTREAM_DEPENDS, Edition, detect, edition_label
 from .kernels import kernel_type, kernel_types
 from .load import duplicate_name_message, load_manifest, loader_python_depends, parse_manifest
-from .model import BUILT_SUFFIXES, DEFAULT_PYEXT, NAME_RE, NAME_RULE, Manifest
+from .model import BUILT_SUFFIXES, DEFAULT_PYEXT, NAME_RULE, Manifest, is_kernel_name
 
 __all__ = [
     "BUILT_SUFFIXES",
@@ -27,7 +27,6 @@ __all__ = [
     "FARM_DEPENDS",
     "KERNEL_SECTION_RE",
     "KNOWN_DEPENDS",
-    "NAME_RE",
     "NAME_RULE",
     "PYEXT_RE",
     "SOURCE_SUFFIXES",
@@ -39,6 +38,7 @@ __all__ = [
     "duplicate_name_message",
     "edition_label",
     "farm_depends_fix",
+    "is_kernel_name",
     "kernel_type",
     "kernel_types",
     "load_manifest",

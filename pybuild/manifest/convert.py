@@ -16,7 +16,7 @@ from ..sections.reader import COMPILED_SUFFIXES, Reader
 from .editions import SCHEMAS
 from .editions.base import FARM_DEPENDS, Edition, Schema
 from .kernels import foreign_key_message, kernel_type
-from .model import BUILT_SUFFIXES, DEFAULT_PYEXT, NAME_RE, NAME_RULE, Manifest
+from .model import BUILT_SUFFIXES, DEFAULT_PYEXT, NAME_RULE, Manifest, is_kernel_name
 
 KERNEL_SECTION_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*$", re.ASCII)
 PYEXT_RE = re.compile(r"^[A-Za-z0-9_]+(\.[A-Za-z0-9_]+)*$", re.ASCII)
@@ -85,7 +85,7 @@ def _backends(general: Reader, schema: Schema) -> tuple[str, ...] | None:
 
 def _general_header(general: Reader, schema: Schema) -> tuple[str, int]:
     name = general.get("name", str, required=True)
-    if not NAME_RE.fullmatch(name):
+    if not is_kernel_name(name):
         general.fail(f'`name` in [general] is {name!r}; use {NAME_RULE} (e.g. "img2gray", "rms-norm")')
     if general.get("universal", bool, False):
         general.fail(

@@ -5,11 +5,12 @@ pybuild also writes for Nix (``pybuild.manifest.lock``)."""
 from __future__ import annotations
 
 import functools
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from kernels_data import KernelName
 from packaging.licenses import InvalidLicenseExpression, canonicalize_license_expression
+from packaging.version import Version
 
 from .. import backends as registry
 from .. import safeload
@@ -23,8 +24,7 @@ from ..variants import (
 )
 from .editions.base import Edition
 
-NAME_RE = re.compile(r"^[a-z][-a-z0-9]*[a-z0-9]$", re.ASCII)
-#: NAME_RE in words, for error messages.
+#: The loader's kernel-name rule (kernels-data's ``KernelName``) in words, for error messages.
 NAME_RULE = "at least two characters, lowercase letters, digits and '-', starting with a letter and not ending with '-'"
 #: Extensions of the files of ``torch-ext/<name>/`` shipped with a variant when [torch] names no `pyext`.
 DEFAULT_PYEXT = ("py", "pyi")
@@ -32,8 +32,14 @@ DEFAULT_PYEXT = ("py", "pyi")
 BUILT_SUFFIXES = (".so", ".pyd", ".dylib", ".pyc")
 
 
-def _version_tuple(text: str) -> tuple[int, ...]:
-    return tuple(int(x) for x in text.split("."))
+def is_kernel_name(name: str) -> bool:
+    """Whether the ``kernels`` loader accepts ``name`` as a kernel name (kernels-data's ``KernelName``,
+    the rule :data:`NAME_RULE` states)."""
+    try:
+        KernelName(name)
+    except ValueError:
+        return False
+    return True
 
 
 @dataclass(frozen=True)
@@ -174,7 +180,7 @@ class Manifest:
             return False
         lo, hi = dict(self.toolkit_bounds).get(variant.backend, (None, None))
         if variant.backend_version and (lo or hi):
-            version = _version_tuple(variant.backend_version)
+            version = Version(variant.backend_version).release
             if lo and version < lo or hi and version > hi:
                 return False
         if variant.tvm_ffi:

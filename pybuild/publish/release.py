@@ -7,6 +7,8 @@ from collections.abc import Callable, Iterable
 from functools import partial
 from typing import Any, BinaryIO, cast
 
+from packaging.version import Version
+
 from ..errors import PublishError
 from .hub import (
     DEFAULT_RETRIES,
@@ -57,14 +59,10 @@ def _commit_message(plan: ReleasePlan) -> tuple[str, str]:
 
 
 def _newer_release(plan: ReleasePlan, tags: Iterable[str]) -> str | None:
-    mine = tuple(int(x) for x in plan.version.split("."))
-    major = mine[0]
-    newer = []
-    for t in tags:
-        m = VERSION_RE.fullmatch(t[1:]) if t.startswith("v") else None
-        if m and int(m[1]) == major and tuple(int(x) for x in m.groups()) > mine:
-            newer.append(tuple(int(x) for x in m.groups()))
-    return "v" + ".".join(map(str, max(newer))) if newer else None
+    mine = Version(plan.version)
+    released = [Version(t[1:]) for t in tags if t.startswith("v") and VERSION_RE.fullmatch(t[1:])]
+    newer = [v for v in released if v.major == mine.major and v > mine]
+    return f"v{max(newer)}" if newer else None
 
 
 def publish_plan(
@@ -254,8 +252,8 @@ def _restore_commit(hub: Hub, plan: ReleasePlan, ours: str, previous: str) -> st
 
 
 def _bump(version: str) -> str:
-    major, minor, patch = version.split(".")
-    return f"{major}.{minor}.{int(patch) + 1}"
+    v = Version(version)
+    return f"{v.major}.{v.minor}.{v.micro + 1}"
 
 
 def _commit(
