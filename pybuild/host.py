@@ -29,7 +29,7 @@ from .errors import ToolchainError
 from .toolchain import Toolchain as Toolchain
 from .toolchain import TorchInfo as TorchInfo
 from .toolchain import cmake_and_ninja as cmake_and_ninja
-from .variants import Variant, stable_abi_variant, tvm_ffi_variant
+from .variants import TVM_FFI_VERSION, Variant
 
 if TYPE_CHECKING:
     from .manifest import Manifest
@@ -119,20 +119,13 @@ def kernel_host_variants(manifest: Manifest, require_toolchain: bool = True) -> 
     this Python's torch runs, nvcc or not)."""
     if manifest.noarch:
         return manifest.variants(())
+    tvm_ffi = tvm_ffi_version() if manifest.framework == "tvm-ffi" else TVM_FFI_VERSION
+    if tvm_ffi is None:
+        return []  # a tvm-ffi kernel builds only where tvm-ffi is installed
     out = []
-    for v in host_variants(require_nvcc=require_toolchain):
-        if manifest.framework == "tvm-ffi":
-            version = tvm_ffi_version()
-            if version is None:
-                continue
-            v = tvm_ffi_variant(v, version)
-        stable = manifest.stable_abi_for(v.backend)
-        # one stable-ABI build, made with this torch if it is at least that version
-        if stable is not None and not v.tvm_ffi:
-            if v.torch_tuple < stable:
-                continue
-            v = stable_abi_variant(v, f"{stable[0]}.{stable[1]}")
-        if manifest.accepts(v):
+    for host in host_variants(require_nvcc=require_toolchain):
+        v = manifest.framed(host, tvm_ffi)
+        if v is not None and manifest.accepts(v):
             out.append(v)
     return out
 

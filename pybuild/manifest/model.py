@@ -138,7 +138,7 @@ class Manifest:
         backend version and system (the last in matrix order among equals). Compiled kernels only."""
         out: dict[Variant, tuple[Variant, Variant]] = {}
         for m in matrix_variants:
-            v = self._framed(m)
+            v = self.framed(m)
             if v is None or not self.accepts(v):
                 continue
             kept = out.get(v)
@@ -146,10 +146,12 @@ class Manifest:
                 out[v] = (v, m)
         return {v: m for v, m in out.values()}
 
-    def _framed(self, v: Variant) -> Variant | None:
-        """Matrix variant ``v`` as this kernel's framework builds it (None: not at all)."""
+    def framed(self, v: Variant, tvm_ffi: str = TVM_FFI_VERSION) -> Variant | None:
+        """Variant ``v`` (of the matrix, or of this machine) as this kernel's framework builds it: a
+        tvm-ffi kernel's variant of tvm-ffi ``tvm_ffi``, a stable-ABI variant for backends in
+        [torch.stable-abi] (None where ``v``'s torch is older than that stable ABI), else ``v``."""
         if self.framework == "tvm-ffi" and not v.noarch:  # one per backend version and system
-            return tvm_ffi_variant(v)
+            return tvm_ffi_variant(v, tvm_ffi)
         stable = self.stable_abi_for(v.backend)
         if stable is not None and not v.stable_abi and not v.noarch and not v.tvm_ffi:
             if v.torch_tuple < stable:  # built with a torch at least that version

@@ -258,3 +258,27 @@ def test_python_depends_outside_the_loaders_allow_list(guide_kernel: Path) -> No
         parse_manifest(text, guide_kernel / "build.toml")
     allowed = GUIDE.replace("universal = false", 'universal = false\npython-depends = ["einops"]')
     assert parse_manifest(allowed, guide_kernel / "build.toml").python_depends == ("einops",)
+
+
+@pytest.mark.parametrize(
+    ("torch", "expected"),
+    [
+        ("2.13", ["torch-stable-abi211-cpu-x86_64-linux"]),
+        ("2.11", ["torch-stable-abi211-cpu-x86_64-linux"]),
+        ("2.10", []),
+    ],
+)
+def test_this_machine_frames_its_variant_as_the_matrix_does(
+    torch: str, expected: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A stable-ABI kernel's variant on this machine is the one the matrix frames from the same torch
+    (one rule, :meth:`Manifest.framed`): its stable-ABI variant, none where that torch is too old."""
+    from pybuild import host
+    from pybuild.variants import Variant
+
+    manifest = load_manifest(Path(__file__).resolve().parents[1] / "fixtures" / "edition5-stable-clamp")
+    here = Variant(torch, "cpu", None, "cxx11", "x86_64-linux")
+    monkeypatch.setattr(host, "host_variants", lambda require_nvcc=True: [here])
+    found = host.kernel_host_variants(manifest)
+    assert [v.name for v in found] == expected
+    assert found == manifest.variants([here])
