@@ -156,21 +156,15 @@ def _dry_run(plan: ReleasePlan, json_mode: bool) -> int:
 
 def _publish(plan: ReleasePlan, retries: int, rep: Reporter, quiet: bool) -> int:
     """Send the release: one commit on its branch, then its tag; a table of both refs at the end."""
-    from ..errors import PublishError
-    from ..publish import hub_error, make_api, publish_plan
+    from ..publish import make_api, publish_plan
 
     if quiet:
         from huggingface_hub.utils import disable_progress_bars
 
         disable_progress_bars()
     api = make_api()
-    try:
-        with rep.task(f"publishing {plan.repo_id} {plan.version}") as update:
-            result = publish_plan(api, plan, retries=retries, info=rep.info, progress=update)
-    except PublishError:
-        raise
-    except Exception as e:  # noqa: BLE001 (whatever huggingface_hub raised, as one line)
-        raise hub_error(e, plan) from e
+    with rep.task(f"publishing {plan.repo_id} {plan.version}") as update:
+        result = publish_plan(api, plan, retries=retries, info=rep.info, progress=update)  # PublishError, one line
     rep.table(
         f"{plan.repo_id} {plan.version}: {result.status}",
         ["ref", "commit", ""],

@@ -213,26 +213,41 @@ def make_api(token_required: bool = True) -> Any:
     return HfApi()
 
 
-def hub_error(exc: BaseException, plan: ReleasePlan) -> PublishError:
-    """A one-line PublishError for anything huggingface_hub raised."""
-    code = status_code(exc)
-    step = getattr(exc, "pybuild_step", None)
-    at = f" at step `{step}`" if step else ""
-    state = getattr(exc, "pybuild_state", None) or "nothing was tagged"
-    base = f"{plan.repo_id}: publishing {plan.version} failed{at}: {describe(exc)}"
-    if code == 401 or (code == 403 and not getattr(exc, "pybuild_token_ok", False)):
-        return PublishError(
-            f"{base}; the Hub refused the token: check HF_TOKEN (or `hf auth login`) and that it may "
-            f"write to {plan.repo_id.split('/')[0]}; {state}"
-        )
-    if code == 403:
-        return PublishError(
-            f"{base}; the token was accepted for this run's earlier writes, so the Hub forbids this "
-            f"step itself (e.g. a protected branch or tag, a repo setting): check {plan.repo_id}'s "
-            f"settings; {state}"
-        )
-    if is_transient(exc):
-        return PublishError(
-            f"{base} (gave up after retries); {state}; run the same command again to complete the release"
-        )
-    return PublishError(f"{base}; {state}")
+class HubError(PublishError):
+    """A release that failed on the Hub, as one line: ``exception`` (what huggingface_hub raised, also
+    this error's ``__cause__``: ``raise HubError(...) from exception``, as pypa/build's
+    ``BuildBackendException`` carries a backend's error) with the release's context: the ``step``
+    that failed, whether this run's earlier writes were accepted (``token_ok``: a 403 after them is
+    the step's refusal, not the token's) and what the remote holds now (``state``)."""
+
+    def __init__(
+        self,
+        plan: ReleasePlan,
+        exception: BaseException,
+        *,
+        step: str | None,
+        token_ok: bool,
+        state: str = "nothing was tagged",
+    ) -> None:
+        self.plan, self.exception, self.step, self.token_ok, self.state = plan, exception, step, token_ok, state
+        super().__init__(self._message())
+
+    def _message(self) -> str:
+        plan, exc, state = self.plan, self.exception, self.state
+        code = status_code(exc)
+        at = f" at step `{self.step}`" if self.step else ""
+        base = f"{plan.repo_id}: publishing {plan.version} failed{at}: {describe(exc)}"
+        if code == 401 or (code == 403 and not self.token_ok):
+            return (
+                f"{base}; the Hub refused the token: check HF_TOKEN (or `hf auth login`) and that it may "
+                f"write to {plan.repo_id.split('/')[0]}; {state}"
+            )
+        if code == 403:
+            return (
+                f"{base}; the token was accepted for this run's earlier writes, so the Hub forbids this "
+                f"step itself (e.g. a protected branch or tag, a repo setting): check {plan.repo_id}'s "
+                f"settings; {state}"
+            )
+        if is_transient(exc):
+            return f"{base} (gave up after retries); {state}; run the same command again to complete the release"
+        return f"{base}; {state}"

@@ -14,6 +14,7 @@ from .hub import (
     DEFAULT_RETRIES,
     HUB_MANAGED,
     Hub,
+    HubError,
     PublishResult,
     RemoteFile,
     describe,
@@ -74,18 +75,17 @@ def publish_plan(
     progress: Callable[[str, float | None], None] | None = None,
     sleep: Callable[[float], None] = time.sleep,
 ) -> PublishResult:
-    """Write ``plan`` to the Hub (see :mod:`pybuild.publish` for the guarantees). An exception from the
-    Hub leaves the refs as they were (the branch is rolled back if the tag fails) and carries
-    ``pybuild_step`` (what failed), ``pybuild_token_ok`` and ``pybuild_state`` (what the remote holds
-    now) for :func:`hub_error`."""
+    """Write ``plan`` to the Hub (see :mod:`pybuild.publish` for the guarantees). A failure leaves the
+    refs as they were (the branch is rolled back if the tag fails) and raises a PublishError; one
+    from the Hub is a :class:`HubError` wrapping what huggingface_hub raised, with the step that
+    failed and what the remote holds now."""
     hub = Hub(api, plan, retries=retries, info=info, sleep=sleep)
     try:
         return _publish(hub, plan, progress or (lambda message, fraction: None))
-    except Exception as e:
-        if not isinstance(e, PublishError):
-            e.pybuild_step = getattr(e, "pybuild_step", hub.step)  # type: ignore[attr-defined]
-            e.pybuild_token_ok = hub.wrote  # type: ignore[attr-defined]
+    except PublishError:
         raise
+    except Exception as e:
+        raise HubError(plan, e, step=hub.step, token_ok=hub.wrote) from e
 
 
 def _publish(hub: Hub, plan: ReleasePlan, step: Callable[[str, float | None], None]) -> PublishResult:
@@ -123,7 +123,7 @@ def _publish(hub: Hub, plan: ReleasePlan, step: Callable[[str, float | None], No
                     hub.info(f"  tag {plan.tag} went through although its answer was lost ({describe(e)})")
                     return PublishResult(status, commit, plan.branch, plan.tag, url)
                 state = f"the release is complete: tag {plan.tag} and branch {plan.branch} point at {commit[:12]}"
-            _annotate(e, state)
+            _raise_with_state(hub, e, state)
         raise
     return PublishResult(status, commit, plan.branch, plan.tag, url)
 
@@ -171,15 +171,20 @@ def _commit_on_branch(
         return commit, "published", created_branch, tip
     except BaseException as e:
         if created_branch:
-            _annotate(e, _drop_branch_if_unused(hub, plan, tip))
+            _raise_with_state(hub, e, _drop_branch_if_unused(hub, plan, tip))
         raise
 
 
-def _annotate(exc: BaseException, state: str) -> None:
+def _raise_with_state(hub: Hub, exc: BaseException, state: str) -> None:
+    """Raise ``exc``'s error again with ``state`` (what the remote holds now): a PublishError as one of
+    its own message and that state, an exception from the Hub wrapped in a :class:`HubError` carrying
+    the state; anything else (an interrupt) returns, for the caller to raise as it is."""
+    if isinstance(exc, HubError):
+        raise HubError(hub.plan, exc.exception, step=exc.step, token_ok=exc.token_ok, state=state) from exc.exception
     if isinstance(exc, PublishError):
-        exc.args = (f"{exc}; {state}",)
-    else:
-        exc.pybuild_state = state  # type: ignore[attr-defined]
+        raise PublishError(f"{exc}; {state}") from exc
+    if isinstance(exc, Exception):
+        raise HubError(hub.plan, exc, step=hub.step, token_ok=hub.wrote, state=state) from exc
 
 
 def _roll_back(hub: Hub, plan: ReleasePlan, ours: str, previous: str | None) -> str | None:

@@ -18,6 +18,7 @@ from pybuild.manifest import load_manifest
 from pybuild.publish import (
     HUB_MANAGED,
     Hub,
+    HubError,
     ReleasePlan,
     is_transient,
     make_plan,
@@ -345,9 +346,9 @@ def test_dropped_upload_leaves_no_new_ref_then_a_clean_retry_works(hub, api, ker
     before = refs(hub)
     hub.faults.drop_next("commit", times=3)
     sleeps = Sleeps()
-    with pytest.raises(Exception) as err:
+    with pytest.raises(HubError) as err:
         publish(api, plan_for(kernel, variants_file), retries=2, sleep=sleeps)
-    assert is_transient(err.value)
+    assert is_transient(err.value.exception) and err.value.__cause__ is err.value.exception
     assert [r[3] for r in hub.requests("commit")] == [0, 0, 0]  # never applied
     assert sleeps == [1.0, 2.0]  # exponential backoff
     assert refs(hub) == before  # the branch this run created was removed again; no tag
@@ -375,10 +376,14 @@ def test_lost_commit_answer_is_recognised_not_committed_twice(hub, api, kernel, 
 
 def test_a_failed_tag_rolls_the_branch_back(hub, api, kernel, variants_file) -> None:
     hub.faults.fail_next("create_tag", 500, times=3)
-    with pytest.raises(HfHubHTTPError) as err:
+    with pytest.raises(HubError) as err:
         publish(api, plan_for(kernel, variants_file), retries=2)
     assert refs(hub)["tags"] == {} and "v1" not in refs(hub)["branches"]  # the branch this run created: removed
-    assert "removed again" in err.value.pybuild_state and err.value.pybuild_step == "create tag v1.0.0"
+    assert "removed again" in err.value.state and err.value.step == "create tag v1.0.0"
+    # the farm's error wraps the Hub's own (its cause), which itself carries nothing of the farm's
+    assert isinstance(err.value.__cause__, HfHubHTTPError) and err.value.__cause__ is err.value.exception
+    assert not [a for a in vars(err.value.exception) if a.startswith("pybuild")]
+    assert "removed again" in str(err.value) and "at step `create tag v1.0.0`" in str(err.value)
 
 
 def test_commit_without_tag_is_completed_by_the_rerun(hub, api, kernel, variants_file) -> None:
@@ -386,9 +391,9 @@ def test_commit_without_tag_is_completed_by_the_rerun(hub, api, kernel, variants
     release on the branch; the rerun only tags it."""
     hub.faults.fail_next("create_tag", 500, times=3)
     hub.faults.fail_next("delete_branch", 403)
-    with pytest.raises(HfHubHTTPError) as err:
+    with pytest.raises(HubError) as err:
         publish(api, plan_for(kernel, variants_file), retries=2)
-    assert "run the same command again to tag it" in err.value.pybuild_state
+    assert "run the same command again to tag it" in err.value.state and isinstance(err.value.__cause__, HfHubHTTPError)
     assert refs(hub)["tags"] == {}
     tip = refs(hub)["branches"]["v1"]
     n = commits(hub)

@@ -188,14 +188,15 @@ def test_a_failed_tag_rolls_the_branch_back_and_says_which_step_failed(
 def test_publish_plan_from_python_rolls_back_too(kernel: Path, variants_file: Path, hub: HubServer, api) -> None:
     from pybuild.check import check_kernel
     from pybuild.manifest import load_manifest
-    from pybuild.publish import make_plan, publish_plan
+    from pybuild.publish import HubError, make_plan, publish_plan
     from pybuild.variants import load_matrix
 
     report = check_kernel(kernel, load_matrix(variants_file), run_import=False)
     plan = make_plan(load_manifest(kernel), repo_id=REPO, version="1.0.0", report=report, allow_noncompliant=False)
     hub.faults.fail_next("create_tag", 500, times=3)
-    with pytest.raises(HfHubHTTPError):  # the Hub's own error, after the rollback
+    with pytest.raises(HubError) as err:  # the farm's error wrapping the Hub's own, after the rollback
         publish_plan(api, plan, retries=2, info=lambda m: None, sleep=lambda s: None)
+    assert isinstance(err.value.__cause__, HfHubHTTPError) and "removed again" in err.value.state
     assert release_refs(hub) == {"branches": {}, "tags": {}}
 
 
