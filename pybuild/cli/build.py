@@ -7,17 +7,15 @@ import argparse
 import time
 from typing import TYPE_CHECKING
 
-from ..errors import PybuildError, UsageError
+from ..errors import PybuildError
 from ..ui import Reporter, error, human_size
 from .common import add_kernel_dirs, add_output_flags, add_variants_flag, int_at_least, load_manifests, load_matrix
 
 if TYPE_CHECKING:
-    from pathlib import Path
-
     from ..build import BuildOptions, BuildResult
     from ..envs import Refusal
     from ..manifest import Manifest
-    from ..matrix import VariantJob
+    from ..selection import BuildSelection
     from ..variants import Matrix, Variant
 
 NAME = "build"
@@ -83,11 +81,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from ..backends.cuda_archs import check_cuda_archs
     from ..build import BuildOptions
-    from ..host import kernel_host_variants
     from ..sandbox import bwrap
     from ..sandbox import default_on as default_sandbox
+    from ..selection import check_request, left_to_environments, nothing_to_build, select_builds
 
-    _check_selection(args)
+    check_request(args.all, args.variant)
     rep = Reporter(quiet=args.quiet, json_mode=args.json)
     matrix = load_matrix(args)
     manifests = load_manifests(args.kernel_dirs, quiet=args.quiet)  # validate all before building
@@ -96,57 +94,27 @@ def run(args: argparse.Namespace) -> int:
     if sandbox:
         bwrap()  # a missing bubblewrap is named before any work
     options = BuildOptions(cuda_archs=archs, force=args.force, jobs=args.jobs, sandbox=sandbox)
-    planned = {m.root: kernel_host_variants(m) for m in manifests}
-    # --all and --variant names beyond this Python's torch build in per-variant environments; every
-    # name is checked, and every environment planned, before any build starts
-    env_wanted, host_names = _env_selection(args, matrix, manifests, planned)
-    if not args.all and not args.variant:
-        env_wanted = _within_reach(manifests, planned, matrix, rep)
-    jobs: list[VariantJob] = []
-    refusals: list[Refusal] = []
-    if env_wanted:
-        from ..matrix import plan_jobs, refusal_error
-
-        jobs, refusals = plan_jobs(env_wanted)
-        if refusals and not args.all:
-            raise refusal_error(refusals)
-    in_envs = {m.root for m, _ in env_wanted}
-    results, failed = _build_here(args, rep, matrix, manifests, planned, host_names, options, in_envs)
-    if not results and not jobs and not refusals:
-        _nothing_to_build(manifests, matrix)
-    if jobs and not (failed and not args.keep_going):
+    selection = select_builds(manifests, matrix, all_variants=args.all, names=args.variant, info=rep.info)
+    results, failed = _build_here(args, rep, matrix, manifests, selection, options)
+    if not results and not selection.jobs and not selection.refusals:
+        raise nothing_to_build(manifests, matrix)
+    if selection.jobs and not (failed and not args.keep_going):
         from ..matrix import build_in_envs
 
         with rep.tasks() as new_task:
             env_results = build_in_envs(
-                jobs, options, new_task, rep.info, parallel=args.parallel, keep_going=args.keep_going
+                selection.jobs, options, new_task, rep.info, parallel=args.parallel, keep_going=args.keep_going
             )
         results += env_results
         failed = failed or next((r.exit_code for r in env_results if r.status == "failed"), 0)
-    _summary(rep, results, refusals, env_wanted, args.json)
+    _summary(rep, results, selection.refusals, selection.env_wanted, args.json)
     if not args.all and not args.variant and not args.quiet and not args.json:
-        _say_what_else(args.kernel_dirs, manifests, planned, matrix, rep)
+        for name, kernels in left_to_environments(manifests, selection.planned, matrix).items():
+            rep.info(
+                f"not built by default: {name} of {', '.join(kernels)} (an environment builds it here: "
+                f"python -m pybuild build {''.join(d + ' ' for d in args.kernel_dirs)}--variant {name})"
+            )
     return int(failed)
-
-
-def _check_selection(args: argparse.Namespace) -> None:
-    """--all and --variant together, or a --variant that is no variant name: refused before any work."""
-    from ..errors import VariantsError
-    from ..variants import parse_variant_name
-
-    if args.all and args.variant:
-        raise UsageError(
-            f"build: --all and --variant {args.variant[0]} exclude each other: --all builds every "
-            "variant of the matrix, --variant only those named; give one"
-        )
-    for name in args.variant or []:
-        try:
-            parse_variant_name(name)
-        except VariantsError:
-            raise UsageError(
-                f"--variant {name}: not a variant name; `python -m pybuild variants` lists them "
-                "(--kernel DIR: one kernel's)"
-            ) from None
 
 
 def _build_here(
@@ -154,14 +122,11 @@ def _build_here(
     rep: Reporter,
     matrix: Matrix,
     manifests: list[Manifest],
-    planned: dict[Path, list[Variant]],
-    host_names: set[str] | None,
+    selection: BuildSelection,
     options: BuildOptions,
-    in_envs: set[Path],
 ) -> tuple[list[BuildResult], int]:
-    """Build each kernel's host variants (those in ``host_names``, unless None) with this Python;
-    the results, and the exit code of the first failed build (0: none failed). Kernels in ``in_envs``
-    are built in environments too (no need to say why there is no host variant)."""
+    """Build each kernel's host variants that ``selection`` builds here, with this Python; the
+    results, and the exit code of the first failed build (0: none failed)."""
     from ..build import remove_other_kind_variants
 
     results: list[BuildResult] = []
@@ -174,7 +139,7 @@ def _build_here(
                 f"{manifest.name}: removed build/{name}/: the kernel is {kind} now, and the loader would "
                 "have picked that old build"
             )
-        for variant in _host_selection(manifest, planned[manifest.root], host_names, rep, manifest.root in in_envs):
+        for variant in selection.host_builds(manifest, rep.info):
             if variant.name not in matrix_names and not variant.noarch:
                 rep.info(f"note: {variant.name} is not in {matrix.path.name}; building it for local use")
             result = _build_one(manifest, variant, options, rep)
@@ -216,38 +181,6 @@ def _build_one(manifest: Manifest, variant: Variant, options: BuildOptions, rep:
     return result
 
 
-def _host_selection(
-    manifest: Manifest, variants: list[Variant], host_names: set[str] | None, rep: Reporter, in_env: bool
-) -> list[Variant]:
-    """The host variants of ``manifest`` to build here; where there are none, says why (unless
-    --variant/--all, or plain build with ``in_env``, sent them to environments)."""
-    from ..host import host_variants, tvm_ffi_version
-
-    if host_names is not None:
-        return [v for v in variants if v.name in host_names]
-    if variants or in_env:
-        return variants
-    if manifest.framework == "tvm-ffi" and tvm_ffi_version() is None:
-        rep.info(
-            f"{manifest.name}: no host variant to build (a [tvm-ffi] kernel, and this Python has no "
-            "tvm-ffi: pip install 'apache-tvm-ffi>=0.1.9,<0.2')"
-        )
-        return []
-    host = host_variants()
-    same_backend = [v for v in host if v.backend in manifest.backends]
-    if same_backend:  # the backend is here, the torch version is not: say which bound
-        bounds = " and ".join(
-            f'{k} = "{b[0]}.{b[1]}"'
-            for k, b in (("minver", manifest.torch_minver), ("maxver", manifest.torch_maxver))
-            if b
-        )
-        why = f"this machine's torch {same_backend[0].torch} is outside [torch] {bounds} of {manifest.path}"
-    else:
-        why = f"kernel backends {list(manifest.backends)}, host {[v.name for v in host]}"
-    rep.info(f"{manifest.name}: no host variant to build ({why})")
-    return []
-
-
 def _summary(
     rep: Reporter,
     results: list[BuildResult],
@@ -268,122 +201,3 @@ def _summary(
     rows += [(m.name, v.name, "not built (see above)", "-", "-") for m, v in env_wanted if v.name in refused]
     if rows or json_mode:
         rep.table("Build summary", ["kernel", "variant", "status", "time", "size"], rows)
-
-
-def _within_reach(
-    manifests: list[Manifest], planned: dict[Path, list[Variant]], matrix: Matrix, rep: Reporter
-) -> list[tuple[Manifest, Variant]]:
-    """Plain ``build``: for each compiled kernel without a host variant, the variants of this machine's
-    torch that an environment builds here (e.g. the CUDA variant of a CUDA-only kernel where torch is
-    a CPU build). Kernels with a host variant keep to it: an environment costs a torch of gigabytes
-    and the device compiles, which ``--variant`` and ``--all`` take on when asked."""
-    from ..envs import host_facts, index_config
-    from ..host import torch_info
-    from ..reach import env_variants
-
-    wanted: list[tuple[Manifest, Variant]] = []
-    orphans = [m for m in manifests if not m.noarch and not planned[m.root]]
-    if not orphans:
-        return wanted
-    config, host, torch = index_config(), host_facts(), torch_info().major_minor
-    for manifest in orphans:
-        for variant, plan in env_variants(manifest, matrix.variants, torch, config, host):
-            rep.info(
-                f"{manifest.name}: this Python's torch builds none of its variants; building {variant.name} "
-                f"in its own environment (torch from {plan.source})"
-            )
-            wanted.append((manifest, variant))
-    return wanted
-
-
-def _say_what_else(
-    named: list[str], manifests: list[Manifest], planned: dict[Path, list[Variant]], matrix: Matrix, rep: Reporter
-) -> None:
-    """After a plain build: the variants of this torch release that an environment would build here
-    for kernels that built host variants instead (e.g. their CUDA variant on a CPU torch), with the
-    command that builds them."""
-    from ..envs import host_facts, index_config
-    from ..errors import PybuildError
-    from ..host import torch_info
-    from ..reach import env_variants
-
-    built = [m for m in manifests if not m.noarch and planned[m.root]]
-    if not built:
-        return
-    try:
-        config, host, torch = index_config(), host_facts(), torch_info().major_minor
-    except PybuildError:
-        return
-    kernels_of: dict[str, list[str]] = {}
-    for manifest in built:
-        here = {v.backend for v in planned[manifest.root]}
-        for variant, _ in env_variants(manifest, matrix.variants, torch, config, host):
-            if variant.backend not in here:
-                kernels_of.setdefault(variant.name, []).append(manifest.name)
-    for name, kernels in kernels_of.items():
-        rep.info(
-            f"not built by default: {name} of {', '.join(kernels)} (an environment builds it here: "
-            f"python -m pybuild build {''.join(d + ' ' for d in named)}--variant {name})"
-        )
-
-
-def _nothing_to_build(manifests: list[Manifest], matrix: Matrix) -> None:
-    """Nothing built and nothing to build: fail with the one command that builds something here."""
-    from ..envs import host_facts, index_config
-    from ..errors import ToolchainError
-    from ..reach import next_command
-
-    command = next_command(manifests, matrix.variants, index_config(), host_facts())
-    raise ToolchainError(
-        f"nothing built: no kernel named has a variant this machine builds (see the lines above); try `{command}`"
-    )
-
-
-def _env_selection(
-    args: argparse.Namespace, matrix: Matrix, manifests: list[Manifest], planned: dict[Path, list[Variant]]
-) -> tuple[list[tuple[Manifest, Variant]], set[str] | None]:
-    """The (kernel, variant) pairs to build in per-variant environments, and the host variants to
-    build here (None: all of them). A --variant this Python's torch builds stays a host build."""
-    from ..variants import parse_variant_name
-
-    if not args.all and not args.variant:
-        return [], None
-    host_names: set[str] = set()
-    wanted: list[tuple[Manifest, Variant]] = []
-    if args.all:
-        for m in manifests:
-            if m.noarch:  # pure Python: assembled here, for every backend
-                host_names |= {v.name for v in planned[m.root]}
-            else:
-                wanted += [(m, v) for v in m.variants(matrix.variants)]
-        return wanted, host_names
-    offered_host = {v.name for vs in planned.values() for v in vs}
-    for name in dict.fromkeys(args.variant):
-        if name in offered_host:
-            host_names.add(name)
-            continue
-        variant = parse_variant_name(name)
-        kernels = [m for m in manifests if not m.noarch and variant in m.variants(matrix.variants)]
-        if not kernels:
-            choices = sorted({v.name for m in manifests for v in m.variants(matrix.variants)} | offered_host)
-            raise UsageError(_not_a_variant(name, choices, matrix, manifests))
-        # the kernel's own variant: a stable-ABI one carries the matrix torch it is built with
-        wanted += [(m, next(v for v in m.variants(matrix.variants) if v == variant)) for m in kernels]
-    return wanted, host_names
-
-
-def _not_a_variant(name: str, choices: list[str], matrix: Matrix, manifests: list[Manifest]) -> str:
-    """One line for a --variant the kernels named do not build: the closest names, and where all are."""
-    import difflib
-
-    close = difflib.get_close_matches(name, choices, n=3, cutoff=0.6)
-    hint = f"did you mean {' or '.join(close)}? " if close else ""
-    where = (
-        f"`python -m pybuild variants --kernel {manifests[0].root}` lists its {len(choices)}"
-        if len(manifests) == 1
-        else "`python -m pybuild variants --kernel DIR` lists each kernel's"
-    )
-    return (
-        f"--variant {name}: not a variant of {matrix.path.name} for {', '.join(m.name for m in manifests)}; "
-        f"{hint}{where}"
-    )
