@@ -119,7 +119,7 @@ def _time_rounds(
 
     graph: dict[str, list[float]] = {k: [] for k in impls}
     plain: dict[str, list[float]] = {k: [] for k in impls}
-    method = {k: "cuda-graph" if device == "cuda" else "wall-clock" for k in impls}
+    method = dict.fromkeys(impls, "cuda-graph" if device == "cuda" else "wall-clock")
     paired = [n for n in ("ours", "eager") if n in impls]
     for round_ in range(rounds):
         for name, fn in round_order(list(impls.items()), round_):

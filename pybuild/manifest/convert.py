@@ -118,22 +118,22 @@ def general_fields(path: Path, data: dict[str, Any], schema: Schema) -> dict[str
     repo_id = hub.get("repo-id", str)
     if repo_id is not None and not is_repo_id(repo_id):
         hub.fail(f'`repo-id` in [general.hub] is {repo_id!r}; use "org/name", e.g. "kernels-community/{name}"')
-    return dict(
-        name=name,
-        universal=False,
-        version=version,
-        license=general.get("license", str, "Apache-2.0"),
-        license_set="license" in general.table,
-        python_depends=general.str_list("python-depends"),
-        backends_filter=backends,
-        repo_id=repo_id,
-        hub_branch=hub.get("branch", str),
-        upstream=general.get("upstream", str),
-        source=general.get("source", str),
-        toolkit_bounds=_toolkit_bounds(path, general, schema),
-        backend_python_depends=per_backend,
-        kernel_depends=_kernel_depends(general),
-    )
+    return {
+        "name": name,
+        "universal": False,
+        "version": version,
+        "license": general.get("license", str, "Apache-2.0"),
+        "license_set": "license" in general.table,
+        "python_depends": general.str_list("python-depends"),
+        "backends_filter": backends,
+        "repo_id": repo_id,
+        "hub_branch": hub.get("branch", str),
+        "upstream": general.get("upstream", str),
+        "source": general.get("source", str),
+        "toolkit_bounds": _toolkit_bounds(path, general, schema),
+        "backend_python_depends": per_backend,
+        "kernel_depends": _kernel_depends(general),
+    }
 
 
 def _toolkit_bounds(
@@ -205,7 +205,7 @@ def stable_abi(torch: Reader, backends: tuple[str, ...] | None) -> tuple[tuple[s
     if value is None:
         return ()
     where = "`stable-abi` in [torch]"
-    table = {b: value for b in (backends or registry.names())} if isinstance(value, str) else value
+    table = dict.fromkeys(backends or registry.names(), value) if isinstance(value, str) else value
     out = []
     for b, text in table.items():
         ver = torch.version_text(f"{where} ({b})", text)

@@ -50,7 +50,7 @@ def kernel_tables(depends_required: bool, farm: bool = False) -> dict[str, Table
         for t in kernel_types().values():
             keys.update({k: f.metadata["kind"] for k, f in declared_keys(t).items() if f.metadata.get("farm")})
         common = Table(keys, required=required)
-        return {b: common for b in kernel_types()}
+        return dict.fromkeys(kernel_types(), common)
     out = {}
     for b, t in kernel_types().items():
         others = {k: f'it only applies to backend "{o}"' for k in _all_keys() if (o := owner_of(k)) not in (None, b)}

@@ -64,16 +64,16 @@ def _torch_fields(path: Path, data: dict[str, Any], framework: str, general: dic
         t.check_noarch_archs(torch, archs)
         if archs:
             noarch_archs.append((backend, archs))
-    return dict(
-        torch_src=torch.paths(path.parent, "src"),
-        torch_include=torch.paths(path.parent, "include", must_be_dir=True),
-        torch_minver=minver,
-        torch_maxver=maxver,
-        torch_pyext=pyext(torch),
-        torch_cxx_flags=torch.flags("cxx-flags"),
-        stable_abi=stable_abi(torch, backends) if framework == "torch" else (),
-        noarch_backend_archs=tuple(noarch_archs),
-    )
+    return {
+        "torch_src": torch.paths(path.parent, "src"),
+        "torch_include": torch.paths(path.parent, "include", must_be_dir=True),
+        "torch_minver": minver,
+        "torch_maxver": maxver,
+        "torch_pyext": pyext(torch),
+        "torch_cxx_flags": torch.flags("cxx-flags"),
+        "stable_abi": stable_abi(torch, backends) if framework == "torch" else (),
+        "noarch_backend_archs": tuple(noarch_archs),
+    }
 
 
 def _check_shape(m: Manifest, has_framework_table: bool) -> None:

@@ -144,7 +144,7 @@ class Manifest:
             kept = out.get(v)
             if kept is None or m.torch_tuple >= kept[1].torch_tuple:
                 out[v] = (v, m)
-        return {v: m for v, m in out.values()}
+        return dict(out.values())
 
     def framed(self, v: Variant, tvm_ffi: str = TVM_FFI_VERSION) -> Variant | None:
         """Variant ``v`` (of the matrix, or of this machine) as this kernel's framework builds it: a

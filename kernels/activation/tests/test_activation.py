@@ -35,9 +35,9 @@ OPS = ("silu_and_mul", "gelu_and_mul", "gelu_tanh_and_mul")
 DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 # One rounding of an fp32 result against one rounding of the float64 reference: at most an ulp apart.
 TOL = {
-    torch.float32: dict(atol=1e-5, rtol=1e-5),
-    torch.float16: dict(atol=1e-3, rtol=2e-3),
-    torch.bfloat16: dict(atol=1e-2, rtol=1.6e-2),
+    torch.float32: {"atol": 1e-5, "rtol": 1e-5},
+    torch.float16: {"atol": 1e-3, "rtol": 2e-3},
+    torch.bfloat16: {"atol": 1e-2, "rtol": 1.6e-2},
 }
 # Leading shapes and 2 d: vector paths (d a multiple of 8), scalar paths (odd d), several blocks,
 # partial blocks, empty tensors.

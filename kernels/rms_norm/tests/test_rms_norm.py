@@ -22,9 +22,9 @@ def reference(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor
 DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 # fp32 sums over up to 16384 squares, then one rounding to the dtype.
 TOL = {
-    torch.float32: dict(atol=1e-5, rtol=2e-5),
-    torch.float16: dict(atol=2e-3, rtol=2e-3),
-    torch.bfloat16: dict(atol=2e-2, rtol=1.6e-2),
+    torch.float32: {"atol": 1e-5, "rtol": 2e-5},
+    torch.float16: {"atol": 2e-3, "rtol": 2e-3},
+    torch.bfloat16: {"atol": 2e-2, "rtol": 1.6e-2},
 }
 # Hidden sizes across the CUDA paths (WIDE below has more): warp tiles (a power of two of up to 32 packs of 16 bytes:
 # 8..256 in 16-bit dtypes, 4..128 in fp32), warp groups of 1..32 threads (other rows of <= 64
@@ -359,7 +359,7 @@ def test_cuda_rows_of_any_width(kernel, rows, hidden, dtype):
     assert torch.isnan(buf[rows:]).all(), "rows past the output were written"
     tol = dict(TOL[dtype])
     if dtype == torch.float32 and hidden > 16384:  # fp32 sums of up to 327680 squares, in another order
-        tol = dict(atol=1e-4, rtol=1e-4)
+        tol = {"atol": 1e-4, "rtol": 1e-4}
     torch.testing.assert_close(out, reference(x, w, 1e-6), **tol)
 
 
