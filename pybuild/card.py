@@ -7,6 +7,7 @@ verdict always give the same bytes, so re-running a release compares equal to wh
 from __future__ import annotations
 
 import ast
+import contextlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -59,10 +60,8 @@ def _package_info(manifest: Manifest) -> tuple[str, list[str]]:
     exports: list[str] = []
     for node in tree.body:
         if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets):
-            try:
+            with contextlib.suppress(ValueError):  # not a literal list: no exports shown
                 exports = [str(x) for x in ast.literal_eval(node.value)]
-            except ValueError:
-                pass
     return (doc[0] if doc else ""), exports
 
 

@@ -79,10 +79,8 @@ def remove_tree(path: Path) -> None:
                 with contextlib.suppress(FileNotFoundError):
                     os.unlink(entry.name, dir_fd=fd)
             if sub is not None:
-                try:
+                with contextlib.suppress(FileNotFoundError):  # removed meanwhile: scan this folder again
                     stack.append((os.open(sub, flags, dir_fd=fd), sub))
-                except FileNotFoundError:
-                    pass  # removed meanwhile: scan this folder again
                 continue
             os.close(fd)
             _, name = stack.pop()

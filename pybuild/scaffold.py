@@ -58,7 +58,7 @@ _CXX_KEYWORDS = frozenset(
     goto if inline int long mutable namespace new noexcept not not_eq nullptr operator or or_eq private
     protected public register reinterpret_cast requires return short signed sizeof static static_assert
     static_cast struct switch template this thread_local throw true try typedef typeid typename union
-    unsigned using virtual void volatile wchar_t while xor xor_eq""".split()
+    unsigned using virtual void volatile wchar_t while xor xor_eq""".split()  # noqa: SIM905 (a word list reads best as text)
 )
 # Namespaces the generated C++ lives beside, and `name`, which every torch.ops namespace already has.
 _TAKEN = frozenset({"at", "c10", "caffe2", "std", "torch", "ops", "cuda", "kernels", "name"})

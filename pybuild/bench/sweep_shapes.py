@@ -248,10 +248,7 @@ def draw_images(op: str, dist: Distribution, bytes_per_pixel: int) -> list[Shape
         if h * w * bytes_per_pixel > dist.max_bytes:  # one image too large: as many of its rows as fit
             h = _fit(rng, h, _times(w * bytes_per_pixel), dist.max_bytes, most=True)
         per_image = h * w * bytes_per_pixel
-        if len(dims) == 3:
-            dims = (_fit(rng, dims[0], _times(per_image), dist.max_bytes), h, w)
-        else:
-            dims = (h, w)
+        dims = (_fit(rng, dims[0], _times(per_image), dist.max_bytes), h, w) if len(dims) == 3 else (h, w)
         pixels = math.prod(dims)
         shapes.append(Shape(tuple(dims), "uint8", form, pixels * bytes_per_pixel))
     return shapes

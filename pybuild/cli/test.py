@@ -179,10 +179,8 @@ def _in_env(job: VariantJob, args: argparse.Namespace, rep: Reporter) -> list[Ru
                 else _build_failed(bad[0])
             )
     torches = getattr(args, "torch", None)
-    if torches:  # a stable-ABI variant under later torch releases, each in that release's environment
-        envs = [_runner_env(job.variant, t, rep, job.manifests) for t in dict.fromkeys(torches)]
-    else:
-        envs = [env]
+    # a stable-ABI variant under later torch releases (--torch): each in that release's environment
+    envs = [_runner_env(job.variant, t, rep, job.manifests) for t in dict.fromkeys(torches)] if torches else [env]
     return [Runner(e.python, e.toolchain.torch, e.path) for e in envs]
 
 

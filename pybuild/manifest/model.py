@@ -191,11 +191,9 @@ class Manifest:
         if variant.stable_abi or stable is not None:
             return variant.stable_abi and variant.torch_tuple == stable
         t = variant.torch_tuple
-        if self.torch_minver and t < self.torch_minver:
-            return False
-        if self.torch_maxver and t > self.torch_maxver:
-            return False
-        return True
+        too_old = self.torch_minver is not None and t < self.torch_minver
+        too_new = self.torch_maxver is not None and t > self.torch_maxver
+        return not (too_old or too_new)
 
     @property
     def package_dir(self) -> str:

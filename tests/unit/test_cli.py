@@ -35,7 +35,7 @@ def test_every_command_module_is_a_listed_command() -> None:
     modules = {p.stem for p in folder.glob("*.py")} - NOT_COMMANDS
     listed = [c.__name__.rsplit(".", 1)[1] for c in COMMANDS]
     assert sorted(listed) == sorted(modules)
-    assert all(c.NAME == c.__name__.rsplit(".", 1)[1].replace("_", "-") for c in COMMANDS)
+    assert [c.NAME for c in COMMANDS] == [c.__name__.rsplit(".", 1)[1].replace("_", "-") for c in COMMANDS]
     assert len({c.NAME for c in COMMANDS}) == len(COMMANDS)
 
 

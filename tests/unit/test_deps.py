@@ -141,12 +141,12 @@ def test_the_manifest_knows_every_pinned_name() -> None:
 def test_each_cutlass_pin_matches_its_tag(name: str, tmp_path: Path) -> None:
     """The pinned tree hash is the hash of the tag's header folders (archives made from the tag)."""
     pin = pins()[name]
-    t = tarfile.open(SHARED / pin.archive)
     files = {}
-    for m in t.getmembers():
-        rel = m.name.split("/", 1)[1] if "/" in m.name else ""
-        if m.isfile() and rel.startswith(("include/", "tools/util/include/")):
-            files[rel] = t.extractfile(m).read()  # type: ignore[union-attr]
+    with tarfile.open(SHARED / pin.archive) as t:
+        for m in t.getmembers():
+            rel = m.name.split("/", 1)[1] if "/" in m.name else ""
+            if m.isfile() and rel.startswith(("include/", "tools/util/include/")):
+                files[rel] = t.extractfile(m).read()  # type: ignore[union-attr]
     assert _digest(files) == pin.tree_sha256
 
 
