@@ -119,7 +119,7 @@ def render_card(
         if r.check == "variants":
             missing = list(r.data.get("missing", []))
     own_readme = manifest.root / "README.md"
-    text = _env.get_template(TEMPLATE).render(
+    return _env.get_template(TEMPLATE).render(
         name=manifest.name,
         python_name=manifest.python_name,
         front_matter=front_matter(manifest.license),
@@ -138,4 +138,3 @@ def render_card(
         exports=exports,
         readme=own_readme.read_text().strip() if own_readme.is_file() else "",
     )
-    return text

@@ -101,5 +101,4 @@ def sandboxed(
 
 def _existing(paths: Iterable[Path]) -> list[Path]:
     """Resolved, existing, each once, parents before children (a bind inside another stays visible)."""
-    out = sorted({p.resolve() for p in paths if p.exists()}, key=lambda p: len(p.parts))
-    return out
+    return sorted({p.resolve() for p in paths if p.exists()}, key=lambda p: len(p.parts))

@@ -487,13 +487,15 @@ class _Handler(BaseHTTPRequestHandler):
                 rule = None
             if rule is not None and rule.action == "answer":
                 hub.request_log.append((method, route, url.path, 0))  # 0: never applied
-                return self._send(rule.status, {"Content-Type": "text/plain"}, rule.message.encode("latin-1"))
+                self._send(rule.status, {"Content-Type": "text/plain"}, rule.message.encode("latin-1"))
+                return
             if rule is not None and rule.action == "fail":
                 headers = {} if rule.retry_after is None else {"Retry-After": str(int(rule.retry_after))}
                 raise HubError(rule.status, rule.message, headers=headers)
             if rule is not None and not rule.after_apply:
                 hub.request_log.append((method, route, url.path, 0))  # 0: dropped, never applied
-                return self._drop()
+                self._drop()
+                return
             if method in ("POST", "PUT", "DELETE") and not self._has_token():
                 raise HubError(401, BAD_CREDENTIALS)
             response = action(body=body, query=query, headers=self.headers)
@@ -504,8 +506,9 @@ class _Handler(BaseHTTPRequestHandler):
             response = HubError(500, f"fixture internal error: {e!r}").response()
         hub.request_log.append((method, route, url.path, response[0]))
         if rule is not None and rule.action == "drop":  # after_apply: the write happened, the answer is lost
-            return self._drop()
-        self._send(*response, head=(method == "HEAD"))
+            self._drop()
+        else:
+            self._send(*response, head=(method == "HEAD"))
 
     def _has_token(self) -> bool:
         auth = self.headers.get("Authorization", "")
