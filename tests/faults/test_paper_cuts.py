@@ -206,8 +206,10 @@ def test_envs_clear_keeps_one_a_test_run_uses(cache: Path, capsys: pytest.Captur
 def test_a_half_removed_environment_is_made_again_not_trusted(cache: Path) -> None:
     from pybuild.envs import _read_marker
 
-    class Plan:
+    class Plan:  # a CPU environment's plan: no CUDA runtime to link
         key = "k"
+        torch_cuda = None
+        nvcc = None
 
     d = env_folder(cache, "half", GOOD)
     assert _read_marker(d, Plan()) == GOOD  # type: ignore[arg-type]
