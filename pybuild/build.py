@@ -221,7 +221,7 @@ def _configure(job: _Job, progress: Progress) -> dict[str, str]:
         "Ninja",
         f"-DCMAKE_MAKE_PROGRAM={job.ninja}",
         "-DCMAKE_BUILD_TYPE=Release",
-        f"-DPython3_EXECUTABLE={job.toolchain.python}",
+        f"-DPython3_EXECUTABLE={stable_python(job.work, job.toolchain.python)}",
         f"-DPYBUILD_SOURCE_DIR={job.root}",
         f"-DPYBUILD_BACKEND={variant.backend}",
         f"-DOPS_NAME={job.ops}",
@@ -232,7 +232,8 @@ def _configure(job: _Job, progress: Progress) -> dict[str, str]:
     args += backend.cmake_args(job.manifest, variant, job.toolchain, job.archs)
     args += [f"-D{d.pin.env_var}={d.root}" for d in job.deps]
     _drop_moved_cmake_cache(job.cmake_dir)
-    configure_key = hashlib.sha256("\0".join(args).encode()).hexdigest()
+    # the environment behind the alias is part of the configuration: a new one configures afresh
+    configure_key = hashlib.sha256("\0".join([*args, job.toolchain.python]).encode()).hexdigest()
     configure_stamp = job.work / "configure.sha256"
     env = job.toolchain.environ()
     # Paths relative to the kernel folder in ccache's hash: copies of a kernel share cache hits.
@@ -252,6 +253,31 @@ def _configure(job: _Job, progress: Progress) -> dict[str, str]:
         _step(job, args, env, writable=[job.work])
         configure_stamp.write_text(configure_key)
     return env
+
+
+TOOLCHAIN_ALIAS = "toolchain"
+
+
+def stable_python(work: Path, python: str) -> str:
+    """``python`` as CMake sees it in the variant's work folder ``work``. An environment's Python (a
+    venv: ``pyvenv.cfg`` beside its ``bin/``) is reached through the link ``<work>/toolchain`` to its
+    folder, so torch's and NVIDIA's include folders appear at ``../toolchain/...`` from the CMake
+    folder in every variant. With ccache's base_dir at the kernel folder, a translation unit that
+    includes no torch header (device code) then compiles with the same command and the same
+    preprocessed text in every variant of one CUDA release, and ccache compiles it once for all of
+    them. Another Python (a system one) is used as it is: its prefix lookup depends on where it lives."""
+    exe = Path(python)
+    prefix = exe.parent.parent
+    if exe.parent.name != "bin" or not (prefix / "pyvenv.cfg").is_file():
+        return python
+    alias = work / TOOLCHAIN_ALIAS
+    if not (alias.is_symlink() and os.readlink(alias) == str(prefix)):
+        if alias.is_symlink() or alias.is_file():
+            alias.unlink()
+        elif alias.exists():
+            shutil.rmtree(alias)
+        alias.symlink_to(prefix, target_is_directory=True)
+    return str(alias / "bin" / exe.name)
 
 
 def _step(
