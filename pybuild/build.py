@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import __version__, backends, safeload
+from .cache import SharedCache
 from .deps import Resolved
 from .digest import digest_mismatches, source_hash
 from .digest import ops_name as make_ops_name
@@ -51,6 +52,7 @@ class BuildOptions:
     force: bool = False
     jobs: int | None = None
     sandbox: bool = False  # configure, compile and install under bubblewrap (pybuild.sandbox)
+    cache: SharedCache | None = None  # ccache's remote storage for the compile steps (pybuild.cache)
 
 
 @dataclass(frozen=True)
@@ -313,6 +315,8 @@ def _compile(job: _Job, env: dict[str, str], options: BuildOptions, progress: Pr
             progress(f"compiling [{done}/{total}] {target}", done / total)
 
     build_cmd = [job.cmake, "--build", str(job.cmake_dir), "--parallel", str(options.jobs or compile_jobs())]
+    if options.cache is not None and not job.sandbox:  # a sandboxed build has neither network nor ccache
+        env = {**env, **options.cache.environ()}
     progress("compiling", 0.0)
     _step(job, build_cmd, env, writable=[job.work], on_line=on_line)
 

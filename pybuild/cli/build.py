@@ -74,6 +74,19 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "but an allow-list, the kernel read-only, only its work and staging folders writable "
         "(default: on where PYBUILD_SANDBOX=1, as CI sets it for pull requests)",
     )
+    p.add_argument(
+        "--cache",
+        metavar="URL",
+        help="the fleet's shared compiler cache, ccache's remote storage: redis://HOST:PORT, "
+        "redis+unix:///PATH or http://HOST/PATH (env PYBUILD_SHARED_CACHE does the same); "
+        "not used under --sandbox",
+    )
+    p.add_argument(
+        "--cache-read-only",
+        action="store_true",
+        help="take hits from the shared cache, never write to it: for untrusted builds "
+        "(env PYBUILD_SHARED_CACHE_READ_ONLY=1 does the same)",
+    )
     add_variants_flag(p)
     add_output_flags(p)
 
@@ -81,6 +94,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from ..backends.cuda_archs import check_cuda_archs
     from ..build import BuildOptions
+    from ..cache import check_usable, shared_cache
     from ..sandbox import bwrap
     from ..sandbox import default_on as default_sandbox
     from ..selection import check_request, left_to_environments, nothing_to_build, select_builds
@@ -93,7 +107,13 @@ def run(args: argparse.Namespace) -> int:
     sandbox = args.sandbox if args.sandbox is not None else default_sandbox()
     if sandbox:
         bwrap()  # a missing bubblewrap is named before any work
-    options = BuildOptions(cuda_archs=archs, force=args.force, jobs=args.jobs, sandbox=sandbox)
+    cache = shared_cache(args.cache, read_only=args.cache_read_only)
+    if cache is not None and sandbox:
+        rep.info(f"shared cache {cache.url} not used: a sandboxed build has no network and no ccache")
+        cache = None
+    if cache is not None:
+        check_usable(cache)  # ccache and its protocol, named before any work
+    options = BuildOptions(cuda_archs=archs, force=args.force, jobs=args.jobs, sandbox=sandbox, cache=cache)
     selection = select_builds(manifests, matrix, all_variants=args.all, names=args.variant, info=rep.info)
     results, failed = _build_here(args, rep, matrix, manifests, selection, options)
     if not results and not selection.jobs and not selection.refusals:
