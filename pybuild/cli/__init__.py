@@ -14,6 +14,7 @@ from .. import __version__
 from ..errors import UsageError
 from . import (
     bench,
+    bench_build,
     build,
     check,
     check_config,
@@ -50,6 +51,7 @@ COMMANDS: tuple[Command, ...] = (  # the order a kernel meets them (docs/cli.md 
     publish,
     wheel,
     bench,
+    bench_build,
 )
 
 
