@@ -1,0 +1,43 @@
+"""bench-build's pure parts: which source the edit leg touches, how the legs are tabled."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pybuild.buildbench import EDIT_LINE, Leg, Plan, copy_kernel, edit_one_source, legs_table
+from pybuild.manifest import load_manifest
+from pybuild.variants import load_matrix, parse_variant_name
+
+REPO = Path(__file__).resolve().parents[2]
+CPU = parse_variant_name("torch213-cxx11-cpu-x86_64-linux")
+CUDA = parse_variant_name("torch213-cxx11-cu130-x86_64-linux")
+
+
+@pytest.mark.parametrize(
+    ("variants", "edited"),
+    [([CPU, CUDA], "csrc/img2gray.cu"), ([CPU], "csrc/img2gray_cpu.cpp"), ([CUDA], "csrc/img2gray.cu")],
+)
+def test_the_edit_touches_a_source_the_timed_variants_compile(tmp_path: Path, variants: list, edited: str) -> None:
+    manifest = load_manifest(REPO / "kernels" / "img2gray")
+    copy = copy_kernel(manifest, tmp_path / "img2gray")
+    assert not (copy / "build").exists() and not (copy / ".pybuild").exists()
+    plan = Plan(manifest, load_matrix(REPO / "variants.json"), variants, variants[-1])
+    path, before = edit_one_source(plan, copy)
+    assert path == copy / edited
+    assert path.read_text() == before + EDIT_LINE.format(n=1)
+    assert (manifest.root / edited).read_text() == before  # the kernel itself is untouched
+
+
+def test_each_leg_is_one_row_with_its_ratio_and_ccache_counters() -> None:
+    legs = [
+        Leg("cold-variant", 40.0, 1.0, 1, 1, {"cache_miss": 4}),
+        Leg("second-machine", 6.0, 0.15, 4, 4, {"direct_cache_hit": 12, "remote_storage_hit": 12}, "note"),
+        Leg("second-machine", 0.0, None, 0, 4, {}, "skipped: no shared cache given"),
+    ]
+    assert legs_table(legs) == [
+        ("cold-variant", "40.0 s", "1.00x", "1/1", "0+0", "0", "4", ""),
+        ("second-machine", "6.0 s", "0.15x", "4/4", "12+0", "12", "0", "note"),
+        ("second-machine", "0.0 s", "-", "0/4", "0+0", "0", "0", "skipped: no shared cache given"),
+    ]
