@@ -17,6 +17,7 @@ import json
 import os
 import re
 import shutil
+import sys
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -230,7 +231,10 @@ def _configure(job: _Job, progress: Progress) -> dict[str, str]:
     ]
     launcher = ccache()
     if launcher:
-        args += [f"-DCMAKE_CXX_COMPILER_LAUNCHER={launcher}", f"-DCMAKE_CUDA_COMPILER_LAUNCHER={launcher}"]
+        args += [
+            f"-DCMAKE_CXX_COMPILER_LAUNCHER={launcher}",
+            f"-DCMAKE_CUDA_COMPILER_LAUNCHER={_cuda_launcher(job, launcher)}",
+        ]
     args += backend.cmake_args(job.manifest, variant, job.toolchain, job.archs)
     args += [f"-D{d.pin.env_var}={d.root}" for d in job.deps]
     _drop_moved_cmake_cache(job.cmake_dir)
@@ -280,6 +284,19 @@ def stable_python(work: Path, python: str) -> str:
             shutil.rmtree(alias)
         alias.symlink_to(prefix, target_is_directory=True)
     return str(alias / "bin" / exe.name)
+
+
+UNIT_LOCKS = ".unit-locks"  # in .pybuild/: the locks of pybuild/unitlock.py, shared by the variants
+
+
+def _cuda_launcher(job: _Job, ccache_exe: str) -> str:
+    """ccache for CUDA units, behind pybuild/unitlock.py: variants built at once compile a device unit
+    they share one after another, so the first compiles it and the others take ccache's hit. A
+    sandboxed build (no ccache, nothing writable beside its own work folder) gets ccache alone."""
+    if job.sandbox:
+        return ccache_exe
+    script = Path(__file__).with_name("unitlock.py")
+    return ";".join([sys.executable, str(script), str(job.root / WORK_DIR / UNIT_LOCKS), str(job.work), ccache_exe])
 
 
 def _step(
