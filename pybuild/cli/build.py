@@ -109,7 +109,7 @@ def run(args: argparse.Namespace) -> int:
         bwrap()  # a missing bubblewrap is named before any work
     cache = shared_cache(args.cache, read_only=args.cache_read_only)
     if cache is not None and sandbox:
-        rep.info(f"shared cache {cache.url} not used: a sandboxed build has no network and no ccache")
+        rep.warn(f"shared cache {cache.url} not used: a sandboxed build has no network and no ccache")
         cache = None
     if cache is not None:
         check_usable(cache)  # ccache and its protocol, named before any work
