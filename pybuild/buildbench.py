@@ -298,5 +298,32 @@ def legs_table(legs: Sequence[Leg]) -> list[tuple[str, ...]]:
     return rows
 
 
+def goals(legs: Sequence[Leg]) -> dict[str, dict[str, object]]:
+    """The farm's goals for its build, measured: the cold matrix at most 1.5x one cold variant, the
+    second machine's matrix at most 0.2x the first's, a no-op under 1 s; the edit's compiles (cache
+    misses) are reported as they are (one per edited unit and CUDA release, plus the binding per
+    variant, whose op namespace is a hash of the sources)."""
+    by = {leg.name: leg for leg in legs}
+    out: dict[str, dict[str, object]] = {}
+
+    def ratio(name: str, of: str, goal: float) -> None:
+        a, b = by.get(name), by.get(of)
+        if a is None or b is None or a.ratio is None or not b.seconds:
+            out[f"{name}/{of}"] = {"value": None, "goal": goal, "met": None}
+            return
+        value = round(a.seconds / b.seconds, 3)
+        out[f"{name}/{of}"] = {"value": value, "goal": goal, "met": value <= goal}
+
+    ratio("cold-matrix", "cold-variant", 1.5)
+    ratio("second-machine", "cold-matrix", 0.2)
+    noop = by.get("no-op")
+    if noop is not None:
+        out["no-op-seconds"] = {"value": round(noop.seconds, 2), "goal": 1.0, "met": noop.seconds < 1.0}
+    edit = by.get("edit")
+    if edit is not None:
+        out["edit-compiles"] = {"value": edit.ccache.get("cache_miss", 0), "variants": edit.variants}
+    return out
+
+
 def as_json(legs: Sequence[Leg]) -> list[dict[str, object]]:
     return [asdict(leg) for leg in legs]

@@ -88,6 +88,12 @@ def run(args: argparse.Namespace) -> int:
             ["leg", "time", "ratio", "built", "ccache hits (direct+pre)", "remote hits", "misses", "note"],
             rows,
         )
+    for name, g in bb.goals(legs).items():
+        if "goal" in g:
+            verdict = {True: "met", False: "missed", None: "not measured"}[g["met"]]  # type: ignore[index]
+            rep.info(f"goal {name}: {g['value']} (at most {g['goal']}): {verdict}")
+        else:
+            rep.info(f"{name}: {g['value']} compiles for {g['variants']} variants")
     doc = {
         "kernel": p.manifest.name,
         "command": args.record_command or "python -m pybuild " + shlex.join(sys.argv[1:]),
@@ -99,6 +105,7 @@ def run(args: argparse.Namespace) -> int:
         "shared-cache": None if cache is None else cache.url.split("://", 1)[0],
         "not-timed": p.refused,
         "legs": bb.as_json(legs),
+        "goals": bb.goals(legs),
     }
     if args.out:
         Path(args.out).write_text(json.dumps(doc, indent=2) + "\n")

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from pybuild.buildbench import EDIT_LINE, Leg, Plan, copy_kernel, edit_one_source, legs_table
+from pybuild.buildbench import EDIT_LINE, Leg, Plan, copy_kernel, edit_one_source, goals, legs_table
 from pybuild.manifest import load_manifest
 from pybuild.variants import load_matrix, parse_variant_name
 
@@ -41,3 +41,21 @@ def test_each_leg_is_one_row_with_its_ratio_and_ccache_counters() -> None:
         ("second-machine", "6.0 s", "0.15x", "4/4", "12+0", "12", "0", "note"),
         ("second-machine", "0.0 s", "-", "0/4", "0+0", "0", "0", "skipped: no shared cache given"),
     ]
+
+
+def test_goals_compare_the_legs_as_the_farm_states_them() -> None:
+    legs = [
+        Leg("cold-variant", 100.0, 1.0, 1, 1, {}),
+        Leg("cold-matrix", 140.0, 1.4, 4, 4, {}),
+        Leg("no-op", 1.4, 0.014, 0, 4, {}),
+        Leg("edit", 90.0, 0.9, 4, 4, {"cache_miss": 5}),
+        Leg("second-machine", 35.0, 0.35, 4, 4, {}),
+    ]
+    assert goals(legs) == {
+        "cold-matrix/cold-variant": {"value": 1.4, "goal": 1.5, "met": True},
+        "second-machine/cold-matrix": {"value": 0.25, "goal": 0.2, "met": False},
+        "no-op-seconds": {"value": 1.4, "goal": 1.0, "met": False},
+        "edit-compiles": {"value": 5, "variants": 4},
+    }
+    skipped = [*legs[:4], Leg("second-machine", 0.0, None, 0, 4, {}, "skipped")]
+    assert goals(skipped)["second-machine/cold-matrix"] == {"value": None, "goal": 0.2, "met": None}
