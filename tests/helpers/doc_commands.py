@@ -123,6 +123,12 @@ _GPU = "needs a CUDA GPU; benchmarks/run_gpu.sh runs it on the GPU machine (docs
 
 #: Commands not run here, each with the reason.
 NOT_HERE: dict[str, str] = {
+    "redis-server --port 6379 --bind 127.0.0.1 --save ''": (
+        "a server that keeps running; tests/integration/test_shared_cache.py starts and stops one on a free port"
+    ),
+    "python -m pybuild build kernels/rms_norm --all --cache redis://127.0.0.1:6379": _MATRIX_ENVS,
+    "PYBUILD_SHARED_CACHE=redis://cache.internal:6379 python -m pybuild build --all": _REMOTE,
+    "python -m pybuild build --all --cache redis://cache.internal:6379 --cache-read-only": _REMOTE,
     "bash .ci/setup && python3 -m pytest -q": "the whole test suite, this one included; CI runs it (.ci/run)",
     "python -m pybuild build kernels/my-op --all": _MATRIX_ENVS,
     "git add kernels/my-op && nix --extra-experimental-features 'nix-command flakes' build .#my-op -L && "
