@@ -6,18 +6,19 @@ Runs COMMAND (ccache and the compiler with its arguments) holding an exclusive l
 hash of the command with WORK_DIR (the variant's work folder) taken out. Variants built at once
 whose device unit compiles with the same command (every torch variant of one CUDA release, see
 docs/building.md) then compile it one after another: the first compiles, the others wait and take
-ccache's hit, instead of all compiling it at the same time. Standard library only: CMake runs this
-file by its path with the Python that runs pybuild.
+ccache's hit, instead of all compiling it at the same time. CMake runs this file by its path with
+the Python that runs pybuild (so filelock, one of pybuild's requirements, is there); it imports
+nothing of pybuild's.
 """
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
-import os
 import subprocess
 import sys
 from pathlib import Path
+
+from filelock import FileLock
 
 
 def lock_name(command: list[str], work_dir: str) -> str:
@@ -32,12 +33,8 @@ def main(argv: list[str]) -> int:
         return 2
     lock_dir, work_dir, command = Path(argv[0]), argv[1], argv[2:]
     lock_dir.mkdir(parents=True, exist_ok=True)
-    fd = os.open(lock_dir / lock_name(command, work_dir), os.O_RDWR | os.O_CREAT, 0o644)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
+    with FileLock(lock_dir / lock_name(command, work_dir)):
         return subprocess.run(command, check=False).returncode
-    finally:
-        os.close(fd)
 
 
 if __name__ == "__main__":

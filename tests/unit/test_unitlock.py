@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import fcntl
-import os
 import subprocess
 import sys
 from pathlib import Path
+
+from filelock import FileLock
 
 from pybuild import unitlock
 
@@ -30,17 +30,13 @@ def test_the_command_runs_under_the_lock_and_its_exit_code_is_returned(tmp_path:
     done = subprocess.run([sys.executable, str(SCRIPT), str(locks), str(tmp_path), *command], check=False)
     assert done.returncode == 3
     # while another process holds the unit's lock, the launcher waits
-    lock = locks / unitlock.lock_name(command, str(tmp_path))
-    fd = os.open(lock, os.O_RDWR)
-    fcntl.flock(fd, fcntl.LOCK_EX)
-    proc = subprocess.Popen([sys.executable, str(SCRIPT), str(locks), str(tmp_path), *command])
-    try:
+    lock = FileLock(locks / unitlock.lock_name(command, str(tmp_path)))
+    with lock:
+        proc = subprocess.Popen([sys.executable, str(SCRIPT), str(locks), str(tmp_path), *command])
         try:
             proc.wait(timeout=1.5)
             waited = False
         except subprocess.TimeoutExpired:
             waited = True
         assert waited, "the launcher ran while the lock was held"
-    finally:
-        os.close(fd)
     assert proc.wait(timeout=30) == 3
