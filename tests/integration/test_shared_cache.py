@@ -85,3 +85,14 @@ def test_a_cache_ccache_cannot_use_is_refused_before_any_work(tmp_path: Path) ->
     assert proc.returncode == 5, proc.stderr
     assert "ccache is not on PATH" in proc.stderr
     assert not (kernel / ".pybuild").exists() and not (kernel / "build").exists()
+
+
+def test_a_sandboxed_build_says_it_does_not_use_the_shared_cache(tmp_path: Path) -> None:
+    if shutil.which("bwrap") is None:
+        pytest.skip("bubblewrap is not installed")
+    kernel = tmp_path / "noarch-softcap"
+    shutil.copytree(REPO / "tests" / "fixtures" / "noarch-softcap", kernel)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYBUILD_SHARED_CACHE")}
+    env["COLUMNS"] = "1000"  # the warning on one line
+    proc = pybuild("build", str(kernel), "--sandbox", "--cache", "redis://127.0.0.1:1", env=env)
+    assert "shared cache redis://127.0.0.1:1 not used: a sandboxed build has no network and no ccache" in proc.stderr
