@@ -10,7 +10,7 @@
 #
 # KERNEL defaults to img2gray; the variants to its CPU variants this machine builds (torch 2.13 and
 # 2.14); `--all` instead of variants builds what `pybuild build --all` builds. Needs redis-server and
-# ccache with Redis storage. Exits non-zero when a digest differs.
+# ccache with Redis storage. Exits non-zero when a digest differs; KEEP=1 keeps the folders.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 kernel=${1:-img2gray}
@@ -24,7 +24,7 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/pybuild-fanout.XXXXXX")
 redis_pid=""
 cleanup() {
   if [ -n "$redis_pid" ]; then kill "$redis_pid" 2>/dev/null || true; wait "$redis_pid" 2>/dev/null || true; fi
-  rm -rf "$work"
+  if [ -n "${KEEP:-}" ]; then echo "kept $work"; else rm -rf "$work"; fi
 }
 trap cleanup EXIT
 
