@@ -211,6 +211,7 @@ def _configure(job: _Job, progress: Progress) -> dict[str, str]:
     environment the build steps run in."""
     variant, backend = job.variant, backends.get(job.variant.backend)
     project = job.work / "project"
+    python = stable_python(job.work, job.toolchain.python)
     write_project(
         job.manifest, ProjectSpec(backend=variant.backend, ops_name=job.ops, cuda_archs=job.archs), dest=project
     )
@@ -224,7 +225,8 @@ def _configure(job: _Job, progress: Progress) -> dict[str, str]:
         "Ninja",
         f"-DCMAKE_MAKE_PROGRAM={job.ninja}",
         "-DCMAKE_BUILD_TYPE=Release",
-        f"-DPython3_EXECUTABLE={stable_python(job.work, job.toolchain.python)}",
+        f"-DPython3_EXECUTABLE={python}",
+        f"-DPYBUILD_TORCH_CMAKE_PREFIX={_torch_cmake_prefix(job, python)}",
         f"-DPYBUILD_SOURCE_DIR={job.root}",
         f"-DPYBUILD_BACKEND={variant.backend}",
         f"-DOPS_NAME={job.ops}",
@@ -297,6 +299,17 @@ def _cuda_launcher(job: _Job, ccache_exe: str) -> str:
         return ccache_exe
     script = Path(__file__).with_name("unitlock.py")
     return ";".join([sys.executable, str(script), str(job.root / WORK_DIR / UNIT_LOCKS), str(job.work), ccache_exe])
+
+
+def _torch_cmake_prefix(job: _Job, python: str) -> str:
+    """torch's ``share/cmake`` folder, through the toolchain link where ``python`` goes through it (so
+    torch's paths stay the same in every variant), handed to CMake so that configuring needs no
+    ``import torch``."""
+    torch_dir = job.toolchain.torch.path
+    prefix = Path(job.toolchain.python).parent.parent
+    if python != job.toolchain.python and torch_dir.is_relative_to(prefix):
+        torch_dir = job.work / TOOLCHAIN_ALIAS / torch_dir.relative_to(prefix)
+    return str(torch_dir / "share" / "cmake")
 
 
 def _step(
