@@ -401,15 +401,18 @@ def merge_requirements(have: list[str], extra: tuple[str, ...] | list[str]) -> l
 
 
 def test_packages() -> tuple[str, ...]:
-    """What ``pybuild test`` adds to an environment: pytest and the ``kernels`` loader (the version
-    this Python has, so both load alike)."""
+    """What ``pybuild test`` adds to an environment: pytest, the ``kernels`` loader and ``kernels-data``
+    (each the version this Python has, so both load alike; kernels-data for :mod:`pybuild.testing`,
+    which a kernel's tests may import and which names kernels by its rule)."""
     from importlib.metadata import PackageNotFoundError, version
 
-    try:
-        loader = f"kernels=={version('kernels')}"
-    except PackageNotFoundError:
-        loader = "kernels"
-    return ("pytest", loader)
+    def pinned(name: str) -> str:
+        try:
+            return f"{name}=={version(name)}"
+        except PackageNotFoundError:
+            return name
+
+    return ("pytest", pinned("kernels"), pinned("kernels-data"))
 
 
 def list_envs() -> list[tuple[Path, dict, int]]:

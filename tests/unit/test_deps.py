@@ -410,5 +410,5 @@ def test_python_depends_become_the_loaders_packages(tmp_path: Path) -> None:
     general = 'python-depends = ["einops", "tvm-ffi"]\n'
     kdir = _kernel(tmp_path, ["cpu"], general, {"k": ("cpu", '["torch"]', "k.cpp")})
     packages = _test_packages([load_manifest(kdir)], parse_variant_name("torch213-cxx11-cpu-x86_64-linux"))
-    assert packages[0] == "pytest" and packages[1].startswith("kernels")
-    assert packages[2:] == ("einops", "apache-tvm-ffi")
+    assert packages[0] == "pytest" and packages[1].startswith("kernels==") and packages[2].startswith("kernels-data")
+    assert packages[3:] == ("einops", "apache-tvm-ffi")
