@@ -40,6 +40,8 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("pybuild/manifest/editions/v5.py", "xpu"): "upstream edition 5's [general.xpu] table",
     # Names a kernel may not take because torch and C++ already use them (`torch.ops.cuda`), not a backend.
     ("pybuild/scaffold.py", "cuda"): "a namespace torch takes (torch.ops.cuda), not a backend",
+    # bench-build's machine description: "cpu" is the processor's model name, not a backend.
+    ("pybuild/buildbench.py", "cpu"): "the machine description's processor model, not a backend",
 }
 
 #: The benchmark harness times on torch's device type "cuda" (CUDA events, CUDA graphs, nvidia-smi)
