@@ -99,15 +99,23 @@ def try_locked(path: Path) -> Iterator[bool]:
     """Yields whether the exclusive advisory lock on ``path`` was free; if it was, it is held for the
     block. Never waits."""
     lock = FileLock(path)
+    with _held_if_free(lambda: lock.acquire(blocking=False), lock.release) as free:
+        yield free
+
+
+@contextlib.contextmanager
+def _held_if_free(acquire: Callable[[], object], release: Callable[[], object]) -> Iterator[bool]:
+    """Yields whether ``acquire`` (a non-blocking acquire) got the lock; if it did, ``release`` runs
+    after the block."""
     try:
-        lock.acquire(blocking=False)
+        acquire()
     except Timeout:
         yield False
         return
     try:
         yield True
     finally:
-        lock.release()
+        release()
 
 
 @contextlib.contextmanager
@@ -148,15 +156,8 @@ def try_sole_lock(path: Path) -> Iterator[bool]:
     it is held alone for the block, so no shared hold starts meanwhile. Never waits."""
     path.parent.mkdir(parents=True, exist_ok=True)
     lock = ReadWriteLock(path, is_singleton=False)
-    try:
-        lock.acquire_write(blocking=False)
-    except Timeout:
-        yield False
-        return
-    try:
-        yield True
-    finally:
-        lock.release()
+    with _held_if_free(lambda: lock.acquire_write(blocking=False), lock.release) as free:
+        yield free
 
 
 def cache_root() -> Path:
