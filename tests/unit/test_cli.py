@@ -210,11 +210,15 @@ def test_build_refuses_a_variant_clash_or_an_unknown_name_before_any_work(
 ) -> None:
     import pybuild.build
     import pybuild.matrix
+    import pybuild.selection
 
     def no_work(*args: object, **kwargs: object) -> None:
         raise AssertionError("planned or built before refusing the arguments")
 
+    # selection holds its own reference to plan_jobs: patching only matrix's would leak into a
+    # selection first imported during this test, and miss one imported before
     monkeypatch.setattr(pybuild.matrix, "plan_jobs", no_work)
+    monkeypatch.setattr(pybuild.selection, "plan_jobs", no_work)
     monkeypatch.setattr(pybuild.build, "build_variant", no_work)
     before = sorted(guide_kernel.rglob("*"))
     assert main(["build", str(guide_kernel), *argv]) == 2
