@@ -8,17 +8,16 @@ reported with the reason, and so is every result, in one summary.
 
 from __future__ import annotations
 
+import functools
 import time
-from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, replace
+from collections.abc import Sequence
+from dataclasses import dataclass
 
 from .build import BuildOptions, BuildResult, build_variant
 from .envs import Env, EnvPlan, Refusal, ensure_env, host_facts, index_config, plan_env, uv_bin
 from .errors import PybuildError, ToolchainError
-from .jobs import compile_jobs, mem_available_gib
 from .manifest import Manifest
-from .ui import TaskLine
+from .parallel import NewTask, Notify, build_at_once, build_with_progress, failed_result
 from .variants import Variant
 
 
@@ -27,23 +26,6 @@ class VariantJob:
     variant: Variant
     plan: EnvPlan
     manifests: tuple[Manifest, ...]
-
-
-def parallel_plan(
-    n_variants: int,
-    parallel: int | None = None,
-    cores: int | None = None,
-    mem_gib: float | None = None,
-    jobs: int | None = None,
-) -> tuple[int, int]:
-    """(variants built at once, compile jobs per build). The compile jobs of all builds together are
-    ``jobs`` (the user's --jobs), else :func:`pybuild.jobs.compile_jobs` (MAX_JOBS, or one per core and
-    per ``GIB_PER_JOB`` of available memory); they are split among the variants built at once
-    (``parallel`` of them, if given)."""
-    if jobs is None:
-        jobs = compile_jobs(cores, mem_gib, read_memory=False)
-    at_once = max(1, min(parallel or jobs, n_variants))
-    return at_once, max(1, jobs // at_once)
 
 
 def plan_jobs(wanted: Sequence[tuple[Manifest, Variant]]) -> tuple[list[VariantJob], list[Refusal]]:
@@ -62,24 +44,6 @@ def plan_jobs(wanted: Sequence[tuple[Manifest, Variant]]) -> tuple[list[VariantJ
         else:
             jobs.append(VariantJob(variant, plan, tuple(manifests)))
     return jobs, refusals
-
-
-NewTask = Callable[[str], TaskLine]
-Notify = Callable[[str], None]
-
-
-def _failed(manifest: Manifest, variant_name: str, seconds: float, e: PybuildError) -> BuildResult:
-    """The result of a variant whose environment or build failed with ``e``."""
-    return BuildResult(
-        manifest.name,
-        variant_name,
-        "failed",
-        seconds,
-        0,
-        manifest.root / "build" / variant_name,
-        str(e),
-        e.exit_code,
-    )
 
 
 def _job_env(job: VariantJob, new_task: NewTask, notify: Notify) -> Env:
@@ -114,41 +78,23 @@ def _run_job(
         env = _job_env(job, new_task, notify)
     except PybuildError as e:
         notify(f"error: {job.variant.name}: {e}")
-        return [_failed(m, job.variant.name, time.monotonic() - start, e) for m in job.manifests]
+        return [failed_result(m, job.variant.name, time.monotonic() - start, e) for m in job.manifests]
+    build = functools.partial(build_variant, toolchain=env.toolchain)
     for manifest in job.manifests:
-        label = f"{manifest.name} {job.variant.name}"
-        t0 = time.monotonic()
-        update: TaskLine | None = None
-
-        def progress(message: str, fraction: float | None, label: str = label) -> None:
-            nonlocal update
-            update = update or new_task(label)
-            update(message, fraction)
-
-        try:
-            result = build_variant(manifest, job.variant, options, progress=progress, toolchain=env.toolchain)
-        except PybuildError as e:
-            _finish(update)
-            notify(f"error: {label}: {e}")
-            results.append(_failed(manifest, job.variant.name, time.monotonic() - t0, e))
-            if not keep_going:
-                break
-            continue
-        _finish(update)
+        result = build_with_progress(
+            build,
+            manifest,
+            job.variant,
+            options,
+            new_task,
+            notify,
+            on_error=lambda message: notify(f"error: {message}"),
+            under=f" under torch {env.toolchain.torch.version}",
+        )
         results.append(result)
-        if result.status == "up to date":
-            notify(f"{label}: up to date ({result.seconds:.2f} s)")
-        else:
-            notify(
-                f"{label}: built in {result.seconds:.1f} s under torch {env.toolchain.torch.version} -> {result.path}"
-            )
+        if result.status == "failed" and not keep_going:
+            break
     return results
-
-
-def _finish(line: TaskLine | None) -> None:
-    """Take a finished build's progress line away (its result is printed as a line of its own)."""
-    if line is not None:
-        line.done()
 
 
 def build_in_envs(
@@ -159,17 +105,11 @@ def build_in_envs(
     parallel: int | None = None,
     keep_going: bool = True,
 ) -> list[BuildResult]:
-    """Build every job, up to :func:`parallel_plan` variants at once; results in the jobs' order."""
-    if not jobs:
-        return []
-    at_once, per_build = parallel_plan(len(jobs), parallel, mem_gib=mem_available_gib(), jobs=options.jobs)
-    options = replace(options, jobs=per_build)
-    if at_once > 1:
-        noun = "variant" if len(jobs) == 1 else "variants"
-        notify(f"building {len(jobs)} {noun}, {at_once} at a time, {options.jobs} compile job(s) each")
-    with ThreadPoolExecutor(max_workers=at_once) as pool:
-        futures = [pool.submit(_run_job, job, options, new_task, notify, keep_going) for job in jobs]
-        return [r for f in futures for r in f.result()]
+    """Build every job, up to :func:`pybuild.parallel.parallel_plan` variants at once (without
+    ``keep_going``, a failure stops the kernels left in its variant, not the other variants); results
+    in the jobs' order."""
+    work = [functools.partial(_run_job, job, new_task=new_task, notify=notify, keep_going=keep_going) for job in jobs]
+    return build_at_once(work, options, notify, parallel=parallel)
 
 
 def refusal_error(refusals: Sequence[Refusal]) -> ToolchainError:

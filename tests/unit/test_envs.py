@@ -18,7 +18,7 @@ from pybuild.envs import (
     nvcc_requirements,
     plan_env,
 )
-from pybuild.matrix import parallel_plan
+from pybuild.parallel import parallel_plan
 from pybuild.variants import parse_variant_name
 
 HOST = HostFacts(
