@@ -172,10 +172,21 @@ def build_variant(
         progress("assembling", None)
         _install(job, final, src_hash)
         stamp.write_text(json.dumps({"key": key, "metadata-sha256": _sha256(final / METADATA)}))
-        commands = job.cmake_dir / "compile_commands.json"
-        if commands.is_file():
-            shutil.copyfile(commands, root / "compile_commands.json")
+        _publish_compile_commands(job)
     return BuildResult(manifest.name, variant.name, "built", time.monotonic() - start, dir_size(final), final)
+
+
+def _publish_compile_commands(job: _Job) -> None:
+    """Put the variant's ``compile_commands.json`` at the kernel's root for editors and clangd, in one
+    rename: variants of one kernel built at once (in threads or in other runs) each replace the whole
+    file, the last one's stays, and no reader sees a mix. The temporary copy is named for the variant,
+    whose lock the caller holds, so no other build writes it meanwhile."""
+    commands = job.cmake_dir / "compile_commands.json"
+    if not commands.is_file():
+        return
+    tmp = job.root / f".compile_commands.json.{job.variant.name}.tmp"
+    shutil.copyfile(commands, tmp)
+    os.replace(tmp, job.root / "compile_commands.json")
 
 
 @dataclass(frozen=True)
