@@ -4,10 +4,9 @@ variants here, and with --all or --variant the matrix's in per-variant environme
 from __future__ import annotations
 
 import argparse
-import time
+import functools
 from typing import TYPE_CHECKING
 
-from ..errors import PybuildError
 from ..ui import Reporter, error, human_size
 from .common import add_kernel_dirs, add_output_flags, add_variants_flag, int_at_least, load_manifests, load_matrix
 
@@ -15,6 +14,7 @@ if TYPE_CHECKING:
     from ..build import BuildOptions, BuildResult
     from ..envs import Refusal
     from ..manifest import Manifest
+    from ..parallel import NewTask
     from ..selection import BuildSelection
     from ..variants import Matrix, Variant
 
@@ -48,8 +48,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--parallel",
         type=int_at_least(1),
         metavar="N",
-        help="variants built at once with --all/--variant "
-        "(default: as many as compile jobs, one per core and per 3 GiB of free memory)",
+        help="variants built at once, sharing the compile jobs: first those this Python's torch builds, "
+        "then those built in environments (default: as many as compile jobs, one per core and per 3 GiB "
+        "of free memory; 1: one after another)",
     )
     p.add_argument(
         "--cuda-archs",
@@ -62,8 +63,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--jobs",
         type=int_at_least(1),
         metavar="N",
-        help="parallel compile jobs (default: MAX_JOBS, else one per core and per 3 GiB of free memory; "
-        "with --all/--variant, the total of all builds at once)",
+        help="parallel compile jobs of all builds at once together, split among them (default: MAX_JOBS, "
+        "else one per core and per 3 GiB of free memory)",
     )
     p.add_argument("-k", "--keep-going", action="store_true", help="build the other kernels after a failure")
     p.add_argument(
@@ -145,12 +146,13 @@ def _build_here(
     selection: BuildSelection,
     options: BuildOptions,
 ) -> tuple[list[BuildResult], int]:
-    """Build each kernel's host variants that ``selection`` builds here, with this Python; the
-    results, and the exit code of the first failed build (0: none failed)."""
+    """Build each kernel's host variants that ``selection`` builds here, with this Python, up to
+    ``--parallel`` at once (as :func:`pybuild.matrix.build_in_envs` builds the others); the results
+    in the selection's order, and the exit code of the first failed build (0: none failed)."""
     from ..build import remove_other_kind_variants
+    from ..parallel import build_at_once
 
-    results: list[BuildResult] = []
-    failed = 0
+    builds: list[tuple[Manifest, Variant]] = []
     matrix_names = set(matrix.names())
     for manifest in manifests:
         for name in remove_other_kind_variants(manifest):
@@ -162,43 +164,28 @@ def _build_here(
         for variant in selection.host_builds(manifest, rep.info):
             if variant.name not in matrix_names and not variant.noarch:
                 rep.info(f"note: {variant.name} is not in {matrix.path.name}; building it for local use")
-            result = _build_one(manifest, variant, options, rep)
-            results.append(result)
-            if result.status == "failed":
-                failed = failed or result.exit_code  # the first failure's (BuildError 6, ToolchainError 5, ...)
-                if not args.keep_going:
-                    break
-        if failed and not args.keep_going:
-            break
+            builds.append((manifest, variant))
+    if not builds:
+        return [], 0
+    with rep.tasks() as new_task:
+        work = [functools.partial(_build_one, m, v, new_task=new_task, rep=rep) for m, v in builds]
+        results = build_at_once(
+            work, options, rep.info, parallel=args.parallel, keep_going=args.keep_going, noun="host variant"
+        )
+    # the first failure's (BuildError 6, ToolchainError 5, ...)
+    failed = next((r.exit_code for r in results if r.status == "failed"), 0)
     return results, failed
 
 
-def _build_one(manifest: Manifest, variant: Variant, options: BuildOptions, rep: Reporter) -> BuildResult:
-    """Build one host variant with a progress line; a failure is printed and returned as a result."""
-    from ..build import BuildResult, build_variant
+def _build_one(
+    manifest: Manifest, variant: Variant, options: BuildOptions, *, new_task: NewTask, rep: Reporter
+) -> list[BuildResult]:
+    """Build one host variant on a progress line of its own; a failure is printed and returned as a
+    result."""
+    from ..build import build_variant
+    from ..parallel import build_with_progress
 
-    label = f"{manifest.name} {variant.name}"
-    start = time.monotonic()
-    try:
-        with rep.task(label) as update:
-            result = build_variant(manifest, variant, options, progress=update)
-    except PybuildError as e:
-        error(f"{label}: {e}")
-        return BuildResult(
-            manifest.name,
-            variant.name,
-            "failed",
-            time.monotonic() - start,
-            0,
-            manifest.root / "build" / variant.name,
-            str(e),
-            e.exit_code,
-        )
-    if result.status == "up to date":
-        rep.info(f"{label}: up to date ({result.seconds:.2f} s)")
-    else:
-        rep.info(f"{label}: built in {result.seconds:.1f} s -> {result.path}")
-    return result
+    return [build_with_progress(build_variant, manifest, variant, options, new_task, rep.info, on_error=error)]
 
 
 def _summary(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 import sys
@@ -348,18 +349,101 @@ def test_plain_build_says_which_variant_it_leaves_to_an_environment(
     """A kernel that builds its CPU variant here does not also get its CUDA variant by default; the
     build says so, with the command that builds it."""
     pytest.importorskip("torch")
+    import pybuild.build
     from pybuild.build import BuildResult
-    from pybuild.cli import build
     from pybuild.host import host_variants, torch_info
 
     if any(v.backend == "cuda" for v in host_variants()):
         pytest.skip("this Python's torch builds the CUDA variant itself")
     kernel = _renamed_copy(REPO / "kernels" / "img2gray", tmp_path / "k", "img2gray")
     monkeypatch.setattr(
-        build, "_build_one", lambda m, v, o, r: BuildResult(m.name, v.name, "built", 1.0, 1, kernel / "build" / v.name)
+        pybuild.build,
+        "build_variant",
+        lambda m, v, o, progress: BuildResult(m.name, v.name, "built", 1.0, 1, kernel / "build" / v.name),
     )
     assert main(["build", str(kernel)]) == 0
     err = " ".join(capsys.readouterr().err.split())
     torch = torch_info().major_minor.replace(".", "")
     assert f"not built by default: torch{torch}-cxx11-cu" in err, err
     assert f"python -m pybuild build {kernel} --variant torch{torch}-cxx11-cu" in err
+
+
+#: Two variants this Python's torch builds at once, as on a GPU machine: the kernel's CPU and CUDA ones.
+TWO_HOST_VARIANTS = ["torch213-cxx11-cpu-x86_64-linux", "torch213-cxx11-cu130-x86_64-linux"]
+
+
+def _two_host_variants(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A copy of img2gray whose host variants are :data:`TWO_HOST_VARIANTS` (a CPU and a CUDA one)."""
+    from pybuild import selection
+    from pybuild.variants import parse_variant_name
+
+    kernel = _renamed_copy(REPO / "kernels" / "img2gray", tmp_path / "k", "img2gray")
+    monkeypatch.setattr(selection, "kernel_host_variants", lambda m: [parse_variant_name(n) for n in TWO_HOST_VARIANTS])
+    return kernel
+
+
+def test_host_variants_build_at_once_with_their_share_of_jobs_and_report_in_order(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A kernel's CPU and CUDA variants of this torch build at the same time (each build waits for the
+    other to be running), with half of --jobs each; the summary keeps the selection's order though the
+    first variant finishes last."""
+    import threading
+    import time
+
+    import pybuild.build
+    from pybuild.build import BuildResult
+
+    kernel = _two_host_variants(tmp_path, monkeypatch)
+    both_running = threading.Barrier(2, timeout=10)  # broken (an error) unless the two builds overlap
+    jobs: dict[str, int | None] = {}
+    finished: list[str] = []
+
+    def fake_build(manifest, variant, options, progress):  # noqa: ANN001, ANN202
+        progress("compiling", 0.0)
+        both_running.wait()
+        if variant.name == TWO_HOST_VARIANTS[0]:
+            time.sleep(0.2)
+        jobs[variant.name] = options.jobs
+        finished.append(variant.name)
+        return BuildResult(manifest.name, variant.name, "built", 1.0, 1, kernel / "build" / variant.name)
+
+    monkeypatch.setattr(pybuild.build, "build_variant", fake_build)
+    assert main(["build", str(kernel), "--parallel", "2", "--jobs", "4", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert finished == TWO_HOST_VARIANTS[::-1]
+    assert [(r["variant"], r["status"]) for r in rows] == [(n, "built") for n in TWO_HOST_VARIANTS]
+    assert jobs == dict.fromkeys(TWO_HOST_VARIANTS, 2)
+
+
+@pytest.mark.parametrize("keep_going", [False, True])
+def test_host_builds_one_at_a_time_stop_at_the_first_failure_without_keep_going(
+    keep_going: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--parallel 1 is the serial loop: one build at a time, in order, and without -k the first failure
+    starts nothing more; the exit code is the first failure's, each failure one error line."""
+    import threading
+
+    import pybuild.build
+    from pybuild.errors import BuildError, ToolchainError
+
+    kernel = _two_host_variants(tmp_path, monkeypatch)
+    running, started = threading.Semaphore(1), []
+
+    def fake_build(manifest, variant, options, progress):  # noqa: ANN001, ANN202
+        assert running.acquire(blocking=False), "two builds at once with --parallel 1"
+        try:
+            started.append(variant.name)
+            raise (ToolchainError if variant.name == TWO_HOST_VARIANTS[0] else BuildError)(f"{variant.name} broke")
+        finally:
+            running.release()
+
+    monkeypatch.setattr(pybuild.build, "build_variant", fake_build)
+    argv = ["build", str(kernel), "--parallel", "1", "--json", *(["-k"] if keep_going else [])]
+    assert main(argv) == ToolchainError.exit_code
+    captured = capsys.readouterr()
+    expected = TWO_HOST_VARIANTS if keep_going else TWO_HOST_VARIANTS[:1]
+    assert started == expected
+    assert [(r["variant"], r["status"]) for r in json.loads(captured.out)] == [(n, "failed") for n in expected]
+    errors = [line for line in captured.err.splitlines() if line.startswith("error:")]
+    assert errors == [f"error: img2gray {n}: {n} broke" for n in expected]
