@@ -244,6 +244,15 @@ def _uv_cache_dir() -> str:
     return out.stdout.strip() or str(Path.home() / ".cache" / "uv")
 
 
+def usable_cores() -> int | None:
+    """The cores this process may run on (its affinity mask: what ``taskset`` or a container's cpuset
+    left it), else the machine's count where the system has no affinity call."""
+    if hasattr(os, "sched_getaffinity"):
+        with contextlib.suppress(OSError):
+            return len(os.sched_getaffinity(0))
+    return os.cpu_count()
+
+
 def machine() -> dict[str, object]:
     """This machine, as a result file names it: CPU, cores, memory, GPU, toolkits."""
     cpu = ""
@@ -267,7 +276,7 @@ def machine() -> dict[str, object]:
         version = subprocess.run([exe, "--version"], capture_output=True, text=True, check=False).stdout.splitlines()[0]
     return {
         "cpu": cpu,
-        "cores": os.cpu_count(),
+        "cores": usable_cores(),
         "memory-gib": mem,
         "gpus": gpus,
         "system": f"{platform.system()} {platform.machine()}",

@@ -59,3 +59,15 @@ def test_goals_compare_the_legs_as_the_farm_states_them() -> None:
     }
     skipped = [*legs[:4], Leg("second-machine", 0.0, None, 0, 4, {}, "skipped")]
     assert goals(skipped)["second-machine/cold-matrix"] == {"value": None, "goal": 0.2, "met": None}
+
+
+def test_the_machine_counts_the_cores_this_process_may_use(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A run pinned with taskset (or a container's cpuset) records the cores it had, not the machine's."""
+    import os
+
+    from pybuild import buildbench
+
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {2, 5}, raising=False)
+    assert buildbench.usable_cores() == 2
+    monkeypatch.delattr(os, "sched_getaffinity")
+    assert buildbench.usable_cores() == os.cpu_count()
