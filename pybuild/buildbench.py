@@ -37,6 +37,7 @@ from .envplan import Refusal
 from .envs import ensure_env, host_facts, index_config, plan_env
 from .errors import BuildError
 from .host import ccache, kernel_host_variants
+from .jobs import usable_cores
 from .manifest import Manifest, load_manifest
 from .variants import Matrix, Variant
 
@@ -242,15 +243,6 @@ def _uv_cache_dir() -> str:
 
     out = subprocess.run([uv_bin(), "cache", "dir"], capture_output=True, text=True, check=False)
     return out.stdout.strip() or str(Path.home() / ".cache" / "uv")
-
-
-def usable_cores() -> int | None:
-    """The cores this process may run on (its affinity mask: what ``taskset`` or a container's cpuset
-    left it), else the machine's count where the system has no affinity call."""
-    if hasattr(os, "sched_getaffinity"):
-        with contextlib.suppress(OSError):
-            return len(os.sched_getaffinity(0))
-    return os.cpu_count()
 
 
 def machine() -> dict[str, object]:

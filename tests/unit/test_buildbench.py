@@ -65,9 +65,11 @@ def test_the_machine_counts_the_cores_this_process_may_use(monkeypatch: pytest.M
     """A run pinned with taskset (or a container's cpuset) records the cores it had, not the machine's."""
     import os
 
-    from pybuild import buildbench
+    from pybuild import buildbench, jobs
 
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {2, 5}, raising=False)
-    assert buildbench.usable_cores() == 2
+    monkeypatch.delenv("MAX_JOBS", raising=False)
+    assert buildbench.machine()["cores"] == 2
+    assert jobs.compile_jobs(mem_gib=64.0) == 2  # and a pinned build starts no more compile jobs than that
     monkeypatch.delattr(os, "sched_getaffinity")
-    assert buildbench.usable_cores() == os.cpu_count()
+    assert jobs.usable_cores() == os.cpu_count()
