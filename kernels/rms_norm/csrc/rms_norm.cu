@@ -31,14 +31,18 @@
 //   - rows of 2, 4 or 8 bytes (hidden 1, 2, 4 in 16-bit dtypes; 1, 2 in fp32): several rows to a
 //     16-byte pack (rms_norm_tiny_kernel);
 //   - 16-bit rows of single elements (odd widths, or a weight off 4-byte alignment) of 8 to 384
-//     elements, from 6 MiB of x, and 16-bit rows of 4-byte units of up to 64 elements, from 16 MiB,
-//     with x and y 16-byte aligned: x read as one flat array of 16-byte packs whatever rows they cross, each
-//     pack's squares summed in two parts, by row (rms_norm_flat_kernel);
+//     elements, from 6 MiB of x, with x and y 16-byte aligned: x read as one flat array of 16-byte
+//     packs whatever rows they cross, each pack's squares summed in two parts, by row
+//     (rms_norm_flat_kernel);
+//   - 16-bit rows of more than 256 units of 2 or 4 bytes that fit a warp's registers (up to 1024
+//     elements), by the thousand, the units of 4 bytes from 4 MiB of x: a warp a row, 8 rows a block,
+//     in 16-byte packs from each row's first 16-byte boundary (rms_norm_shifted_kernel's warp form);
 //   - other rows that are not whole 16-byte packs or not 16-byte aligned take the widest unit their
 //     width and pointers allow (8, 4 bytes or one element): up to 256 units in coalesced lane
 //     groups with several rows per group (rms_norm_group_kernel: rows of up to 64 units in
-//     compile-time groups of 2 to 32 lanes, longer ones a warp a row, fp32 rows of up to 512
-//     4-byte units too, where they are 16 or more an SM), longer ones as below;
+//     compile-time groups of 2 to 32 lanes, longer ones a warp a row; rows of up to 512 4-byte units
+//     too: fp32 ones where they are 16 or more an SM, 16-bit ones the warp form above leaves), longer
+//     ones as below;
 //   - a row per block, or shared by a thread-block cluster of up to 8 blocks (sm_90) when the row
 //     is more than a block holds in registers or the rows, 48 KB or wider, are too few to give
 //     every SM about two blocks (rms_norm_rows_kernel; 16 units of 4 bytes or less a thread where
@@ -428,20 +432,25 @@ __device__ __forceinline__ void store_shifted(uint4* __restrict__ y, const uint4
 // and the few after the last are one thread's each, in the first block of the row. In units of one
 // element (or 4 bytes), as rms_norm_rows_kernel takes such rows, a warp's load moves 64 (or 128)
 // bytes where this one moves 512, and the kernel is bound by instruction issue.
-template <typename T, int CPT>
+// kWarp: a warp a row instead of a block (split 1, blockDim.x / 32 rows a block), its sum reduced
+// with shuffles alone: rows of up to a warp's 32 * CPT packs, by the thousand, which a block a row
+// would give a single warp each (an SM then holds 32 such blocks, half its threads).
+template <typename T, int CPT, bool kWarp = false>
 __global__ void __launch_bounds__(kRowsThreads, 2)
     rms_norm_shifted_kernel(T* __restrict__ out, const T* __restrict__ in, const T* __restrict__ weight, int64_t rows,
                             int64_t hidden, int64_t units, int split, int64_t chunk, float inv_hidden, float eps,
                             bool trigger) {
-  (void)rows;  // a block per row part: rows * split blocks
   (void)units;
   using U = Unit<T, 16>;
   constexpr int kVec = U::kVec;
   __shared__ float scratch[33];
   __shared__ float cluster_sums[2];
-  const int step = static_cast<int>(blockDim.x);
-  const int64_t row = blockIdx.x / split;
-  const int part = static_cast<int>(blockIdx.x % split);
+  const int step = kWarp ? 32 : static_cast<int>(blockDim.x);
+  const int64_t row =
+      kWarp ? static_cast<int64_t>(blockIdx.x) * (blockDim.x / 32) + threadIdx.x / 32 : blockIdx.x / split;
+  const int part = kWarp ? 0 : static_cast<int>(blockIdx.x % split);
+  const int tid = kWarp ? static_cast<int>(threadIdx.x % 32) : static_cast<int>(threadIdx.x);
+  if (kWarp && row >= rows) return;  // whole warps, and no block-wide synchronisation in this form
   const T* xr = in + row * hidden;
   T* yr = out + row * hidden;
   const int h = static_cast<int>(((16 - (reinterpret_cast<uintptr_t>(xr) & 15u)) & 15u) / sizeof(T));
@@ -454,7 +463,7 @@ __global__ void __launch_bounds__(kRowsThreads, 2)
   const int edges = static_cast<int>(h + hidden - tail);
   const auto* x = reinterpret_cast<const uint4*>(xr + h);
   const auto* w = reinterpret_cast<const uint4*>(weight);
-  const int64_t first = lo + threadIdx.x;
+  const int64_t first = lo + tid;
   uint4 v[CPT];
   int64_t edge = -1;  // the element this thread holds outside the packs, if any
   float xe = 0.0f;
@@ -464,8 +473,8 @@ __global__ void __launch_bounds__(kRowsThreads, 2)
     const int64_t k = first + static_cast<int64_t>(c) * step;
     v[c] = k < hi ? x[k] : U::zero();
   }
-  if (part == 0 && static_cast<int>(threadIdx.x) < edges) {
-    const int t = static_cast<int>(threadIdx.x);
+  if (part == 0 && tid < edges) {
+    const int t = tid;
     edge = t < h ? t : tail + (t - h);
     xe = to_float(xr[edge]);
   }
@@ -474,7 +483,12 @@ __global__ void __launch_bounds__(kRowsThreads, 2)
 #pragma unroll
   for (int c = 0; c < CPT; ++c) ss += U::sumsq(v[c]);
   for (int64_t k = first + static_cast<int64_t>(CPT) * step; k < hi; k += step) ss += U::sumsq(x[k]);
-  ss = row_sum(ss, split, scratch, cluster_sums);
+  if constexpr (kWarp) {
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, o);
+  } else {
+    ss = row_sum(ss, split, scratch, cluster_sums);
+  }
   const float rstd = rsqrtf(ss * inv_hidden + eps);
   if (edge >= 0) yr[edge] = from_float<T>(xe * rstd * to_float(weight[edge]));
   auto* y = reinterpret_cast<uint4*>(yr + h);
@@ -632,8 +646,7 @@ __global__ void __launch_bounds__(256) rms_norm_tiny_kernel(T* __restrict__ out,
 }
 
 // 16-bit rows of single elements (odd widths, or a weight off 4-byte alignment), from kFlatFrom
-// bytes of x, and rows of 4-byte units up to kFlatWordsMaxHidden elements, from kFlatWordsFrom,
-// with x and y 16-byte aligned: x read as one flat array of aligned 16-byte packs, whatever rows they cross. A block
+// bytes of x, with x and y 16-byte aligned: x read as one flat array of aligned 16-byte packs, whatever rows they cross. A block
 // owns `rpb` whole rows (one contiguous range of x and of y), K packs a thread at most, all loads
 // in flight before any is used; the packs at the two ends of the range, which it shares with the
 // blocks beside it, are read whole and written element by element (the array's partial last pack
@@ -648,8 +661,6 @@ constexpr int kFlatThreads = 256;
 constexpr int kFlatLoads = 4;                     // 16-byte packs of x per thread at most
 constexpr int kFlatMaxHidden = 384;               // elements; wider rows take the rows kernel
 constexpr int64_t kFlatFrom = int64_t{6} << 20;   // bytes of x; smaller inputs take the group kernel
-constexpr int kFlatWordsMaxHidden = 64;            // 16-bit rows of 4-byte units: up to this wide,
-constexpr int64_t kFlatWordsFrom = int64_t{16} << 20;  // from this many bytes of x
 
 // The weight's elements [off, off + 16 / sizeof(T)) from s_w (it twice over), as a 16-byte vector.
 template <typename T>
@@ -899,6 +910,7 @@ constexpr int kFourFromRows = 16;              // rows an SM from which rows of 
 constexpr int kTwoBlocksFromRows = 5;          // rows an SM from which rows of 2049..4096 packs go 2 blocks an SM
 constexpr int64_t kShiftedFrom = int64_t{4} << 20;  // bytes of x for rms_norm_shifted_kernel
 constexpr int64_t kShiftedWideFrom = 16 << 10;      // bytes of a row of 4- or 8-byte units for it
+constexpr int kWarpRows = 8;                        // rows a block of the shifted kernel's warp form
 
 // Units of BYTES each thread of rms_norm_rows_kernel holds in registers: for units of 4 bytes or
 // less, twice as many where the launch fills the device even so (Plan::deep), half as many where it
@@ -985,17 +997,17 @@ enum class Path { kTiny, kFlat, kPacks, kGroup, kRows, kPartials };
 // agree on it):
 //   - kTiny: rows of 2, 4 or 8 bytes, several to a 16-byte pack;
 //   - kFlat: 16-bit rows of single elements (odd widths, or a weight off 4-byte alignment), 8 to
-//     kFlatMaxHidden elements in kFlatFrom bytes of x or more, and of 4-byte units, 8 to
-//     kFlatWordsMaxHidden elements in kFlatWordsFrom or more, x read as a flat array of 16-byte
+//     kFlatMaxHidden elements in kFlatFrom bytes of x or more, x read as a flat array of 16-byte
 //     packs (16-byte aligned x and y);
 //   - kPacks: rows of 16-byte packs held in registers by the tuned paths at the top, unless the
 //     rows are too few to fill the device and kSplitFrom bytes or wider;
-//   - kGroup: other short rows (up to kGroupMaxUnits units of `bytes`; fp32 rows of up to twice
-//     that many 4-byte units, kWideGroupRows or more an SM);
+//   - kGroup: other short rows (up to kGroupMaxUnits units of `bytes`; rows of up to twice that
+//     many 4-byte units: fp32 ones kWideGroupRows or more an SM, 16-bit ones the warp form leaves);
 //   - kRows: a block per row, or a cluster of `split` (sm_90 and later) when a row is more than a
 //     block holds in registers or the rows, kSplitFrom bytes or wider, are too few to give every SM
 //     about two blocks; `shifted`:
-//     rows of smaller units read in 16-byte packs from each row's first 16-byte boundary;
+//     rows of smaller units read in 16-byte packs from each row's first 16-byte boundary, `warp`: a
+//     warp a row;
 //   - kPartials: wider still (more than kMaxSplit blocks per row): two kernels, `parts` blocks per
 //     row, meeting in a workspace of rows * parts floats.
 struct Plan {
@@ -1006,6 +1018,7 @@ struct Plan {
   bool deep = false;     // kRows: 2 * rows_cpt(bytes) units a thread
   bool shallow = false;  // kRows: rows_cpt(bytes) / 2 units a thread, a block per row
   bool shifted = false;  // kRows: rows of elements read in 16-byte packs (rms_norm_shifted_kernel)
+  bool warp = false;     // shifted: a warp a row, kWarpRows rows a block (its warp form)
 };
 
 Plan plan_of(int elem, uintptr_t out, uintptr_t in, uintptr_t weight, int64_t rows, int64_t hidden) {
@@ -1041,13 +1054,11 @@ Plan plan_of(int elem, uintptr_t out, uintptr_t in, uintptr_t weight, int64_t ro
   // Flat: odd 16-bit rows of 8 to 384 elements from kFlatFrom bytes of x read as aligned 16-byte
   // packs, where the group kernel loads them element by element. Smaller inputs, which fill the
   // device with fewer blocks, are faster on the group kernel, and wider rows on the shifted
-  // kernel. Rows of 4- or 8-byte units already load whole units and keep their kernels, but for
-  // 16-bit rows of 4-byte units up to kFlatWordsMaxHidden elements from kFlatWordsFrom bytes of x,
-  // where the flat kernel's packs still win.
+  // kernel. Rows of 4- or 8-byte units already load whole units and keep their kernels: on 16-bit
+  // rows of 4-byte units of 10 to 40 elements the group kernel is faster than the flat one.
   const int64_t x_bytes = rows * row_bytes;
-  const bool flat = p.bytes == 2 ? x_bytes >= kFlatFrom
-                                  : elem == 2 && p.bytes == 4 && hidden <= kFlatWordsMaxHidden && x_bytes >= kFlatWordsFrom;
-  if (flat && ((in | out) & 15u) == 0 && hidden >= 8 && hidden <= kFlatMaxHidden && fill == 1) {
+  if (p.bytes == 2 && x_bytes >= kFlatFrom && ((in | out) & 15u) == 0 && hidden >= 8 && hidden <= kFlatMaxHidden &&
+      fill == 1) {
     p.path = Path::kFlat;
     return p;
   }
@@ -1055,13 +1066,28 @@ Plan plan_of(int elem, uintptr_t out, uintptr_t in, uintptr_t weight, int64_t ro
     p.path = Path::kPacks;
     return p;
   }
-  // fp32 rows of 257 to 512 4-byte units (odd widths), 16 or more an SM: the group kernel too, a
-  // warp a row at 16 units a lane, where the rows kernel would give a row two warps at 8 units a
-  // thread and synchronise them through shared memory. With fewer rows the rows kernel's smaller
-  // grid is faster; 16-bit rows of such units by the thousand are not measured and keep the rows
-  // kernel; one row a warp is faster than 2.
-  const bool wide_group = elem == 4 && p.bytes == 4 && units <= 2 * kGroupMaxUnits &&
-                          rows >= kWideGroupRows * int64_t{dev.sms};
+  // 16-bit rows of more than kGroupMaxUnits units of 2 or 4 bytes that fit a warp's registers
+  // (rows_cpt(16) packs a lane), kWarpRows or more an SM, x and y alike modulo 16 bytes and the
+  // weight 16-byte aligned: a warp a row in 16-byte packs (the shifted kernel's warp form), where
+  // the rows kernel would give each row a block of one or two warps in 2- or 4-byte units (an SM
+  // holds 32 blocks: half its threads). Rows of 4-byte units from kShiftedFrom bytes of x; smaller
+  // inputs of those are as fast on the group kernel below.
+  const bool shift_ok = ((out ^ in) & 15u) == 0 && (weight & 15u) == 0;
+  if (elem == 2 && p.bytes <= 4 && units > kGroupMaxUnits && row_bytes <= int64_t{32} * rows_cpt(16) * 16 &&
+      rows >= int64_t{kWarpRows} * dev.sms && shift_ok && fill == 1 && (p.bytes == 2 || x_bytes >= kShiftedFrom)) {
+    p.path = Path::kRows;
+    p.bytes = 16;
+    p.shifted = true;
+    p.warp = true;
+    return p;
+  }
+  // Rows of 257 to 512 4-byte units (odd fp32 widths, 16-bit widths of 2 modulo 4 elements): the
+  // group kernel too, a warp a row at 16 units a lane, where the rows kernel would give a row one
+  // or two warps at 8 units a thread and synchronise them through shared memory. fp32 rows take it
+  // 16 or more an SM (with fewer the rows kernel's smaller grid is faster); 16-bit rows whatever
+  // their number (faster than the rows kernel from 400 rows on). One row a warp is faster than 2.
+  const bool wide_group = p.bytes == 4 && units <= 2 * kGroupMaxUnits &&
+                          (elem == 2 || rows >= kWideGroupRows * int64_t{dev.sms});
   if (p.bytes < 16 && (units <= kGroupMaxUnits || wide_group) && fill == 1) {
     p.path = Path::kGroup;
     return p;
@@ -1192,17 +1218,19 @@ void launch_group_fit(int upt, int rpt, T* out, const T* in, const T* weight, in
   else launch_group<T, BYTES, UPT, 1>(out, in, weight, rows, hidden, 32, inv_h, eps, s, pdl);
 }
 
-// rms_norm_rows_kernel<T, BYTES, CPT> (rms_norm_shifted_kernel<T, CPT> if kShifted, BYTES 16) with
-// `split` blocks per row (a cluster when > 1). False if the launch failed (a cluster the device
+// rms_norm_rows_kernel<T, BYTES, CPT> (rms_norm_shifted_kernel<T, CPT, kWarp> if kShifted, BYTES 16)
+// with `split` blocks per row (a cluster when > 1; kWarp: split 1, a warp a row, kWarpRows rows a
+// block). False if the launch failed (a cluster the device
 // cannot place): the error is cleared for the caller.
-template <typename T, int BYTES, int CPT, bool kShifted = false>
+template <typename T, int BYTES, int CPT, bool kShifted = false, bool kWarp = false>
 bool launch_rows_split(T* out, const T* in, const T* weight, int64_t rows, int64_t hidden, int split, float inv_h,
                        float eps, cudaStream_t s, bool pdl) {
   const int64_t units = hidden / Unit<T, BYTES>::kVec;
   const int64_t chunk = (units + split - 1) / split;
-  const int threads = static_cast<int>(rows_threads(chunk, CPT));
-  const int64_t blocks = rows * split;
-  const bool trigger = pdl && farm_pdl::trigger_pays(2 * chunk * BYTES, blocks);
+  static_assert(!kWarp || kShifted, "the warp form is the shifted kernel's");
+  const int threads = kWarp ? 32 * kWarpRows : static_cast<int>(rows_threads(chunk, CPT));
+  const int64_t blocks = kWarp ? (rows + kWarpRows - 1) / kWarpRows : rows * split;
+  const bool trigger = pdl && farm_pdl::trigger_pays(2 * chunk * BYTES * (kWarp ? kWarpRows : 1), blocks);
   cudaLaunchConfig_t config = {};
   config.gridDim = dim3(static_cast<unsigned>(blocks));
   config.blockDim = dim3(threads);
@@ -1225,7 +1253,7 @@ bool launch_rows_split(T* out, const T* in, const T* weight, int64_t rows, int64
   config.numAttrs = n;
   const auto kernel = [] {
     if constexpr (kShifted) {
-      return rms_norm_shifted_kernel<T, CPT>;
+      return rms_norm_shifted_kernel<T, CPT, kWarp>;
     } else {
       return rms_norm_rows_kernel<T, BYTES, CPT>;
     }
@@ -1257,8 +1285,8 @@ void launch_units(T* o, const T* x, const T* w, float* partial, int64_t rows, in
     // Rows of one unit (2-, 4- or 8-byte rows off 16-byte alignment) take 2 lanes, one idle, and so
     // do rows of 2 units that halved to one lane: one compiled form of rms_norm_group_kernel fewer.
     if (group < 2) group = 2;
-    if constexpr (BYTES == 4 && sizeof(T) == 4) {
-      if (units > kGroupMaxUnits) {  // fp32 rows of 257..512 units (plan_of): a warp a row
+    if constexpr (BYTES == 4) {
+      if (units > kGroupMaxUnits) {  // rows of 257..512 4-byte units (plan_of): a warp a row
         launch_group<T, BYTES, 16, 1>(o, x, w, rows, hidden, group, inv_h, eps, s, pdl);
         return;
       }
@@ -1317,6 +1345,10 @@ void launch_units(T* o, const T* x, const T* w, float* partial, int64_t rows, in
   } else {
     const int split = p.path == Path::kPartials ? kMaxSplit : p.split;
     if constexpr (BYTES == 16) {
+      if (p.warp) {
+        launch_rows_split<T, BYTES, kCpt, true, true>(o, x, w, rows, hidden, 1, inv_h, eps, s, pdl);
+        return;
+      }
       if (p.shifted) {
         if (!launch_rows_split<T, BYTES, kCpt, true>(o, x, w, rows, hidden, split, inv_h, eps, s, pdl)) {
           launch_rows_split<T, BYTES, kCpt, true>(o, x, w, rows, hidden, 1, inv_h, eps, s, pdl);

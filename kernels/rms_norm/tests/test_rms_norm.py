@@ -227,8 +227,11 @@ def test_cuda_back_to_back_launches(kernel, graph, hidden):
 # 1200x4097, 200x40001 in float32) are read in 16-byte packs from each row's first 16-byte
 # boundary. fp32 rows of 257 to 512 4-byte units, 16 or more an SM, take the group kernel at a
 # warp a row (9448x479, 5000x301, 30001x301 and 3001x511 ending in a partial block, 511 units the
-# most); from 16 MiB, 16-bit rows of 4-byte units of up to 64 elements take the flat kernel
-# (300000x38); rows of 1025 to 2048 packs, 16 or more an SM, take 4 packs a thread (2400x8200 in
+# most), and so do 16-bit rows of 257 to 512 4-byte units under 4 MB of x (1104x822, 2000x654);
+# 16-bit rows of more than 256 units of up to 1024 elements, 8 or more an SM (odd widths, and
+# 4-byte units from 4 MB of x), take a warp a row in 16-byte packs from each row's first 16-byte
+# boundary, 8 rows a block (9448x479, 5000x301, 3001x511 and 6001x654 ending in a partial
+# block); 16-bit rows of 4-byte units of up to 64 elements take the group kernel (300000x38); rows of 1025 to 2048 packs, 16 or more an SM, take 4 packs a thread (2400x8200 in
 # 16-bit dtypes, 2400x4104 in float32), and rows of more than 2048 packs, 5 or more an SM, read
 # the weight at the store (700x16392 in 16-bit dtypes, 8 packs a thread, 2049 packs; 2400x8200 in
 # float32); fewer such rows hold it (600x20000 in 16-bit dtypes, 600x10004 in float32). Rows of
@@ -298,6 +301,8 @@ WIDE = [
     (3001, 366),
     (20001, 446),
     (17001, 510),
+    (2000, 654),
+    (6001, 654),
     (30001, 206),
     (20001, 300),
     (1500, 620),
