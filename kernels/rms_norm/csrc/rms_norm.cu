@@ -906,6 +906,7 @@ constexpr int64_t kMinPartBytes = 8 << 10;      // of x per block of the two-ker
 constexpr int kGroupMaxUnits = 256;             // rows of up to this many units take the group kernel
 constexpr int kWideGroupRows = 16;             // rows an SM from which fp32 rows of up to 2 * kGroupMaxUnits
                                                 // units take the group kernel
+constexpr int kWideGroupRows16 = 3;            // the same for 16-bit rows of 4-byte units
 constexpr int kFourFromRows = 16;              // rows an SM from which rows of 1025..2048 packs take 4 a thread
 constexpr int kTwoBlocksFromRows = 5;          // rows an SM from which rows of 2049..4096 packs go 2 blocks an SM
 constexpr int64_t kShiftedFrom = int64_t{4} << 20;  // bytes of x for rms_norm_shifted_kernel
@@ -1084,10 +1085,11 @@ Plan plan_of(int elem, uintptr_t out, uintptr_t in, uintptr_t weight, int64_t ro
   // Rows of 257 to 512 4-byte units (odd fp32 widths, 16-bit widths of 2 modulo 4 elements): the
   // group kernel too, a warp a row at 16 units a lane, where the rows kernel would give a row one
   // or two warps at 8 units a thread and synchronise them through shared memory. fp32 rows take it
-  // 16 or more an SM (with fewer the rows kernel's smaller grid is faster); 16-bit rows whatever
-  // their number (faster than the rows kernel from 400 rows on). One row a warp is faster than 2.
+  // kWideGroupRows or more an SM, 16-bit rows kWideGroupRows16 or more (as fast as the rows kernel
+  // at 400 rows, faster from 1000); with fewer the rows kernel's smaller blocks spread the rows over
+  // more SMs (18 rows: 8 a block would leave all but 3 SMs idle). One row a warp is faster than 2.
   const bool wide_group = p.bytes == 4 && units <= 2 * kGroupMaxUnits &&
-                          (elem == 2 || rows >= kWideGroupRows * int64_t{dev.sms});
+                          rows >= (elem == 2 ? kWideGroupRows16 : kWideGroupRows) * int64_t{dev.sms};
   if (p.bytes < 16 && (units <= kGroupMaxUnits || wide_group) && fill == 1) {
     p.path = Path::kGroup;
     return p;

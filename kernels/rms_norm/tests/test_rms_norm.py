@@ -218,7 +218,7 @@ def test_cuda_back_to_back_launches(kernel, graph, hidden):
 # that still fills the device (17000x167, 40000x77, 35000x77, 70000x35), and wider ones the rows
 # kernel (6000x1471); rows of 4-byte units or elements that fill the device take 16 a thread
 # (6000x1471 in float32), and those too few to fill it even at 8 a thread take 4 (255x431,
-# 3x261, 22x641, and 1104x822 in 16-bit dtypes). Rows of 32 units of 4 bytes or less, enough of
+# 3x261, 22x641, and 18x838 in 16-bit dtypes). Rows of 32 units of 4 bytes or less, enough of
 # them to fill the device, take half the lanes a row (40000x18 in 16-bit dtypes, 150000x3); rows
 # of more units keep theirs (20000x223 in float32). Rows of 8- or 16-byte units that would take
 # 2 or 3 blocks of a cluster take one block each where they are enough rows (600x10004 in 16-bit
@@ -227,7 +227,7 @@ def test_cuda_back_to_back_launches(kernel, graph, hidden):
 # 1200x4097, 200x40001 in float32) are read in 16-byte packs from each row's first 16-byte
 # boundary. fp32 rows of 257 to 512 4-byte units, 16 or more an SM, take the group kernel at a
 # warp a row (9448x479, 5000x301, 30001x301 and 3001x511 ending in a partial block, 511 units the
-# most), and so do 16-bit rows of 257 to 512 4-byte units under 4 MB of x (1104x822, 2000x654);
+# most), and so do 16-bit rows of 257 to 512 4-byte units, 3 or more an SM, under 4 MB of x (1104x822, 2000x654);
 # 16-bit rows of more than 256 units of up to 1024 elements, 8 or more an SM (odd widths, and
 # 4-byte units from 4 MB of x), take a warp a row in 16-byte packs from each row's first 16-byte
 # boundary, 8 rows a block (9448x479, 5000x301, 3001x511 and 6001x654 ending in a partial
@@ -303,6 +303,7 @@ WIDE = [
     (17001, 510),
     (2000, 654),
     (6001, 654),
+    (18, 838),
     (30001, 206),
     (20001, 300),
     (1500, 620),
