@@ -35,14 +35,15 @@
 //     packs whatever rows they cross, each pack's squares summed in two parts, by row
 //     (rms_norm_flat_kernel);
 //   - 16-bit rows of more than 256 units of 2 or 4 bytes that fit a warp's registers (up to 1024
-//     elements), by the thousand, the units of 4 bytes from 4 MiB of x: a warp a row, 8 rows a block,
-//     in 16-byte packs from each row's first 16-byte boundary (rms_norm_shifted_kernel's warp form);
+//     elements), 8 or more an SM, the units of 4 bytes from 4 MiB of x, with x and y alike modulo
+//     16 bytes and a 16-byte aligned weight: a warp a row, 8 rows a block, in 16-byte packs from
+//     each row's first 16-byte boundary (rms_norm_shifted_kernel's warp form);
 //   - other rows that are not whole 16-byte packs or not 16-byte aligned take the widest unit their
 //     width and pointers allow (8, 4 bytes or one element): up to 256 units in coalesced lane
 //     groups with several rows per group (rms_norm_group_kernel: rows of up to 64 units in
 //     compile-time groups of 2 to 32 lanes, longer ones a warp a row; rows of up to 512 4-byte units
-//     too: fp32 ones where they are 16 or more an SM, 16-bit ones the warp form above leaves), longer
-//     ones as below;
+//     too: fp32 ones where they are 16 or more an SM, 16-bit ones the warp form above leaves, 3 or
+//     more an SM), longer ones as below;
 //   - a row per block, or shared by a thread-block cluster of up to 8 blocks (sm_90) when the row
 //     is more than a block holds in registers or the rows, 48 KB or wider, are too few to give
 //     every SM about two blocks (rms_norm_rows_kernel; 16 units of 4 bytes or less a thread where
@@ -428,13 +429,15 @@ __device__ __forceinline__ void store_shifted(uint4* __restrict__ y, const uint4
 // a 1/split part of it per block, a cluster when split > 1) over the row's 16-byte packs, from its
 // first 16-byte boundary, h elements in. The weight's elements for a pack of x start h elements into
 // one of its packs: two aligned packs (L1 hits) joined by a shift fixed at compile time, one
-// instantiation of the stores per h (uniform in a block). The h elements before the first pack
-// and the few after the last are one thread's each, in the first block of the row. In units of one
+// instantiation of the stores per h (uniform in a block, in a warp in the warp form). The h elements
+// before the first pack and the few after the last are one thread's each, in the first block of
+// the row (in the row's warp in the warp form). In units of one
 // element (or 4 bytes), as rms_norm_rows_kernel takes such rows, a warp's load moves 64 (or 128)
 // bytes where this one moves 512, and the kernel is bound by instruction issue.
 // kWarp: a warp a row instead of a block (split 1, blockDim.x / 32 rows a block), its sum reduced
 // with shuffles alone: rows of up to a warp's 32 * CPT packs, by the thousand, which a block a row
-// would give a single warp each (an SM then holds 32 such blocks, half its threads).
+// would give one to four warps each in 2- or 4-byte units (an SM holds 32 blocks: with blocks of one
+// warp, half its threads).
 template <typename T, int CPT, bool kWarp = false>
 __global__ void __launch_bounds__(kRowsThreads, 2)
     rms_norm_shifted_kernel(T* __restrict__ out, const T* __restrict__ in, const T* __restrict__ weight, int64_t rows,
@@ -521,7 +524,8 @@ __device__ __forceinline__ void group_sums(float (&ss)[RPT], int group) {
   }
 }
 
-// Rows of up to 256 units of BYTES (fp32 rows of up to 512 4-byte units too): G consecutive lanes a
+// Rows of up to 256 units of BYTES (rows of up to 512 4-byte units too: fp32, and 16-bit ones the
+// shifted kernel's warp form leaves): G consecutive lanes a
 // row, G a compile-time power of two from 2 to 32 (a warp for rows of more than 64 units), UPT units
 // a lane and RPT rows a thread, all loaded before any is reduced. Row k of a thread is k * 256 / G
 // rows after its row 0, so each load of a warp covers 32 / G consecutive rows, one contiguous span.
@@ -646,8 +650,8 @@ __global__ void __launch_bounds__(256) rms_norm_tiny_kernel(T* __restrict__ out,
 }
 
 // 16-bit rows of single elements (odd widths, or a weight off 4-byte alignment), from kFlatFrom
-// bytes of x, with x and y 16-byte aligned: x read as one flat array of aligned 16-byte packs, whatever rows they cross. A block
-// owns `rpb` whole rows (one contiguous range of x and of y), K packs a thread at most, all loads
+// bytes of x, with x and y 16-byte aligned: x read as one flat array of aligned 16-byte packs,
+// whatever rows they cross. A block owns `rpb` whole rows (one contiguous range of x and of y), K packs a thread at most, all loads
 // in flight before any is used; the packs at the two ends of the range, which it shares with the
 // blocks beside it, are read whole and written element by element (the array's partial last pack
 // is read element by element too). A row is at least a pack wide, so a pack meets two rows at
@@ -912,6 +916,7 @@ constexpr int kTwoBlocksFromRows = 5;          // rows an SM from which rows of 
 constexpr int64_t kShiftedFrom = int64_t{4} << 20;  // bytes of x for rms_norm_shifted_kernel
 constexpr int64_t kShiftedWideFrom = 16 << 10;      // bytes of a row of 4- or 8-byte units for it
 constexpr int kWarpRows = 8;                        // rows a block of the shifted kernel's warp form
+constexpr int kWarpFromRows = 8;                    // rows an SM from which 16-bit rows take that form
 
 // Units of BYTES each thread of rms_norm_rows_kernel holds in registers: for units of 4 bytes or
 // less, twice as many where the launch fills the device even so (Plan::deep), half as many where it
@@ -1003,7 +1008,8 @@ enum class Path { kTiny, kFlat, kPacks, kGroup, kRows, kPartials };
 //   - kPacks: rows of 16-byte packs held in registers by the tuned paths at the top, unless the
 //     rows are too few to fill the device and kSplitFrom bytes or wider;
 //   - kGroup: other short rows (up to kGroupMaxUnits units of `bytes`; rows of up to twice that
-//     many 4-byte units: fp32 ones kWideGroupRows or more an SM, 16-bit ones the warp form leaves);
+//     many 4-byte units: fp32 ones kWideGroupRows or more an SM, 16-bit ones the warp form leaves,
+//     kWideGroupRows16 or more an SM);
 //   - kRows: a block per row, or a cluster of `split` (sm_90 and later) when a row is more than a
 //     block holds in registers or the rows, kSplitFrom bytes or wider, are too few to give every SM
 //     about two blocks; `shifted`:
@@ -1068,14 +1074,14 @@ Plan plan_of(int elem, uintptr_t out, uintptr_t in, uintptr_t weight, int64_t ro
     return p;
   }
   // 16-bit rows of more than kGroupMaxUnits units of 2 or 4 bytes that fit a warp's registers
-  // (rows_cpt(16) packs a lane), kWarpRows or more an SM, x and y alike modulo 16 bytes and the
+  // (rows_cpt(16) packs a lane), kWarpFromRows or more an SM, x and y alike modulo 16 bytes and the
   // weight 16-byte aligned: a warp a row in 16-byte packs (the shifted kernel's warp form), where
-  // the rows kernel would give each row a block of one or two warps in 2- or 4-byte units (an SM
-  // holds 32 blocks: half its threads). Rows of 4-byte units from kShiftedFrom bytes of x; smaller
-  // inputs of those are as fast on the group kernel below.
+  // the rows kernel would give each row a block of one to four warps in 2- or 4-byte units (an SM
+  // holds 32 blocks: with blocks of one warp, half its threads). Rows of 4-byte units from
+  // kShiftedFrom bytes of x; smaller inputs of those are as fast on the group kernel below.
   const bool shift_ok = ((out ^ in) & 15u) == 0 && (weight & 15u) == 0;
   if (elem == 2 && p.bytes <= 4 && units > kGroupMaxUnits && row_bytes <= int64_t{32} * rows_cpt(16) * 16 &&
-      rows >= int64_t{kWarpRows} * dev.sms && shift_ok && fill == 1 && (p.bytes == 2 || x_bytes >= kShiftedFrom)) {
+      rows >= int64_t{kWarpFromRows} * dev.sms && shift_ok && fill == 1 && (p.bytes == 2 || x_bytes >= kShiftedFrom)) {
     p.path = Path::kRows;
     p.bytes = 16;
     p.shifted = true;
@@ -1347,9 +1353,11 @@ void launch_units(T* o, const T* x, const T* w, float* partial, int64_t rows, in
   } else {
     const int split = p.path == Path::kPartials ? kMaxSplit : p.split;
     if constexpr (BYTES == 16) {
-      if (p.warp) {
-        launch_rows_split<T, BYTES, kCpt, true, true>(o, x, w, rows, hidden, 1, inv_h, eps, s, pdl);
-        return;
+      if constexpr (sizeof(T) == 2) {  // plan_of gives the warp form 16-bit rows only
+        if (p.warp) {
+          launch_rows_split<T, BYTES, kCpt, true, true>(o, x, w, rows, hidden, 1, inv_h, eps, s, pdl);
+          return;
+        }
       }
       if (p.shifted) {
         if (!launch_rows_split<T, BYTES, kCpt, true>(o, x, w, rows, hidden, split, inv_h, eps, s, pdl)) {

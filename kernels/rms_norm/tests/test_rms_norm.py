@@ -225,22 +225,23 @@ def test_cuda_back_to_back_launches(kernel, graph, hidden):
 # dtypes, 600x20000 in float32). From 4 MB of x, rows of odd 16-bit width (344x19373, 9448x479,
 # 1200x4097, 200x40001) and rows of 4- or 8-byte units 16 KB or wider (300x20001, 940x4622,
 # 1200x4097, 200x40001 in float32) are read in 16-byte packs from each row's first 16-byte
-# boundary. fp32 rows of 257 to 512 4-byte units, 16 or more an SM, take the group kernel at a
-# warp a row (9448x479, 5000x301, 30001x301 and 3001x511 ending in a partial block, 511 units the
-# most), and so do 16-bit rows of 257 to 512 4-byte units, 3 or more an SM, under 4 MB of x (1104x822, 2000x654);
-# 16-bit rows of more than 256 units of up to 1024 elements, 8 or more an SM (odd widths, and
-# 4-byte units from 4 MB of x), take a warp a row in 16-byte packs from each row's first 16-byte
-# boundary, 8 rows a block (9448x479, 5000x301, 3001x511 and 6001x654 ending in a partial
-# block); 16-bit rows of 4-byte units of up to 64 elements take the group kernel (300000x38); rows of 1025 to 2048 packs, 16 or more an SM, take 4 packs a thread (2400x8200 in
-# 16-bit dtypes, 2400x4104 in float32), and rows of more than 2048 packs, 5 or more an SM, read
-# the weight at the store (700x16392 in 16-bit dtypes, 8 packs a thread, 2049 packs; 2400x8200 in
-# float32); fewer such rows hold it (600x20000 in 16-bit dtypes, 600x10004 in float32). Rows of
-# 65 to 256 units of 4 or 8 bytes take the group kernel at the fewest units a lane that hold them,
-# 3 to 8, 1 or 2 rows a thread, most ending in a partial block: fp32 8-byte and 16-bit 4-byte
-# units (75 units: 40000x150 at 2 rows a thread, 2000x150 at 1; 103: 30001x206; 155: 236x310 at
-# 1, 20001x310 at 2; 183: 3001x366; 223: 20001x446 at 2, 3000x446 at 1; 255: 17001x510 at 2) and
-# 16-bit 8-byte units (75: 20001x300, 2000x300; 103: 1000x412; 155: 1500x620, 20001x620; 183:
-# 1000x732; 223: 30001x892; 255: 3000x1020).
+# boundary. fp32 rows of 257 to 512 4-byte units, 16 or more an SM, take the group kernel at a warp
+# a row (9448x479, 5000x301, 30001x301 and 3001x511 ending in a partial block, 511 units the most),
+# and so do 16-bit rows of 257 to 512 4-byte units, 3 or more an SM, under 4 MB of x (1104x822,
+# 2000x654); 16-bit rows of more than 256 units of up to 1024 elements, 8 or more an SM (odd widths,
+# and 4-byte units from 4 MB of x), take a warp a row in 16-byte packs from each row's first 16-byte
+# boundary, 8 rows a block (9448x479, 5000x301, 3001x511 and 6001x654 ending in a partial block;
+# 3001x1023 and 3001x1022 fill a lane's four packs); 16-bit rows of 4-byte units of up to 64
+# elements take the group kernel (300000x38); rows of 1025 to 2048 packs, 16 or more an SM, take 4
+# packs a thread (2400x8200 in 16-bit dtypes, 2400x4104 in float32), and rows of more than 2048
+# packs, 5 or more an SM, read the weight at the store (700x16392 in 16-bit dtypes, 8 packs a
+# thread, 2049 packs; 2400x8200 in float32); fewer such rows hold it (600x20000 in 16-bit dtypes,
+# 600x10004 in float32). Rows of 65 to 256 units of 4 or 8 bytes take the group kernel at the fewest
+# units a lane that hold them, 3 to 8, 1 or 2 rows a thread, most ending in a partial block: fp32
+# 8-byte and 16-bit 4-byte units (75 units: 40000x150 at 2 rows a thread, 2000x150 at 1; 103:
+# 30001x206; 155: 236x310 at 1, 20001x310 at 2; 183: 3001x366; 223: 20001x446 at 2, 3000x446 at 1;
+# 255: 17001x510 at 2) and 16-bit 8-byte units (75: 20001x300, 2000x300; 103: 1000x412; 155:
+# 1500x620, 20001x620; 183: 1000x732; 223: 30001x892; 255: 3000x1020).
 WIDE = [
     (1000, 2),
     (999, 4),
@@ -303,6 +304,8 @@ WIDE = [
     (17001, 510),
     (2000, 654),
     (6001, 654),
+    (3001, 1023),
+    (3001, 1022),
     (18, 838),
     (30001, 206),
     (20001, 300),
