@@ -4,7 +4,12 @@
 # own copy of the farm, HOME, environments folder and empty local ccache, build half of the variants
 # each (`pybuild build --variant NAME`) against one loopback Redis as the shared cache, a collector
 # merges their build/<variant>/ folders with .ci/collect_variants.py (which also runs pybuild check),
-# and the script compares every variant's metadata.json digest with the single machine's.
+# and the script compares every variant's metadata.json digest with the single machine's. Every
+# machine builds at the same paths, its farm and its HOME (environments, ccache) alike, as CI runners
+# check out a repository at one path under one HOME: nvcc writes what the absolute paths of the
+# source and of the headers it includes imply into a device object (anonymous namespaces' names and
+# more), so two compiles of one unit give the same bytes only at the same paths. The machines take
+# turns, each one's folders moved aside afterwards.
 #
 #   bash benchmarks/fanout.sh [KERNEL] [VARIANT ...]
 #
@@ -37,16 +42,20 @@ farm_copy() {  # a farm with only this kernel's sources: variants.json and kerne
 
 # the machine's package settings and uv's wheel cache are shared (each fleet machine has its mirror)
 uv_cache=$("$py" -c 'import subprocess; from pybuild.envs import uv_bin; print(subprocess.run([uv_bin(), "cache", "dir"], capture_output=True, text=True).stdout.strip())')
-machine_env() {  # NAME: the environment of one machine of the play
-  echo "HOME=$work/$1/home" "CCACHE_DIR=$work/$1/ccache" "PYBUILD_CACHE_DIR=$work/$1/pybuild-cache" \
-    "XDG_CACHE_HOME=$work/$1/home/.cache" "XDG_CONFIG_HOME=${XDG_CONFIG_HOME:-$HOME/.config}" \
+machine_env() {  # the environment of the machine whose turn it is: its state under $work/machine
+  echo "HOME=$work/machine/home" "CCACHE_DIR=$work/machine/ccache" "PYBUILD_CACHE_DIR=$work/machine/pybuild-cache" \
+    "XDG_CACHE_HOME=$work/machine/home/.cache" "XDG_CONFIG_HOME=${XDG_CONFIG_HOME:-$HOME/.config}" \
     "UV_CACHE_DIR=$uv_cache" "PYTHONPATH=$repo"
 }
-build() {  # NAME ARGS...: python -m pybuild build in machine NAME's farm, as that machine
-  local name=$1; shift
-  mkdir -p "$work/$name/home"
+build() {  # NAME ARGS...: python -m pybuild build as machine NAME: a fresh farm and HOME at the paths
+  local name=$1; shift     # every machine uses, kept afterwards as NAME's
+  rm -rf "$work/checkout" "$work/machine"
+  mkdir -p "$work/machine/home" "$work/$name"
+  farm_copy "$work/checkout"
   # shellcheck disable=SC2046
-  (cd "$work/$name/farm" && env -u PYBUILD_SHARED_CACHE $(machine_env "$name") "$py" -m pybuild build "kernels/$kernel" "$@" -q)
+  (cd "$work/checkout" && env -u PYBUILD_SHARED_CACHE $(machine_env) "$py" -m pybuild build "kernels/$kernel" "$@" -q)
+  mv "$work/checkout" "$work/$name/farm"
+  mv "$work/machine" "$work/$name/state"
 }
 
 port=$("$py" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
@@ -57,7 +66,6 @@ for _ in $(seq 100); do redis-cli -p "$port" ping >/dev/null 2>&1 && break; slee
 cache="redis://127.0.0.1:$port"
 
 start=$(date +%s)
-farm_copy "$work/single/farm"
 if [ "${variants[0]}" = "--all" ]; then
   build single --all
   mapfile -t variants < <(cd "$work/single/farm/kernels/$kernel/build" && ls -d torch*)
@@ -71,13 +79,8 @@ w1=() w2=()
 for i in "${!variants[@]}"; do
   if (( i % 2 == 0 )); then w1+=("--variant=${variants[$i]}"); else w2+=("--variant=${variants[$i]}"); fi
 done
-farm_copy "$work/worker1/farm"
-farm_copy "$work/worker2/farm"
-build worker1 "${w1[@]}" --cache "$cache" &
-p1=$!
-pids=("$p1")
-if [ ${#w2[@]} -gt 0 ]; then build worker2 "${w2[@]}" --cache "$cache" & pids+=($!); fi
-for p in "${pids[@]}"; do wait "$p"; done
+build worker1 "${w1[@]}" --cache "$cache"
+if [ ${#w2[@]} -gt 0 ]; then build worker2 "${w2[@]}" --cache "$cache"; fi
 echo "two workers: ${w1[*]} | ${w2[*]} in $(( $(date +%s) - start )) s (shared cache: $(redis-cli -p "$port" dbsize) keys)"
 
 # each worker's artifact: <kernel>/<variant>/ of what it built, as the variant jobs upload it

@@ -124,6 +124,13 @@ function(pybuild_cuda_gencode target)
     endforeach()
     set_property(SOURCE "${_src}" APPEND PROPERTY COMPILE_OPTIONS ${_gencode})
   endforeach()
+  # nvcc names its intermediate files after the object (not tmpxft_<pid>_..., whose name it writes
+  # into the object), so two compiles of one unit at one path give the same bytes: CI jobs that
+  # build variants on separate runners get the digests one machine gets. The option is nvcc's
+  # (12.4 and later).
+  if(CMAKE_CUDA_COMPILER_ID STREQUAL "NVIDIA" AND CMAKE_CUDA_COMPILER_VERSION VERSION_GREATER_EQUAL 12.4)
+    target_compile_options(${target} PRIVATE $<$<COMPILE_LANGUAGE:CUDA>:--objdir-as-tempdir>)
+  endif()
 endfunction()
 
 # torch's CMake config finds CUDA with the legacy FindCUDA, which guesses the toolkit from the
