@@ -70,14 +70,14 @@ def _job_env(job: VariantJob, new_task: NewTask, notify: Notify) -> Env:
 
 
 def _run_job(
-    job: VariantJob, options: BuildOptions, new_task: NewTask, notify: Notify, keep_going: bool
+    job: VariantJob, options: BuildOptions, new_task: NewTask, notify: Notify, keep_going: bool, on_error: Notify
 ) -> list[BuildResult]:
     results: list[BuildResult] = []
     start = time.monotonic()
     try:
         env = _job_env(job, new_task, notify)
     except PybuildError as e:
-        notify(f"error: {job.variant.name}: {e}")
+        on_error(f"{job.variant.name}: {e}")
         return [failed_result(m, job.variant.name, time.monotonic() - start, e) for m in job.manifests]
     build = functools.partial(build_variant, toolchain=env.toolchain)
     for manifest in job.manifests:
@@ -88,7 +88,7 @@ def _run_job(
             options,
             new_task,
             notify,
-            on_error=lambda message: notify(f"error: {message}"),
+            on_error=on_error,
             under=f" under torch {env.toolchain.torch.version}",
         )
         results.append(result)
@@ -104,11 +104,17 @@ def build_in_envs(
     notify: Notify,
     parallel: int | None = None,
     keep_going: bool = True,
+    on_error: Notify | None = None,
 ) -> list[BuildResult]:
     """Build every job, up to :func:`pybuild.parallel.parallel_plan` variants at once (without
     ``keep_going``, a failure stops the kernels left in its variant, not the other variants); results
-    in the jobs' order."""
-    work = [functools.partial(_run_job, job, new_task=new_task, notify=notify, keep_going=keep_going) for job in jobs]
+    in the jobs' order. A failure's one line goes to ``on_error`` (default: ``notify``, prefixed
+    "error: "), which a caller points at standard error so that ``-q`` and ``--json`` keep it."""
+    report = on_error or (lambda message: notify(f"error: {message}"))
+    work = [
+        functools.partial(_run_job, job, new_task=new_task, notify=notify, keep_going=keep_going, on_error=report)
+        for job in jobs
+    ]
     return build_at_once(work, options, notify, parallel=parallel)
 
 

@@ -124,7 +124,13 @@ def run(args: argparse.Namespace) -> int:
 
         with rep.tasks() as new_task:
             env_results = build_in_envs(
-                selection.jobs, options, new_task, rep.info, parallel=args.parallel, keep_going=args.keep_going
+                selection.jobs,
+                options,
+                new_task,
+                rep.info,
+                parallel=args.parallel,
+                keep_going=args.keep_going,
+                on_error=error,
             )
         results += env_results
         failed = failed or next((r.exit_code for r in env_results if r.status == "failed"), 0)

@@ -472,6 +472,11 @@ def test_progress_lines_end_with_their_work(monkeypatch: pytest.MonkeyPatch) -> 
     assert isinstance(plan, EnvPlan)
     kernels = (SimpleNamespace(name="good", root=Path("good")), SimpleNamespace(name="bad", root=Path("bad")))
     job = matrix.VariantJob(v, plan, kernels)  # type: ignore[arg-type]
-    results = matrix.build_in_envs([job], BuildOptions(), new_task, lambda message: None)
+    said: list[str] = []
+    errors: list[str] = []
+    results = matrix.build_in_envs([job], BuildOptions(), new_task, said.append, on_error=errors.append)
     assert [r.status for r in results] == ["built", "failed"]
+    # the failure's one line goes where the caller sends errors (standard error: -q and --json keep it)
+    assert len(errors) == 1 and "broken" in errors[0] and "bad" in errors[0]
+    assert not any("broken" in line for line in said)
     assert sorted(done) == sorted(lines) == sorted([v.name, f"good {v.name}", f"bad {v.name}"])
