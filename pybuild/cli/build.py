@@ -5,12 +5,15 @@ from __future__ import annotations
 
 import argparse
 import functools
+import threading
 from typing import TYPE_CHECKING
 
 from ..ui import Reporter, error, human_size
 from .common import add_kernel_dirs, add_output_flags, add_variants_flag, int_at_least, load_manifests, load_matrix
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from ..build import BuildOptions, BuildResult
     from ..envs import Refusal
     from ..manifest import Manifest
@@ -173,8 +176,9 @@ def _build_here(
             builds.append((manifest, variant))
     if not builds:
         return [], 0
+    report = _FirstError(every=args.keep_going)
     with rep.tasks() as new_task:
-        work = [functools.partial(_build_one, m, v, new_task=new_task, rep=rep) for m, v in builds]
+        work = [functools.partial(_build_one, m, v, new_task=new_task, rep=rep, on_error=report) for m, v in builds]
         results = build_at_once(
             work, options, rep.info, parallel=args.parallel, keep_going=args.keep_going, noun="host variant"
         )
@@ -183,15 +187,40 @@ def _build_here(
     return results, failed
 
 
+class _FirstError:
+    """Prints a failed build's one error line: every failure's with ``every`` (``--keep-going``),
+    else only the first one's. Without ``-k`` a failure starts no further build, but builds already
+    running at once may fail too, often on the same bad input (a kernel file every variant reads):
+    the run still says one thing, and the summary lists each failed build."""
+
+    def __init__(self, every: bool) -> None:
+        self.every = every
+        self.said = False
+        self.lock = threading.Lock()
+
+    def __call__(self, message: str) -> None:
+        with self.lock:
+            if self.said and not self.every:
+                return
+            self.said = True
+            error(message)
+
+
 def _build_one(
-    manifest: Manifest, variant: Variant, options: BuildOptions, *, new_task: NewTask, rep: Reporter
+    manifest: Manifest,
+    variant: Variant,
+    options: BuildOptions,
+    *,
+    new_task: NewTask,
+    rep: Reporter,
+    on_error: Callable[[str], None],
 ) -> list[BuildResult]:
-    """Build one host variant on a progress line of its own; a failure is printed and returned as a
-    result."""
+    """Build one host variant on a progress line of its own; a failure goes to ``on_error`` and is
+    returned as a result."""
     from ..build import build_variant
     from ..parallel import build_with_progress
 
-    return [build_with_progress(build_variant, manifest, variant, options, new_task, rep.info, on_error=error)]
+    return [build_with_progress(build_variant, manifest, variant, options, new_task, rep.info, on_error=on_error)]
 
 
 def _summary(

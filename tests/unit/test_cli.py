@@ -447,3 +447,31 @@ def test_host_builds_one_at_a_time_stop_at_the_first_failure_without_keep_going(
     assert [(r["variant"], r["status"]) for r in json.loads(captured.out)] == [(n, "failed") for n in expected]
     errors = [line for line in captured.err.splitlines() if line.startswith("error:")]
     assert errors == [f"error: img2gray {n}: {n} broke" for n in expected]
+
+
+@pytest.mark.parametrize("keep_going", [False, True])
+def test_host_builds_failing_at_once_say_one_error_line_without_keep_going(
+    keep_going: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Two builds running at once that both fail (a bad input each variant reads) print one error
+    line without -k, each its own with -k; the JSON lists both as failed either way."""
+    import threading
+
+    import pybuild.build
+    from pybuild.errors import BuildError
+
+    kernel = _two_host_variants(tmp_path, monkeypatch)
+    both_running = threading.Barrier(2, timeout=10)
+
+    def fake_build(manifest, variant, options, progress):  # noqa: ANN001, ANN202
+        both_running.wait()
+        raise BuildError("csrc/bad.cu: broken")
+
+    monkeypatch.setattr(pybuild.build, "build_variant", fake_build)
+    argv = ["build", str(kernel), "--parallel", "2", "--json", *(["-k"] if keep_going else [])]
+    assert main(argv) == BuildError.exit_code
+    captured = capsys.readouterr()
+    assert [r["status"] for r in json.loads(captured.out)] == ["failed", "failed"]
+    errors = [line for line in captured.err.splitlines() if line.startswith("error:")]
+    assert len(errors) == (2 if keep_going else 1), captured.err
+    assert all(line.endswith("csrc/bad.cu: broken") for line in errors)
