@@ -83,6 +83,27 @@ def build_at_once(
         return [r for f in futures for r in f.result()]
 
 
+class FirstErrors:
+    """An ``on_error`` for builds run at once: passes every failure's one line to ``say`` with
+    ``every`` (``--keep-going``), else only the first one's. Without it, :func:`build_at_once` starts
+    no build after a failure, but builds already running may fail too, often on the same bad input (a
+    kernel file every variant reads): the run still says one thing, and the results list each failed
+    build."""
+
+    def __init__(self, say: Notify, every: bool) -> None:
+        self.say = say
+        self.every = every
+        self.said = False
+        self.lock = threading.Lock()
+
+    def __call__(self, message: str) -> None:
+        with self.lock:
+            if self.said and not self.every:
+                return
+            self.said = True
+        self.say(message)
+
+
 def failed_result(manifest: Manifest, variant_name: str, seconds: float, e: PybuildError) -> BuildResult:
     """The result of a variant whose environment or build failed with ``e``."""
     return BuildResult(

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 import functools
-import threading
 from typing import TYPE_CHECKING
 
 from ..ui import Reporter, error, human_size
@@ -159,7 +158,7 @@ def _build_here(
     ``--parallel`` at once (as :func:`pybuild.matrix.build_in_envs` builds the others); the results
     in the selection's order, and the exit code of the first failed build (0: none failed)."""
     from ..build import remove_other_kind_variants
-    from ..parallel import build_at_once
+    from ..parallel import FirstErrors, build_at_once
 
     builds: list[tuple[Manifest, Variant]] = []
     matrix_names = set(matrix.names())
@@ -176,7 +175,7 @@ def _build_here(
             builds.append((manifest, variant))
     if not builds:
         return [], 0
-    report = _FirstError(every=args.keep_going)
+    report = FirstErrors(error, every=args.keep_going)
     with rep.tasks() as new_task:
         work = [functools.partial(_build_one, m, v, new_task=new_task, rep=rep, on_error=report) for m, v in builds]
         results = build_at_once(
@@ -185,25 +184,6 @@ def _build_here(
     # the first failure's (BuildError 6, ToolchainError 5, ...)
     failed = next((r.exit_code for r in results if r.status == "failed"), 0)
     return results, failed
-
-
-class _FirstError:
-    """Prints a failed build's one error line: every failure's with ``every`` (``--keep-going``),
-    else only the first one's. Without ``-k`` a failure starts no further build, but builds already
-    running at once may fail too, often on the same bad input (a kernel file every variant reads):
-    the run still says one thing, and the summary lists each failed build."""
-
-    def __init__(self, every: bool) -> None:
-        self.every = every
-        self.said = False
-        self.lock = threading.Lock()
-
-    def __call__(self, message: str) -> None:
-        with self.lock:
-            if self.said and not self.every:
-                return
-            self.said = True
-            error(message)
 
 
 def _build_one(

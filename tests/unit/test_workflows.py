@@ -100,6 +100,27 @@ def test_actionlint_does_catch_mistakes(tmp_path: Path) -> None:
     assert {"job-needs", "expression"} <= kinds
 
 
+def run_matrix_step(
+    workflow: str, job: str, step_id: str, tmp_path: Path, kernel: str = ""
+) -> tuple[subprocess.CompletedProcess[str], Path]:
+    """Run a job's matrix step as Actions would, with KERNEL set to ``kernel``: the process and the
+    GITHUB_OUTPUT file it writes."""
+    step = next(s for s in load(workflow)["jobs"][job]["steps"] if s.get("id") == step_id)
+    out = tmp_path / "github_output"
+    env = {**os.environ, "GITHUB_OUTPUT": str(out), "KERNEL": kernel}
+    proc = subprocess.run(
+        ["bash", "-e", "-c", step["run"]], cwd=REPO, env=env, capture_output=True, text=True, timeout=120
+    )
+    return proc, out
+
+
+def step_include(workflow: str, job: str, step_id: str, tmp_path: Path) -> list[dict]:
+    """The ``include`` list a job's matrix step writes, run for every kernel."""
+    proc, out = run_matrix_step(workflow, job, step_id, tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(out.read_text().removeprefix("include=").strip())
+
+
 def test_ci_runs_dot_ci_run() -> None:
     steps = load("ci.yml")["jobs"]["test"]["steps"]
     assert [s["run"] for s in steps if "run" in s] == ["bash .ci/run"]
@@ -108,14 +129,7 @@ def test_ci_runs_dot_ci_run() -> None:
 def test_build_matrix_comes_from_variants_json(tmp_path: Path) -> None:
     """Run the matrix step's script as Actions would and compare with pybuild's own expansion."""
     wf = load("build.yml")
-    step = next(s for s in wf["jobs"]["matrix"]["steps"] if s.get("id") == "matrix")
-    out = tmp_path / "github_output"
-    env = {**os.environ, "GITHUB_OUTPUT": str(out), "KERNEL": ""}
-    proc = subprocess.run(
-        ["bash", "-e", "-c", step["run"]], cwd=REPO, env=env, capture_output=True, text=True, timeout=60
-    )
-    assert proc.returncode == 0, proc.stderr
-    include = json.loads(out.read_text().removeprefix("include=").strip())
+    include = step_include("build.yml", "matrix", "matrix", tmp_path)
     matrix = load_matrix(REPO / "variants.json")
     expected = []
     for toml in sorted((REPO / "kernels").glob("*/build.toml")):
@@ -134,10 +148,7 @@ def test_build_matrix_comes_from_variants_json(tmp_path: Path) -> None:
     assert any("cachix" in s.get("uses", "") for s in build["steps"]), "builds use the binary cache"
     assert any(s.get("uses", "").startswith("actions/upload-artifact") for s in build["steps"])
 
-    env["KERNEL"] = "no-such-kernel"
-    proc = subprocess.run(
-        ["bash", "-e", "-c", step["run"]], cwd=REPO, env=env, capture_output=True, text=True, timeout=60
-    )
+    proc, _ = run_matrix_step("build.yml", "matrix", "matrix", tmp_path, kernel="no-such-kernel")
     assert proc.returncode != 0 and "no kernel folder matches 'no-such-kernel'" in proc.stderr
 
 
@@ -205,14 +216,7 @@ def test_environment_builds_fan_out_one_job_per_variant(tmp_path: Path) -> None:
     with the kernels that have it, as `pybuild variants --json` lists them; each job builds that
     variant with the shared cache and uploads it; one job collects and checks them all."""
     wf = load("build-envs.yml")
-    step = next(s for s in wf["jobs"]["plan"]["steps"] if s.get("id") == "plan")
-    out = tmp_path / "github_output"
-    env = {**os.environ, "GITHUB_OUTPUT": str(out), "KERNEL": ""}
-    proc = subprocess.run(
-        ["bash", "-e", "-c", step["run"]], cwd=REPO, env=env, capture_output=True, text=True, timeout=120
-    )
-    assert proc.returncode == 0, proc.stderr
-    include = json.loads(out.read_text().removeprefix("include=").strip())
+    include = step_include("build-envs.yml", "plan", "plan", tmp_path)
     matrix = load_matrix(REPO / "variants.json")
     expected: dict[str, list[str]] = {}
     for toml in sorted((REPO / "kernels").glob("*/build.toml")):
