@@ -44,6 +44,9 @@
 //     compile-time groups of 2 to 32 lanes, longer ones a warp a row; rows of up to 512 4-byte units
 //     too: fp32 ones where they are 16 or more an SM, 16-bit ones the warp form above leaves, 3 or
 //     more an SM), longer ones as below;
+//   - rows of more than 4096 16-byte packs that need no cluster to fill the device (as many as the
+//     SMs or more; any number before sm_90), up to 256 KB on sm_90: a block of 1024 threads a row, the row read twice (the sum of squares with an L2 evict-last
+//     policy, then the store from L2), nothing held across the reduction (rms_norm_looped_kernel);
 //   - a row per block, or shared by a thread-block cluster of up to 8 blocks (sm_90) when the row
 //     is more than a block holds in registers or the rows, 48 KB or wider, are too few to give
 //     every SM about two blocks (rms_norm_rows_kernel; 16 units of 4 bytes or less a thread where
@@ -81,6 +84,8 @@ constexpr int kMaxPacks = 4 * kMaxThreads;
 constexpr int kTileThreads = 128;      // block size of the warp-tile path
 constexpr int kTileLoads = 2;          // 16-byte loads of x per thread there
 constexpr int kRowsThreads = 512;      // most threads per block of rms_norm_rows_kernel
+constexpr int kLoopedThreads = 1024;   // block size of rms_norm_looped_kernel
+constexpr int kLoopedUnroll = 2;       // 16-byte loads a thread in flight there
 
 using farm_dtypes::from_float;
 using farm_dtypes::RawT;
@@ -381,6 +386,54 @@ __global__ void __launch_bounds__(kRowsThreads, hold_weight<T, BYTES, CPT>() ? 0
     }
   }
   for (int64_t i = rest; i < hi; i += group) y[i] = U::scale(x[i], w[i], rstd);
+}
+
+// Rows of 16-byte packs longer than a block holds in registers (more than kMaxPacks), as many as
+// the SMs or more: a block of kLoopedThreads a row reads its row twice, first for the sum of
+// squares with an L2 evict-last policy (the row stays in L2 for the second read), then streaming
+// for the store, kLoopedUnroll units a thread in flight at each step. Nothing is held across the
+// reduction: the block needs few registers whatever the row's width, and its SM streams the row
+// from the first load to the last store, where a cluster's blocks hold their parts in registers
+// and wait for each other between their loads and their stores (torch.compile's form of these rows).
+template <typename T, int BYTES>
+__global__ void __launch_bounds__(kLoopedThreads) rms_norm_looped_kernel(T* __restrict__ out, const T* __restrict__ in,
+                                                                         const T* __restrict__ weight, int64_t hidden,
+                                                                         int64_t units, float inv_hidden, float eps,
+                                                                         bool trigger) {
+  using U = Unit<T, BYTES>;
+  using R = typename U::R;
+  constexpr int kU = kLoopedUnroll;
+  __shared__ float scratch[33];
+  const int64_t row = blockIdx.x;
+  const R* x = reinterpret_cast<const R*>(in + row * hidden);
+  const R* w = reinterpret_cast<const R*>(weight);
+  R* y = reinterpret_cast<R*>(out + row * hidden);
+  const int64_t step = blockDim.x;
+  const int64_t whole = units / (step * kU) * (step * kU);  // units of the full steps
+  farm_pdl::wait_for_previous_grid();
+  float ss = 0.0f;
+  for (int64_t base = threadIdx.x; base < whole; base += step * kU) {
+    R v[kU];
+#pragma unroll
+    for (int u = 0; u < kU; ++u) v[u] = farm_memory::load_evict_last(x + base + u * step);
+#pragma unroll
+    for (int u = 0; u < kU; ++u) ss += U::sumsq(v[u]);
+  }
+  for (int64_t i = whole + threadIdx.x; i < units; i += step) ss += U::sumsq(farm_memory::load_evict_last(x + i));
+  farm_pdl::allow_next_grid(trigger);
+  ss = block_sum(ss, scratch);
+  const float rstd = rsqrtf(ss * inv_hidden + eps);
+  for (int64_t base = threadIdx.x; base < whole; base += step * kU) {
+    R v[kU], wv[kU];
+#pragma unroll
+    for (int u = 0; u < kU; ++u) {
+      v[u] = __ldcs(x + base + u * step);
+      wv[u] = w[base + u * step];
+    }
+#pragma unroll
+    for (int u = 0; u < kU; ++u) __stcs(y + base + u * step, U::scale(v[u], wv[u], rstd));
+  }
+  for (int64_t i = whole + threadIdx.x; i < units; i += step) __stcs(y + i, U::scale(__ldcs(x + i), w[i], rstd));
 }
 
 // The weight's 16-byte pack for a pack of x that starts S 16-bit halves into a pack of the weight:
@@ -1010,7 +1063,8 @@ enum class Path { kTiny, kFlat, kPacks, kGroup, kRows, kPartials };
 //   - kGroup: other short rows (up to kGroupMaxUnits units of `bytes`; rows of up to twice that
 //     many 4-byte units: fp32 ones kWideGroupRows or more an SM, 16-bit ones the warp form leaves,
 //     kWideGroupRows16 or more an SM);
-//   - kRows: a block per row, or a cluster of `split` (sm_90 and later) when a row is more than a
+//   - kRows: `looped`: rows of 16-byte packs beyond kMaxPacks, as many as the SMs or more, a block a
+//     row reading the row twice; else a block per row, or a cluster of `split` (sm_90 and later) when a row is more than a
 //     block holds in registers or the rows, kSplitFrom bytes or wider, are too few to give every SM
 //     about two blocks; `shifted`:
 //     rows of smaller units read in 16-byte packs from each row's first 16-byte boundary, `warp`: a
@@ -1026,6 +1080,7 @@ struct Plan {
   bool shallow = false;  // kRows: rows_cpt(bytes) / 2 units a thread, a block per row
   bool shifted = false;  // kRows: rows of elements read in 16-byte packs (rms_norm_shifted_kernel)
   bool warp = false;     // shifted: a warp a row, kWarpRows rows a block (its warp form)
+  bool looped = false;   // kRows: a block a row reading the row twice (rms_norm_looped_kernel)
 };
 
 Plan plan_of(int elem, uintptr_t out, uintptr_t in, uintptr_t weight, int64_t rows, int64_t hidden) {
@@ -1134,10 +1189,20 @@ Plan plan_of(int elem, uintptr_t out, uintptr_t in, uintptr_t weight, int64_t ro
       return p;
     }
     split = kMaxSplit;
-  } else if (split <= 3 && p.bytes >= 8 && rows >= 4 * int64_t{dev.sms}) {
-    // Units of 8 or 16 bytes, rows for several waves, 2 or 3 blocks a row: a block per row, the
-    // rest of the row read twice (from L2), is faster than the cluster, whose blocks wait for each
-    // other. With fewer rows, more blocks a row or smaller units the cluster is faster.
+  }
+  // Rows of 16-byte packs beyond kMaxPacks that need no split to fill the device (as many as the
+  // SMs or more), up to kMaxSplit blocks' worth: the looped kernel, a block a row reading the row
+  // twice, which streams where the cluster's blocks wait for each other (H100, fp32 666x25152:
+  // docs/performance.md). Wider rows take the two-kernel path above.
+  if (p.bytes == 16 && fill == 1) {
+    p.looped = true;
+    return p;
+  }
+  if (split <= 3 && p.bytes >= 8 && rows >= 4 * int64_t{dev.sms}) {
+    // Units of 8 bytes (16-byte ones got here only with rows fewer than the SMs), rows for several
+    // waves, 2 or 3 blocks a row: a block per row, the rest of the row read twice (from L2), is
+    // faster than the cluster, whose blocks wait for each other. With fewer rows, more blocks a row
+    // or smaller units the cluster is faster.
     split = 1;
   }
   p.split = static_cast<int>(split);
@@ -1275,6 +1340,17 @@ bool launch_rows_split(T* out, const T* in, const T* weight, int64_t rows, int64
   return true;
 }
 
+// rms_norm_looped_kernel<T, BYTES>: a block of kLoopedThreads a row.
+template <typename T, int BYTES>
+void launch_looped(T* out, const T* in, const T* weight, int64_t rows, int64_t hidden, float inv_h, float eps,
+                   cudaStream_t s, bool pdl) {
+  const int64_t units = hidden / Unit<T, BYTES>::kVec;
+  const auto blocks = static_cast<unsigned>(rows);
+  const bool trigger = pdl && farm_pdl::trigger_pays(2 * units * BYTES, blocks);
+  farm_pdl::launch(rms_norm_looped_kernel<T, BYTES>, blocks, kLoopedThreads, s, pdl, out, in, weight, hidden, units,
+                   inv_h, eps, trigger);
+}
+
 template <typename T, int BYTES>
 void launch_units(T* o, const T* x, const T* w, float* partial, int64_t rows, int64_t hidden, const Plan& p,
                   float inv_h, float eps, cudaStream_t s, bool pdl) {
@@ -1353,6 +1429,10 @@ void launch_units(T* o, const T* x, const T* w, float* partial, int64_t rows, in
   } else {
     const int split = p.path == Path::kPartials ? kMaxSplit : p.split;
     if constexpr (BYTES == 16) {
+      if (p.looped) {
+        launch_looped<T, BYTES>(o, x, w, rows, hidden, inv_h, eps, s, pdl);
+        return;
+      }
       if constexpr (sizeof(T) == 2) {  // plan_of gives the warp form 16-bit rows only
         if (p.warp) {
           launch_rows_split<T, BYTES, kCpt, true, true>(o, x, w, rows, hidden, 1, inv_h, eps, s, pdl);

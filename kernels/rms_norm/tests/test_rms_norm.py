@@ -211,7 +211,10 @@ def test_cuda_back_to_back_launches(kernel, graph, hidden):
 # cluster of blocks from 48 KB (8x16384 in float32) or, wider still, by two kernels meeting in a
 # workspace (1x327680, 3x151936, 7x65544, 8x20000 in float32), narrower ones a block each
 # (8x16384 and 8x20000 in 16-bit dtypes, 2x3394) unless a block cannot hold them (a cluster:
-# 2x6717, 1x9358), and long rows read twice (300x40000). From 6 MiB, odd
+# 2x6717, 1x9358); rows of more than 4096 16-byte packs, as many as the SMs or more, take a block
+# of 1024 threads a row that reads the row twice (300x40000, 600x20000 and 700x16392 in float32,
+# 300x40000 and 133x65536 in 16-bit dtypes; 133x65536 in float32: 256 KB rows, the widest it
+# takes on sm_90; 300x40000 ends in a partial step). From 6 MiB, odd
 # 16-bit rows of up to 384 elements are read as one flat array of 16-byte packs (60000x167,
 # 1000000x9, 20000x167, 300000x13, 40000x255, 70000x129; 30001x301 ends in a partial pack);
 # smaller ones take the group kernel (50000x11, 4000x167), with twice the rows a thread where
@@ -222,7 +225,7 @@ def test_cuda_back_to_back_launches(kernel, graph, hidden):
 # them to fill the device, take half the lanes a row (40000x18 in 16-bit dtypes, 150000x3); rows
 # of more units keep theirs (20000x223 in float32). Rows of 8- or 16-byte units that would take
 # 2 or 3 blocks of a cluster take one block each where they are enough rows (600x10004 in 16-bit
-# dtypes, 600x20000 in float32). From 4 MB of x, rows of odd 16-bit width (344x19373, 9448x479,
+# dtypes). From 4 MB of x, rows of odd 16-bit width (344x19373, 9448x479,
 # 1200x4097, 200x40001) and rows of 4- or 8-byte units 16 KB or wider (300x20001, 940x4622,
 # 1200x4097, 200x40001 in float32) are read in 16-byte packs from each row's first 16-byte
 # boundary. fp32 rows of 257 to 512 4-byte units, 16 or more an SM, take the group kernel at a warp
@@ -259,6 +262,7 @@ WIDE = [
     (7, 65544),
     (33, 100003),
     (300, 40000),
+    (133, 65536),
     (6000, 3),
     (50000, 11),
     (4000, 167),
@@ -400,7 +404,7 @@ def test_cuda_short_rows_off_alignment(kernel, offset, hidden, dtype):
 @pytest.mark.parametrize("graph", [False, True], ids=["stream", "graph"])
 @pytest.mark.parametrize(
     "rows, hidden",
-    [(3, 151936), (8, 16384), (4000, 2), (37, 1001), (1, 327680), (20000, 167), (20001, 11)],
+    [(3, 151936), (8, 16384), (4000, 2), (37, 1001), (1, 327680), (20000, 167), (20001, 11), (300, 40000)],
     ids=str,
 )
 def test_cuda_back_to_back_rows_of_any_width(kernel, graph, rows, hidden):
