@@ -3,10 +3,12 @@ table of docs/performance.md.
 
     python3 benchmarks/table.py benchmarks/results/gpu-nvidia-h200.json
     python3 benchmarks/table.py benchmarks/results/sweep-rms_norm-nvidia-h200.json
+    python3 benchmarks/table.py benchmarks/results/sweeps/sweep-rms_norm-nvidia-h200-seed2.json.gz
 """
 
 from __future__ import annotations
 
+import gzip
 import json
 import sys
 from pathlib import Path
@@ -21,9 +23,11 @@ def main(argv: list[str]) -> int:
         print(__doc__.strip(), file=sys.stderr)
         return 2
     try:
-        doc = json.loads(Path(argv[0]).read_text())
+        path = Path(argv[0])
+        raw = path.read_bytes()
+        doc = json.loads(gzip.decompress(raw) if path.name.endswith(".gz") else raw)
         lines = sweep_report.markdown_table(doc) if doc.get("kind") == "sweep" else markdown_table(doc)
-    except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
+    except (OSError, EOFError, ValueError, KeyError, TypeError, AttributeError) as e:
         print(
             f"error: {argv[0]}: not a readable bench result ({type(e).__name__}: {e}); "
             "pass a JSON written by `python -m pybuild bench --out DIR`",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import json
 import subprocess
 import sys
@@ -26,6 +27,7 @@ from pybuild.bench import (
     run_case,
     summary_rows,
 )
+from pybuild.bench.sweep import out_name
 from pybuild.errors import UsageError
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -159,6 +161,15 @@ def test_run_writes_a_json_document(tmp_path):
     assert len(back["copy_large_runs"]) == 2
 
 
+RESULTS = ROOT / "benchmarks" / "results"
+SWEEPS = sorted(p.relative_to(RESULTS).as_posix() for p in (RESULTS / "sweeps").glob("*.json.gz"))
+
+
+def read_result(path: Path) -> dict:
+    raw = path.read_bytes()
+    return json.loads(gzip.decompress(raw) if path.name.endswith(".gz") else raw)
+
+
 @pytest.mark.parametrize(
     "result",
     [
@@ -166,6 +177,7 @@ def test_run_writes_a_json_document(tmp_path):
         "gpu-nvidia-h100-80gb-hbm3.json",
         "sweep-rms_norm-nvidia-h200.json",
         "sweep-rms_norm-nvidia-h100-80gb-hbm3.json",
+        *SWEEPS,
     ],
 )
 def test_the_performance_page_tables_are_the_committed_runs(result: str) -> None:
@@ -173,7 +185,7 @@ def test_the_performance_page_tables_are_the_committed_runs(result: str) -> None
     # new run committed without regenerating them, or a hand-edited figure, fails here.
     from pybuild.bench import sweep_report
 
-    doc = json.loads((ROOT / "benchmarks" / "results" / result).read_text())
+    doc = read_result(RESULTS / result)
     page = (ROOT / "docs" / "performance.md").read_text()
     table = sweep_report.markdown_table if doc.get("kind") == "sweep" else markdown_table
     rendered = "\n".join(table(doc))
@@ -184,7 +196,8 @@ def test_the_committed_results_are_one_run_and_one_sweep_per_gpu_kind_under_1_mb
     # benchmarks/results/ keeps what README.md and docs/performance.md cite; earlier runs stay in git
     # (docs/performance.md names the commit). The logs run_gpu.sh writes there are not committed.
     logs = {"gpu-run.log", "build-logs.tar.gz"}
-    files = [p for p in (ROOT / "benchmarks" / "results").iterdir() if p.name not in logs]
+    files = [p for p in RESULTS.iterdir() if p.is_file() and p.name not in logs]
+    assert {p.name for p in RESULTS.iterdir() if p.is_dir()} <= {"sweeps"}
     names = sorted(p.name for p in files)
     for kind in ("nvidia-h200", "nvidia-h100-80gb-hbm3"):
         assert f"gpu-{kind}.json" in names and f"gpu-{kind}.png" in names, names
@@ -196,8 +209,34 @@ def test_the_committed_results_are_one_run_and_one_sweep_per_gpu_kind_under_1_mb
     assert size < 1_000_000, f"benchmarks/results/ holds {size} bytes; keep it under 1 MB"
 
 
+def test_the_committed_sweeps_are_named_for_their_run_and_gzipped_reproducibly() -> None:
+    # benchmarks/results/sweeps/ keeps the other seeds' sweeps and given-shape checks that
+    # docs/performance.md cites: sweep-<kernels>-<device>-seed<S>.json.gz or
+    # given-<kernels>-<device>.json.gz, without their per-round arrays, gzipped with no timestamp.
+    assert SWEEPS, "no committed sweeps"
+    size = 0
+    for name in SWEEPS:
+        path = RESULTS / name
+        size += path.stat().st_size
+        raw = path.read_bytes()
+        assert raw[4:8] == bytes(4), f"{name}: gzip with a timestamp; write it with gzip.compress(data, mtime=0)"
+        doc = read_result(path)
+        assert doc["kind"] == "sweep", name
+        stem = out_name(list(dict.fromkeys(r["kernel"] for r in doc["results"])), doc)  # sweep-<kernels>-<device>
+        dist = doc["distribution"]
+        want = (
+            "given-" + stem.removeprefix("sweep-") + ".json.gz"
+            if "given_shapes" in dist
+            else f"{stem}-seed{dist['seed']}.json.gz"
+        )
+        assert Path(name).name == want, f"{name}: its run says {want}"
+        assert "partial" not in doc, f"{name}: a run that stopped early"
+        assert not any("graph_rounds_us" in r for r in doc["results"]), f"{name}: keeps its per-round arrays"
+    assert size < 500_000, f"benchmarks/results/sweeps/ holds {size} bytes; keep it under 500 KB"
+
+
 def test_the_table_script_prints_the_table_and_refuses_a_wrong_file(tmp_path: Path) -> None:
-    result = ROOT / "benchmarks" / "results" / "gpu-nvidia-h200.json"
+    result = RESULTS / "gpu-nvidia-h200.json"
     proc = subprocess.run(
         [sys.executable, "benchmarks/table.py", str(result)], cwd=ROOT, capture_output=True, text=True, check=False
     )
