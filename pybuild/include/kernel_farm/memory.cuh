@@ -9,7 +9,7 @@
 
 namespace farm_memory {
 
-// A load of 16 (uint4), 8 (uint2), 4 or 2 bytes with an L2 evict-last policy: the line stays in L2
+// A 16-byte (uint4) or 8-byte (uint2) load with an L2 evict-last policy: the line stays in L2
 // ahead of lines loaded plainly or streaming (for inputs far larger than L2, where the policy
 // keeps part of them resident for the next kernel). `p` is aligned to the access size.
 __device__ __forceinline__ uint4 load_evict_last(const uint4* p) {
@@ -25,23 +25,6 @@ __device__ __forceinline__ uint2 load_evict_last(const uint2* p) {
   asm("{\n\t.reg .b64 pol;\n\tcreatepolicy.fractional.L2::evict_last.b64 pol, 1.0;\n\t"
       "ld.global.L2::cache_hint.v2.u32 {%0, %1}, [%2], pol;\n\t}"
       : "=r"(r.x), "=r"(r.y)
-      : "l"(p));
-  return r;
-}
-
-__device__ __forceinline__ unsigned int load_evict_last(const unsigned int* p) {
-  unsigned int r;
-  asm("{\n\t.reg .b64 pol;\n\tcreatepolicy.fractional.L2::evict_last.b64 pol, 1.0;\n\t"
-      "ld.global.L2::cache_hint.u32 %0, [%1], pol;\n\t}"
-      : "=r"(r)
-      : "l"(p));
-  return r;
-}
-__device__ __forceinline__ unsigned short load_evict_last(const unsigned short* p) {
-  unsigned short r;
-  asm("{\n\t.reg .b64 pol;\n\tcreatepolicy.fractional.L2::evict_last.b64 pol, 1.0;\n\t"
-      "ld.global.L2::cache_hint.u16 %0, [%1], pol;\n\t}"
-      : "=h"(r)
       : "l"(p));
   return r;
 }
