@@ -11,6 +11,7 @@ from __future__ import annotations
 import gzip
 import json
 import sys
+import zlib
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the farm's pybuild, from any folder
@@ -27,7 +28,7 @@ def main(argv: list[str]) -> int:
         raw = path.read_bytes()
         doc = json.loads(gzip.decompress(raw) if path.name.endswith(".gz") else raw)
         lines = sweep_report.markdown_table(doc) if doc.get("kind") == "sweep" else markdown_table(doc)
-    except (OSError, EOFError, ValueError, KeyError, TypeError, AttributeError) as e:
+    except (OSError, EOFError, zlib.error, ValueError, KeyError, TypeError, AttributeError) as e:
         print(
             f"error: {argv[0]}: not a readable bench result ({type(e).__name__}: {e}); "
             "pass a JSON written by `python -m pybuild bench --out DIR`",

@@ -253,6 +253,30 @@ def test_the_table_script_prints_the_table_and_refuses_a_wrong_file(tmp_path: Pa
     assert proc.returncode == 2 and "not a readable bench result" in proc.stderr and "Traceback" not in proc.stderr
 
 
+def test_the_table_script_reads_a_gzipped_sweep_and_refuses_a_broken_one(tmp_path: Path) -> None:
+    from pybuild.bench import sweep_report
+
+    result = RESULTS / SWEEPS[0]
+    proc = subprocess.run(
+        [sys.executable, "benchmarks/table.py", str(result)], cwd=ROOT, capture_output=True, text=True, check=False
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines() == sweep_report.markdown_table(read_result(result))
+    raw = bytearray(result.read_bytes())
+    raw[20:40] = bytes(20)  # a valid gzip header over corrupt compressed data
+    for name, data in (("broken.json.gz", bytes(raw)), ("plain.json.gz", b"{}")):
+        (tmp_path / name).write_bytes(data)
+        proc = subprocess.run(
+            [sys.executable, "benchmarks/table.py", str(tmp_path / name)],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        assert proc.returncode == 2 and "not a readable bench result" in proc.stderr, (name, proc.stderr)
+        assert "Traceback" not in proc.stderr
+
+
 @pytest.mark.parametrize(
     "text, message",
     [

@@ -45,8 +45,9 @@
 //     too: fp32 ones where they are 16 or more an SM, 16-bit ones the warp form above leaves, 3 or
 //     more an SM), longer ones as below;
 //   - rows of more than 4096 16-byte packs that need no cluster to fill the device (as many as the
-//     SMs or more; any number before sm_90), up to 256 KB on sm_90: a block of 1024 threads a row, the row read twice (the sum of squares with an L2 evict-last
-//     policy, then the store from L2), nothing held across the reduction (rms_norm_looped_kernel);
+//     SMs or more; any number before sm_90), up to 256 KB on sm_90: a block of 1024 threads a row,
+//     the row read twice (the sum of squares with an L2 evict-last policy, then the store from L2),
+//     nothing held across the reduction (rms_norm_looped_kernel);
 //   - a row per block, or shared by a thread-block cluster of up to 8 blocks (sm_90) when the row
 //     is more than a block holds in registers or the rows, 48 KB or wider, are too few to give
 //     every SM about two blocks (rms_norm_rows_kernel; 16 units of 4 bytes or less a thread where
@@ -1064,9 +1065,9 @@ enum class Path { kTiny, kFlat, kPacks, kGroup, kRows, kPartials };
 //     many 4-byte units: fp32 ones kWideGroupRows or more an SM, 16-bit ones the warp form leaves,
 //     kWideGroupRows16 or more an SM);
 //   - kRows: `looped`: rows of 16-byte packs beyond kMaxPacks, as many as the SMs or more, a block a
-//     row reading the row twice; else a block per row, or a cluster of `split` (sm_90 and later) when a row is more than a
-//     block holds in registers or the rows, kSplitFrom bytes or wider, are too few to give every SM
-//     about two blocks; `shifted`:
+//     row reading the row twice; else a block per row, or a cluster of `split` (sm_90 and later)
+//     when a row is more than a block holds in registers or the rows, kSplitFrom bytes or wider, are
+//     too few to give every SM about two blocks; `shifted`:
 //     rows of smaller units read in 16-byte packs from each row's first 16-byte boundary, `warp`: a
 //     warp a row;
 //   - kPartials: wider still (more than kMaxSplit blocks per row): two kernels, `parts` blocks per
@@ -1193,7 +1194,8 @@ Plan plan_of(int elem, uintptr_t out, uintptr_t in, uintptr_t weight, int64_t ro
   // Rows of 16-byte packs beyond kMaxPacks that need no split to fill the device (as many as the
   // SMs or more), up to kMaxSplit blocks' worth: the looped kernel, a block a row reading the row
   // twice, which streams where the cluster's blocks wait for each other (H100, fp32 666x25152:
-  // docs/performance.md). Wider rows take the two-kernel path above.
+  // docs/performance.md). On sm_90 and later wider rows take the two-kernel path above; before
+  // sm_90 (no clusters, no two-kernel path) every such row takes the looped kernel.
   if (p.bytes == 16 && fill == 1) {
     p.looped = true;
     return p;
@@ -1229,7 +1231,7 @@ Plan plan_of(int elem, uintptr_t out, uintptr_t in, uintptr_t weight, int64_t ro
     p.shallow = false;
     split = dev.major < 9 ? 1 : split_at(rows_cpt(16), spread);
     if (split > kMaxSplit) split = kMaxSplit;
-    if (split <= 3 && rows >= 4 * int64_t{dev.sms}) split = 1;  // as for 16-byte units above
+    if (split <= 3 && rows >= 4 * int64_t{dev.sms}) split = 1;  // as for 8-byte units above
     p.split = static_cast<int>(split);
   }
   return p;

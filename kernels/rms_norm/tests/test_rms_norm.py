@@ -209,42 +209,43 @@ def test_cuda_back_to_back_launches(kernel, graph, hidden):
 # pack (1000x2, 999x4 in 16-bit dtypes, 5x1), rows in units of 8, 4 or 2 bytes where 16 do not
 # divide them (odd, prime and even-unaligned widths), rows too few to fill the device shared by a
 # cluster of blocks from 48 KB (8x16384 in float32) or, wider still, by two kernels meeting in a
-# workspace (1x327680, 3x151936, 7x65544, 8x20000 in float32), narrower ones a block each
-# (8x16384 and 8x20000 in 16-bit dtypes, 2x3394) unless a block cannot hold them (a cluster:
-# 2x6717, 1x9358); rows of more than 4096 16-byte packs, as many as the SMs or more, take a block
-# of 1024 threads a row that reads the row twice (300x40000, 600x20000 and 700x16392 in float32,
-# 300x40000 and 133x65536 in 16-bit dtypes; 133x65536 in float32: 256 KB rows, the widest it
-# takes on sm_90; 300x40000 ends in a partial step). From 6 MiB, odd
-# 16-bit rows of up to 384 elements are read as one flat array of 16-byte packs (60000x167,
-# 1000000x9, 20000x167, 300000x13, 40000x255, 70000x129; 30001x301 ends in a partial pack);
-# smaller ones take the group kernel (50000x11, 4000x167), with twice the rows a thread where
-# that still fills the device (17000x167, 40000x77, 35000x77, 70000x35), and wider ones the rows
-# kernel (6000x1471); rows of 4-byte units or elements that fill the device take 16 a thread
-# (6000x1471 in float32), and those too few to fill it even at 8 a thread take 4 (255x431,
-# 3x261, 22x641, and 18x838 in 16-bit dtypes). Rows of 32 units of 4 bytes or less, enough of
-# them to fill the device, take half the lanes a row (40000x18 in 16-bit dtypes, 150000x3); rows
-# of more units keep theirs (20000x223 in float32). Rows of 8- or 16-byte units that would take
-# 2 or 3 blocks of a cluster take one block each where they are enough rows (600x10004 in 16-bit
-# dtypes). From 4 MB of x, rows of odd 16-bit width (344x19373, 9448x479,
+# workspace (1x327680, 3x151936, 7x65544, 8x20000 in float32), narrower ones a block each (8x16384
+# and 8x20000 in 16-bit dtypes, 2x3394) unless a block cannot hold them (a cluster: 2x6717, 1x9358);
+# rows of more than 4096 16-byte packs, as many as the SMs or more, take a block of 1024 threads a
+# row that reads the row twice (300x40000, 600x20000 and 700x16392 in float32, 300x40000 and
+# 133x65536 in 16-bit dtypes; 133x65536 in float32: 256 KB rows, the widest it takes on sm_90
+# devices of 132 SMs; 300x40000 ends in a partial step). From 6 MiB, odd 16-bit rows of up to 384
+# elements are read as one flat array of 16-byte packs (60000x167, 1000000x9, 20000x167, 300000x13,
+# 40000x255, 70000x129; 30001x301 ends in a partial pack); smaller ones take the group kernel
+# (50000x11, 4000x167), with twice the rows a thread where that still fills the device (17000x167,
+# 40000x77, 35000x77, 70000x35), and wider ones the rows kernel (6000x1471); rows of 4-byte units or
+# elements that fill the device take 16 a thread (6000x1471 in float32), and those too few to fill
+# it even at 8 a thread take 4 (255x431, 3x261, 22x641, and 18x838 in 16-bit dtypes). Rows of 32
+# units of 4 bytes or less, enough of them to fill the device, take half the lanes a row (40000x18
+# in 16-bit dtypes, 150000x3); rows of more units keep theirs (20000x223 in float32). Rows of 8-byte
+# units that would take 2 or 3 blocks of a cluster take one block each where they are rows for
+# several waves, but with x and y alike modulo 16 bytes and an aligned weight such rows (16 KB or
+# wider, from 4 MB of x) take the shifted kernel below (600x10004 in 16-bit dtypes), so none of
+# these shapes reaches that form. From 4 MB of x, rows of odd 16-bit width (344x19373, 9448x479,
 # 1200x4097, 200x40001) and rows of 4- or 8-byte units 16 KB or wider (300x20001, 940x4622,
-# 1200x4097, 200x40001 in float32) are read in 16-byte packs from each row's first 16-byte
-# boundary. fp32 rows of 257 to 512 4-byte units, 16 or more an SM, take the group kernel at a warp
-# a row (9448x479, 5000x301, 30001x301 and 3001x511 ending in a partial block, 511 units the most),
-# and so do 16-bit rows of 257 to 512 4-byte units, 3 or more an SM, under 4 MB of x (1104x822,
-# 2000x654); 16-bit rows of more than 256 units of up to 1024 elements, 8 or more an SM (odd widths,
-# and 4-byte units from 4 MB of x), take a warp a row in 16-byte packs from each row's first 16-byte
-# boundary, 8 rows a block (9448x479, 5000x301, 3001x511 and 6001x654 ending in a partial block;
-# 3001x1023 and 3001x1022 fill a lane's four packs); 16-bit rows of 4-byte units of up to 64
-# elements take the group kernel (300000x38); rows of 1025 to 2048 packs, 16 or more an SM, take 4
-# packs a thread (2400x8200 in 16-bit dtypes, 2400x4104 in float32), and rows of more than 2048
-# packs, 5 or more an SM, read the weight at the store (700x16392 in 16-bit dtypes, 8 packs a
-# thread, 2049 packs; 2400x8200 in float32); fewer such rows hold it (600x20000 in 16-bit dtypes,
-# 600x10004 in float32). Rows of 65 to 256 units of 4 or 8 bytes take the group kernel at the fewest
-# units a lane that hold them, 3 to 8, 1 or 2 rows a thread, most ending in a partial block: fp32
-# 8-byte and 16-bit 4-byte units (75 units: 40000x150 at 2 rows a thread, 2000x150 at 1; 103:
-# 30001x206; 155: 236x310 at 1, 20001x310 at 2; 183: 3001x366; 223: 20001x446 at 2, 3000x446 at 1;
-# 255: 17001x510 at 2) and 16-bit 8-byte units (75: 20001x300, 2000x300; 103: 1000x412; 155:
-# 1500x620, 20001x620; 183: 1000x732; 223: 30001x892; 255: 3000x1020).
+# 1200x4097, 200x40001 in float32) are read in 16-byte packs from each row's first 16-byte boundary.
+# fp32 rows of 257 to 512 4-byte units, 16 or more an SM, take the group kernel at a warp a row
+# (9448x479, 5000x301, 30001x301 and 3001x511 ending in a partial block, 511 units the most), and so
+# do 16-bit rows of 257 to 512 4-byte units, 3 or more an SM, under 4 MB of x (1104x822, 2000x654);
+# 16-bit rows of more than 256 units of up to 1024 elements, 8 or more an SM (odd widths, and 4-byte
+# units from 4 MB of x), take a warp a row in 16-byte packs from each row's first 16-byte boundary,
+# 8 rows a block (9448x479, 5000x301, 3001x511 and 6001x654 ending in a partial block; 3001x1023 and
+# 3001x1022 fill a lane's four packs); 16-bit rows of 4-byte units of up to 64 elements take the
+# group kernel (300000x38); rows of 1025 to 2048 packs, 16 or more an SM, take 4 packs a thread
+# (2400x8200 in 16-bit dtypes, 2400x4104 in float32), and rows of more than 2048 packs, 5 or more an
+# SM, read the weight at the store (700x16392 in 16-bit dtypes, 8 packs a thread, 2049 packs;
+# 2400x8200 in float32); fewer such rows hold it (600x20000 in 16-bit dtypes, 600x10004 in float32).
+# Rows of 65 to 256 units of 4 or 8 bytes take the group kernel at the fewest units a lane that hold
+# them, 3 to 8, 1 or 2 rows a thread, most ending in a partial block: fp32 8-byte and 16-bit 4-byte
+# units (75 units: 40000x150 at 2 rows a thread, 2000x150 at 1; 103: 30001x206; 155: 236x310 at 1,
+# 20001x310 at 2; 183: 3001x366; 223: 20001x446 at 2, 3000x446 at 1; 255: 17001x510 at 2) and 16-bit
+# 8-byte units (75: 20001x300, 2000x300; 103: 1000x412; 155: 1500x620, 20001x620; 183: 1000x732;
+# 223: 30001x892; 255: 3000x1020).
 WIDE = [
     (1000, 2),
     (999, 4),
