@@ -7,8 +7,10 @@
 #      kernel's torch-cuda) and runs it on the GPU (tests/integration/test_gpu_loader.py & co.);
 #   4. `python -m pybuild bench`: every kernel's benchmarks/cases.py vs torch eager, torch.compile
 #      and device copies, writing gpu-<device>.json and .png;
-#   5. with --sweep N: N seeded random shapes per op (`pybuild bench --sweep`), writing
-#      sweep-<kernels>-<device>.json and .svg.
+#   5. with --sweep N: N seeded random shapes per op (`pybuild bench --sweep`), one run per kernel
+#      and seed (--seed S or S1,S2,...), the runs spread over the visible GPUs one at a time each,
+#      every run kept as benchmarks/results/sweeps/ keeps it (benchmarks/keep_sweep.py):
+#      sweeps/sweep-<kernel>-<device>-seed<S>.json.gz.
 # Results and logs go to $OUT when set (a scratch folder the caller collects), else to
 # benchmarks/results/. Exit status: non-zero if any step failed. A tree copied without .git can
 # name its commit for the JSON (it wins over a stale .git): PYBUILD_SOURCE_COMMIT=<sha> bash benchmarks/run_gpu.sh.
@@ -22,6 +24,7 @@
 #   bash benchmarks/run_gpu.sh --no-bench   # build and test only (writes no results)
 #   bash benchmarks/run_gpu.sh --wheels wheelhouse/   # with the packages in wheelhouse/*.whl
 #   bash benchmarks/run_gpu.sh --sweep 200 --seed 0   # then N seeded random shapes per op (pybuild bench --sweep)
+#   bash benchmarks/run_gpu.sh --no-tests --no-bench --sweep 200 --seed 1,2,3  # 3 seeds x 3 kernels, over the GPUs
 #   bash benchmarks/run_gpu.sh --no-bench --sweep 200 # build, test and sweep, without the fixed cases
 #   bash benchmarks/run_gpu.sh --no-tests --no-bench --sweep 200  # build and sweep only
 set -uo pipefail
@@ -32,7 +35,7 @@ wheels=
 sweep=
 seed=0
 kernels_swept=(img2gray activation rms_norm)
-usage="usage: $0 [--quick] [--no-bench] [--no-tests] [--wheels DIR] [--sweep N [--seed S] [--sweep-kernels 'K ...']]"
+usage="usage: $0 [--quick] [--no-bench] [--no-tests] [--wheels DIR] [--sweep N [--seed S[,S...]] [--sweep-kernels 'K ...']]"
 recorded="bash benchmarks/run_gpu.sh"  # the command as given, for the JSON
 [ $# -gt 0 ] && recorded+=$(printf ' %q' "$@")
 while [ $# -gt 0 ]; do
@@ -67,8 +70,8 @@ if [ -n "$wheels" ]; then  # relative to where the script was started, before th
   wheels=$(cd "$wheels" && pwd)
 fi
 cd "$(dirname "$0")/.."
-if [ -n "$sweep" ] && ! [[ "$sweep" =~ ^[1-9][0-9]*$ && "$seed" =~ ^[0-9]+$ ]]; then
-  echo "$0: --sweep takes a positive number of shapes per op and --seed a number >= 0; $usage" >&2
+if [ -n "$sweep" ] && ! [[ "$sweep" =~ ^[1-9][0-9]*$ && "$seed" =~ ^[0-9]+(,[0-9]+)*$ ]]; then
+  echo "$0: --sweep takes a positive number of shapes per op and --seed a number >= 0 (or several: 1,2,3); $usage" >&2
   exit 2
 fi
 if [ $tests = 0 ] && [ $bench = 0 ] && [ -z "$sweep" ]; then
@@ -155,9 +158,40 @@ if [ $build_ok = 1 ]; then
       --record-command "$recorded" || status=1
   fi
   if [ -n "$sweep" ]; then
-    step "sweep: $sweep shapes per op, seed $seed (${kernels_swept[*]})"
-    python3 -m pybuild bench "${kernels_swept[@]}" --sweep "$sweep" --seed "$seed" --out "$dest" \
-      --record-command "$recorded" || status=1
+    # One run per kernel and seed; run i goes to GPU i modulo the GPUs (CUDA_VISIBLE_DEVICES, else
+    # every GPU nvidia-smi lists), each GPU taking its runs one after another, so no two runs time
+    # on one GPU at once.
+    IFS=, read -r -a seeds <<< "$seed"
+    if [ -n "${CUDA_VISIBLE_DEVICES:-}" ]; then
+      IFS=, read -r -a gpus <<< "$CUDA_VISIBLE_DEVICES"
+    else
+      mapfile -t gpus < <(nvidia-smi --query-gpu=index --format=csv,noheader 2>/dev/null)
+      [ ${#gpus[@]} -gt 0 ] || gpus=(0)
+    fi
+    jobs=()
+    for s in "${seeds[@]}"; do for k in "${kernels_swept[@]}"; do jobs+=("$k $s"); done; done
+    step "sweep: $sweep shapes per op, seeds ${seeds[*]} (${kernels_swept[*]}): ${#jobs[@]} runs on GPUs ${gpus[*]}"
+    pids=()
+    for g in "${!gpus[@]}"; do
+      (
+        rc=0
+        for i in "${!jobs[@]}"; do
+          [ $((i % ${#gpus[@]})) = "$g" ] || continue
+          read -r k s <<< "${jobs[$i]}"
+          echo "-- $k, seed $s, GPU ${gpus[$g]}"
+          run_dir="$scratch/sweep-$k-$s"
+          CUDA_VISIBLE_DEVICES=${gpus[$g]} python3 -m pybuild bench "$k" --sweep "$sweep" --seed "$s" \
+            --out "$run_dir" --record-command "python -m pybuild bench $k --sweep $sweep --seed $s" \
+            && python3 benchmarks/keep_sweep.py "$run_dir"/sweep-*.json --to "$dest/sweeps" || rc=1
+        done
+        exit $rc
+      ) > "$scratch/sweep-gpu$g.log" 2>&1 &
+      pids+=($!)
+    done
+    for g in "${!pids[@]}"; do
+      wait "${pids[$g]}" || status=1
+      cat "$scratch/sweep-gpu$g.log"
+    done
   fi
 fi
 step "done (status $status)"

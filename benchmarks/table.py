@@ -8,8 +8,6 @@ table of docs/performance.md.
 
 from __future__ import annotations
 
-import gzip
-import json
 import sys
 import zlib
 from pathlib import Path
@@ -24,9 +22,7 @@ def main(argv: list[str]) -> int:
         print(__doc__.strip(), file=sys.stderr)
         return 2
     try:
-        path = Path(argv[0])
-        raw = path.read_bytes()
-        doc = json.loads(gzip.decompress(raw) if path.name.endswith(".gz") else raw)
+        doc = sweep_report.read(Path(argv[0]))
         lines = sweep_report.markdown_table(doc) if doc.get("kind") == "sweep" else markdown_table(doc)
     except (OSError, EOFError, zlib.error, ValueError, KeyError, TypeError, AttributeError) as e:
         print(

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import gzip
 import json
 import math
 from pathlib import Path
 from typing import Any
 from xml.sax.saxutils import escape
+
+from .environment import device_slug
 
 COLUMNS = (
     "kernel op",
@@ -224,3 +227,31 @@ def write(doc: dict[str, Any], out_dir: Path, name: str, with_plot: bool = True)
         plot.write_text(svg(doc))
         written.append(plot)
     return written
+
+
+# The form a sweep is committed in (benchmarks/results/sweeps/, benchmarks/keep_sweep.py): without
+# the per-round arrays, compact, gzipped without a timestamp (the same run gives the same bytes),
+# named for what it ran: sweep-<kernels>-<device>-seed<S>.json.gz, or given-<kernels>-<device>.json.gz
+# for shapes given with --shapes.
+KEPT_DROPS = ("graph_rounds_us", "plain_rounds_us")
+
+
+def kept_name(doc: dict[str, Any]) -> str:
+    kernels = "-".join(dict.fromkeys(r["kernel"] for r in doc["results"]))
+    device = device_slug(doc).removeprefix("gpu-")
+    dist = doc["distribution"]
+    if "given_shapes" in dist:
+        return f"given-{kernels}-{device}.json.gz"
+    return f"sweep-{kernels}-{device}-seed{dist['seed']}.json.gz"
+
+
+def kept_bytes(doc: dict[str, Any]) -> bytes:
+    results = [{k: v for k, v in r.items() if k not in KEPT_DROPS} for r in doc["results"]]
+    data = json.dumps({**doc, "results": results}, separators=(",", ":")).encode()
+    return gzip.compress(data, compresslevel=9, mtime=0)
+
+
+def read(path: Path) -> dict[str, Any]:
+    """A sweep or bench result as written by ``--out`` (JSON) or kept (``.json.gz``)."""
+    raw = path.read_bytes()
+    return json.loads(gzip.decompress(raw) if path.name.endswith(".gz") else raw)

@@ -181,7 +181,11 @@ NOT_HERE: dict[str, str] = {
     "bash benchmarks/run_gpu.sh --wheels wheelhouse --sweep 200 --seed 0": _GPU,
     "python -m pybuild bench img2gray activation rms_norm --out OUT": _GPU,
     "python -m pybuild bench rms_norm activation img2gray --sweep 200 --seed 0 --out OUT": _GPU,
+    "bash benchmarks/run_gpu.sh --no-tests --no-bench --wheels wheelhouse --sweep 200 --seed 1,2,3": _GPU,
     "python3 benchmarks/table.py OUT/gpu-nvidia-h200.json": "reads the results of a GPU run (OUT); " + _GPU,
+    "python3 benchmarks/keep_sweep.py OUT/sweep-rms_norm-nvidia-h200.json": (
+        "reads the results of a GPU run (OUT); tests/unit/test_bench.py runs it on a committed sweep; " + _GPU
+    ),
     "python -m pybuild check kernels/img2gray": _GATE,
     "python -m pybuild publish kernels/img2gray --repo-id my-org/img2gray --version 1.1.2 --dry-run": _GATE,
     "HF_TOKEN=hf_... python -m pybuild publish kernels/img2gray --repo-id my-org/img2gray --version 1.1.2": _HUB,

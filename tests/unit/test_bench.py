@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import gzip
 import json
 import subprocess
 import sys
@@ -27,7 +26,6 @@ from pybuild.bench import (
     run_case,
     summary_rows,
 )
-from pybuild.bench.sweep import out_name
 from pybuild.errors import UsageError
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -165,11 +163,6 @@ RESULTS = ROOT / "benchmarks" / "results"
 SWEEPS = sorted(p.relative_to(RESULTS).as_posix() for p in (RESULTS / "sweeps").glob("*.json.gz"))
 
 
-def read_result(path: Path) -> dict:
-    raw = path.read_bytes()
-    return json.loads(gzip.decompress(raw) if path.name.endswith(".gz") else raw)
-
-
 @pytest.mark.parametrize(
     "result",
     [
@@ -185,7 +178,7 @@ def test_the_performance_page_tables_are_the_committed_runs(result: str) -> None
     # new run committed without regenerating them, or a hand-edited figure, fails here.
     from pybuild.bench import sweep_report
 
-    doc = read_result(RESULTS / result)
+    doc = sweep_report.read(RESULTS / result)
     page = (ROOT / "docs" / "performance.md").read_text()
     table = sweep_report.markdown_table if doc.get("kind") == "sweep" else markdown_table
     rendered = "\n".join(table(doc))
@@ -209,30 +202,56 @@ def test_the_committed_results_are_one_run_and_one_sweep_per_gpu_kind_under_1_mb
     assert size < 1_000_000, f"benchmarks/results/ holds {size} bytes; keep it under 1 MB"
 
 
-def test_the_committed_sweeps_are_named_for_their_run_and_gzipped_reproducibly() -> None:
+def test_the_committed_sweeps_are_named_for_their_run_and_kept_reproducibly() -> None:
     # benchmarks/results/sweeps/ keeps the other seeds' sweeps and given-shape checks that
-    # docs/performance.md cites: sweep-<kernels>-<device>-seed<S>.json.gz or
-    # given-<kernels>-<device>.json.gz, without their per-round arrays, gzipped with no timestamp.
+    # docs/performance.md cites, in the form benchmarks/keep_sweep.py writes: named for the run,
+    # without the per-round arrays, gzipped without a timestamp (the same run, the same bytes).
+    from pybuild.bench import sweep_report
+
     assert SWEEPS, "no committed sweeps"
     size = 0
     for name in SWEEPS:
         path = RESULTS / name
         size += path.stat().st_size
-        raw = path.read_bytes()
-        assert raw[4:8] == bytes(4), f"{name}: gzip with a timestamp; write it with gzip.compress(data, mtime=0)"
-        doc = read_result(path)
-        assert doc["kind"] == "sweep", name
-        stem = out_name(list(dict.fromkeys(r["kernel"] for r in doc["results"])), doc)  # sweep-<kernels>-<device>
-        dist = doc["distribution"]
-        want = (
-            "given-" + stem.removeprefix("sweep-") + ".json.gz"
-            if "given_shapes" in dist
-            else f"{stem}-seed{dist['seed']}.json.gz"
-        )
-        assert Path(name).name == want, f"{name}: its run says {want}"
-        assert "partial" not in doc, f"{name}: a run that stopped early"
+        doc = sweep_report.read(path)
+        assert doc["kind"] == "sweep" and "partial" not in doc, name
+        assert Path(name).name == sweep_report.kept_name(doc), f"{name}: its run says {sweep_report.kept_name(doc)}"
+        assert path.read_bytes() == sweep_report.kept_bytes(doc), f"{name}: not as benchmarks/keep_sweep.py writes it"
         assert not any("graph_rounds_us" in r for r in doc["results"]), f"{name}: keeps its per-round arrays"
     assert size < 500_000, f"benchmarks/results/sweeps/ holds {size} bytes; keep it under 500 KB"
+
+
+def test_keep_sweep_writes_the_committed_form_and_refuses_a_partial_run(tmp_path: Path) -> None:
+    from pybuild.bench import sweep_report
+
+    committed = RESULTS / SWEEPS[-1]
+    doc = sweep_report.read(committed)
+    for r in doc["results"]:  # as bench --out writes it: with the rounds
+        r["graph_rounds_us"] = {k: [v, v] for k, v in r["graph_us"].items()}
+        r["plain_rounds_us"] = {k: [v] for k, v in r["plain_us"].items()}
+    raw = tmp_path / "sweep.json"
+    raw.write_text(json.dumps(doc, indent=1))
+
+    def keep(*paths: Path) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "benchmarks/keep_sweep.py", *map(str, paths), "--to", str(tmp_path / "kept")],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+
+    proc = keep(raw)
+    assert proc.returncode == 0, proc.stderr
+    written = tmp_path / "kept" / committed.name
+    assert proc.stdout.strip() == str(written)
+    assert written.read_bytes() == committed.read_bytes()
+    partial = tmp_path / "partial.json"
+    partial.write_text(json.dumps({**doc, "partial": {"shapes_done": 25, "shapes_planned": 200}}))
+    written.unlink()
+    proc = keep(raw, partial)
+    assert proc.returncode == 2 and "a run that stopped early" in proc.stderr and "Traceback" not in proc.stderr
+    assert not written.exists()  # nothing written when any file is refused
 
 
 def test_the_table_script_prints_the_table_and_refuses_a_wrong_file(tmp_path: Path) -> None:
@@ -261,7 +280,7 @@ def test_the_table_script_reads_a_gzipped_sweep_and_refuses_a_broken_one(tmp_pat
         [sys.executable, "benchmarks/table.py", str(result)], cwd=ROOT, capture_output=True, text=True, check=False
     )
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.splitlines() == sweep_report.markdown_table(read_result(result))
+    assert proc.stdout.splitlines() == sweep_report.markdown_table(sweep_report.read(result))
     raw = bytearray(result.read_bytes())
     raw[20:40] = bytes(20)  # a valid gzip header over corrupt compressed data
     for name, data in (("broken.json.gz", bytes(raw)), ("plain.json.gz", b"{}")):

@@ -30,6 +30,7 @@ def test_the_script_parses() -> None:
         (["--no-tests", "--no-bench"], "--no-tests --no-bench leaves nothing to run after the build"),
         (["--sweep", "0"], "--sweep takes a positive number of shapes per op"),
         (["--sweep", "5", "--seed", "-1"], "--seed a number >= 0"),
+        (["--sweep", "5", "--seed", "1,,2"], "--seed a number >= 0 (or several: 1,2,3)"),
         (["--sweep"], "--sweep needs a value"),
         (["--wheels", "empty"], "--wheels empty: no .whl files there"),
     ],
