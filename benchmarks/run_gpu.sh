@@ -171,6 +171,8 @@ if [ $build_ok = 1 ]; then
     jobs=()
     for s in "${seeds[@]}"; do for k in "${kernels_swept[@]}"; do jobs+=("$k $s"); done; done
     step "sweep: $sweep shapes per op, seeds ${seeds[*]} (${kernels_swept[*]}): ${#jobs[@]} runs on GPUs ${gpus[*]}"
+    # Each GPU's lines as they come, prefixed with the GPU; its status in a file (a pipeline's own
+    # status is the prefixing sed's).
     pids=()
     for g in "${!gpus[@]}"; do
       (
@@ -178,19 +180,19 @@ if [ $build_ok = 1 ]; then
         for i in "${!jobs[@]}"; do
           [ $((i % ${#gpus[@]})) = "$g" ] || continue
           read -r k s <<< "${jobs[$i]}"
-          echo "-- $k, seed $s, GPU ${gpus[$g]}"
+          echo "-- $k, seed $s"
           run_dir="$scratch/sweep-$k-$s"
           CUDA_VISIBLE_DEVICES=${gpus[$g]} python3 -m pybuild bench "$k" --sweep "$sweep" --seed "$s" \
             --out "$run_dir" --record-command "python -m pybuild bench $k --sweep $sweep --seed $s" \
             && python3 benchmarks/keep_sweep.py "$run_dir"/sweep-*.json --to "$dest/sweeps" || rc=1
         done
-        exit $rc
-      ) > "$scratch/sweep-gpu$g.log" 2>&1 &
+        echo $rc > "$scratch/sweep-gpu$g.rc"
+      ) 2>&1 | sed -u "s/^/[GPU ${gpus[$g]}] /" &
       pids+=($!)
     done
-    for g in "${!pids[@]}"; do
-      wait "${pids[$g]}" || status=1
-      cat "$scratch/sweep-gpu$g.log"
+    wait "${pids[@]}"  # not a bare wait: that would wait for the log's tee too
+    for g in "${!gpus[@]}"; do
+      [ "$(cat "$scratch/sweep-gpu$g.rc" 2>/dev/null)" = 0 ] || status=1
     done
   fi
 fi
