@@ -31,9 +31,9 @@
 //   - rows of 2, 4 or 8 bytes (hidden 1, 2, 4 in 16-bit dtypes; 1, 2 in fp32): several rows to a
 //     16-byte pack (rms_norm_tiny_kernel);
 //   - 16-bit rows of single elements (odd widths, or a weight off 4-byte alignment) of 8 to 384
-//     elements, from 6 MiB of x, with x and y 16-byte aligned: x read as one flat array of 16-byte
-//     packs whatever rows they cross, each pack's squares summed in two parts, by row
-//     (rms_norm_flat_kernel);
+//     elements, from 6 MiB of x (rows of 161 to 256 elements from 448 rows an SM), with x and y
+//     16-byte aligned: x read as one flat array of 16-byte packs whatever rows they cross, each
+//     pack's squares summed in two parts, by row (rms_norm_flat_kernel);
 //   - 16-bit rows of more than 256 units of 2 or 4 bytes that fit a warp's registers (up to 1024
 //     elements), 8 or more an SM, the units of 4 bytes from 4 MiB of x, with x and y alike modulo
 //     16 bytes and a 16-byte aligned weight: a warp a row, 8 rows a block, in 16-byte packs from
@@ -52,8 +52,9 @@
 //     is more than a block holds in registers or the rows, 48 KB or wider, are too few to give
 //     every SM about two blocks (rms_norm_rows_kernel; 16 units of 4 bytes or less a thread where
 //     that still fills the device, 4 where 8 would not fill it once, else 8; from 4 MB of x, rows
-//     of single 16-bit elements and wide rows of 4- or 8-byte units, odd widths or pointers off
-//     16-byte alignment, in 16-byte packs from each row's first 16-byte boundary,
+//     of single 16-bit elements, rows of 4-byte units from 2 KB and of 8-byte units from 16 KB,
+//     odd widths or pointers off 16-byte alignment, in 16-byte packs from each row's first 16-byte
+//     boundary,
 //     rms_norm_shifted_kernel, where x and y are alike modulo 16 bytes);
 //     wider still, two kernels that meet in a workspace
 //     (rms_norm_partial_kernel, rms_norm_apply_kernel). With a block per row, 3 rows of 151936
@@ -719,6 +720,8 @@ constexpr int kFlatThreads = 256;
 constexpr int kFlatLoads = 4;                     // 16-byte packs of x per thread at most
 constexpr int kFlatMaxHidden = 384;               // elements; wider rows take the rows kernel
 constexpr int64_t kFlatFrom = int64_t{6} << 20;   // bytes of x; smaller inputs take the group kernel
+constexpr int kFlatNarrow = 160;                  // elements; rows up to this wide take it from kFlatFrom
+constexpr int kFlatRowsPerSm = 448;               // rows an SM from which wider rows of the group kernel's take it
 
 // The weight's elements [off, off + 16 / sizeof(T)) from s_w (it twice over), as a 16-byte vector.
 template <typename T>
@@ -968,7 +971,8 @@ constexpr int kWideGroupRows16 = 3;            // the same for 16-bit rows of 4-
 constexpr int kFourFromRows = 16;              // rows an SM from which rows of 1025..2048 packs take 4 a thread
 constexpr int kTwoBlocksFromRows = 5;          // rows an SM from which rows of 2049..4096 packs go 2 blocks an SM
 constexpr int64_t kShiftedFrom = int64_t{4} << 20;  // bytes of x for rms_norm_shifted_kernel
-constexpr int64_t kShiftedWideFrom = 16 << 10;      // bytes of a row of 4- or 8-byte units for it
+constexpr int64_t kShiftedWideFrom = 16 << 10;      // bytes of a row of 8-byte units for it
+constexpr int64_t kShifted4From = 2 << 10;          // bytes of a row of 4-byte units for it
 constexpr int kWarpRows = 8;                        // rows a block of the shifted kernel's warp form
 constexpr int kWarpFromRows = 8;                    // rows an SM from which 16-bit rows take that form
 
@@ -1057,7 +1061,8 @@ enum class Path { kTiny, kFlat, kPacks, kGroup, kRows, kPartials };
 // agree on it):
 //   - kTiny: rows of 2, 4 or 8 bytes, several to a 16-byte pack;
 //   - kFlat: 16-bit rows of single elements (odd widths, or a weight off 4-byte alignment), 8 to
-//     kFlatMaxHidden elements in kFlatFrom bytes of x or more, x read as a flat array of 16-byte
+//     kFlatMaxHidden elements in kFlatFrom bytes of x or more (rows of kFlatNarrow + 1 to
+//     kGroupMaxUnits elements kFlatRowsPerSm or more an SM), x read as a flat array of 16-byte
 //     packs (16-byte aligned x and y);
 //   - kPacks: rows of 16-byte packs held in registers by the tuned paths at the top, unless the
 //     rows are too few to fill the device and kSplitFrom bytes or wider;
@@ -1117,11 +1122,14 @@ Plan plan_of(int elem, uintptr_t out, uintptr_t in, uintptr_t weight, int64_t ro
   // Flat: odd 16-bit rows of 8 to 384 elements from kFlatFrom bytes of x read as aligned 16-byte
   // packs, where the group kernel loads them element by element. Smaller inputs, which fill the
   // device with fewer blocks, are faster on the group kernel, and wider rows on the shifted
-  // kernel. Rows of 4- or 8-byte units already load whole units and keep their kernels: on 16-bit
-  // rows of 4-byte units of 10 to 40 elements the group kernel is faster than the flat one.
+  // kernel. Rows of kFlatNarrow + 1 to kGroupMaxUnits elements stay on the group kernel below
+  // kFlatRowsPerSm rows an SM, where it is the faster (H200: docs/performance.md). Rows of 4- or
+  // 8-byte units already load whole units and keep their kernels: on 16-bit rows of 4-byte units
+  // of 10 to 40 elements the group kernel is faster than the flat one.
   const int64_t x_bytes = rows * row_bytes;
+  const bool flat_rows = hidden <= kFlatNarrow || hidden > kGroupMaxUnits || rows >= int64_t{kFlatRowsPerSm} * dev.sms;
   if (p.bytes == 2 && x_bytes >= kFlatFrom && ((in | out) & 15u) == 0 && hidden >= 8 && hidden <= kFlatMaxHidden &&
-      fill == 1) {
+      flat_rows && fill == 1) {
     p.path = Path::kFlat;
     return p;
   }
@@ -1217,14 +1225,17 @@ Plan plan_of(int elem, uintptr_t out, uintptr_t in, uintptr_t weight, int64_t ro
   // Rows of smaller units for the rows kernel, x and y alike modulo 16 bytes and the weight 16-byte
   // aligned: 16-byte packs from each row's first 16-byte boundary (rms_norm_shifted_kernel),
   // planned as rows of 16-byte packs (rows for the two-kernel path stay there). From 4 MB of x,
-  // for rows of single 16-bit elements, or of 4- or 8-byte units 16 KB or wider and enough to fill
-  // the device: a warp's load then moves 512 bytes where single 2-byte units move 64. Smaller
-  // inputs keep their kernels (they wait on the weight's loads after the reduction), and so do
-  // rows of 4- or 8-byte units narrower or fewer. The shift is a template argument of the stores
+  // for rows of single 16-bit elements, of 4-byte units 2 KB or wider and of 8-byte units 16 KB or
+  // wider, enough to fill the device: a warp's load then moves 512 bytes where single 2-byte units
+  // move 64. Smaller inputs keep their kernels (they wait on the weight's loads after the
+  // reduction), and so do rows of 4- or 8-byte units narrower or fewer: rows of 8-byte units of 2
+  // to 16 KB are faster on the rows kernel up to about 24 MB of x, rows of 4-byte units from 2 KB
+  // faster shifted at every size (H200: docs/performance.md). The shift is a template argument of the stores
   // only (store_shifted): a form with the whole kernel in one copy per shift is far slower on rows
   // by the thousand.
   if (p.bytes < 16 && ((out ^ in) & 15u) == 0 && (weight & 15u) == 0 && x_bytes >= kShiftedFrom &&
-      (p.bytes == 2 || (row_bytes >= kShiftedWideFrom && spread == 1)) && hidden <= INT32_MAX) {
+      (p.bytes == 2 || (row_bytes >= (p.bytes == 4 ? kShifted4From : kShiftedWideFrom) && spread == 1)) &&
+      hidden <= INT32_MAX) {
     p.shifted = true;
     p.bytes = 16;
     p.deep = false;

@@ -215,20 +215,23 @@ def test_cuda_back_to_back_launches(kernel, graph, hidden):
 # row that reads the row twice (300x40000, 600x20000 and 700x16392 in float32, 300x40000 and
 # 133x65536 in 16-bit dtypes; 133x65536 in float32: 256 KB rows, the widest it takes on sm_90
 # devices of 132 SMs; 300x40000 ends in a partial step). From 6 MiB, odd 16-bit rows of up to 384
-# elements are read as one flat array of 16-byte packs (60000x167, 1000000x9, 20000x167, 300000x13,
-# 40000x255, 70000x129; 30001x301 ends in a partial pack); smaller ones take the group kernel
-# (50000x11, 4000x167), with twice the rows a thread where that still fills the device (17000x167,
-# 40000x77, 35000x77, 70000x35), and wider ones the rows kernel (6000x1471); rows of 4-byte units or
-# elements that fill the device take 16 a thread (6000x1471 in float32), and those too few to fill
-# it even at 8 a thread take 4 (255x431, 3x261, 22x641, and 18x838 in 16-bit dtypes). Rows of 32
+# elements are read as one flat array of 16-byte packs (1000000x9, 300000x13, 70000x129, 60000x167,
+# 70000x255; 30001x301 ends in a partial pack), rows of 161 to 256 elements only from 448 rows an
+# SM (on devices of 132 SMs 20000x167 and 40000x255 take the group kernel); smaller ones take the
+# group kernel (50000x11, 4000x167), with twice the rows a thread where that still fills the device
+# (17000x167, 40000x77, 35000x77, 70000x35), and wider ones the rows kernel (6000x1471); rows of
+# 4-byte units or elements that fill the device take 16 a thread where the shifted kernel does not
+# take them (6000x1471 with y off x's alignment: test_cuda_rows_off_alignment), and those too few to
+# fill it even at 8 a thread take 4 (255x431, 3x261, 22x641, and 18x838 in 16-bit dtypes). Rows of 32
 # units of 4 bytes or less, enough of them to fill the device, take half the lanes a row (40000x18
 # in 16-bit dtypes, 150000x3); rows of more units keep theirs (20000x223 in float32). Rows of 8-byte
 # units that would take 2 or 3 blocks of a cluster take one block each where they are rows for
 # several waves, but with x and y alike modulo 16 bytes and an aligned weight such rows (16 KB or
 # wider, from 4 MB of x) take the shifted kernel below (600x10004 in 16-bit dtypes), so none of
 # these shapes reaches that form. From 4 MB of x, rows of odd 16-bit width (344x19373, 9448x479,
-# 1200x4097, 200x40001) and rows of 4- or 8-byte units 16 KB or wider (300x20001, 940x4622,
-# 1200x4097, 200x40001 in float32) are read in 16-byte packs from each row's first 16-byte boundary.
+# 1200x4097, 200x40001), rows of 4-byte units 2 KB or wider (2000x613, 6000x1471, 300x20001,
+# 1200x4097, 200x40001 in float32, 940x4622 in 16-bit dtypes) and rows of 8-byte units 16 KB or
+# wider (940x4622 in float32) are read in 16-byte packs from each row's first 16-byte boundary.
 # fp32 rows of 257 to 512 4-byte units, 16 or more an SM, take the group kernel at a warp a row
 # (9448x479, 5000x301, 30001x301 and 3001x511 ending in a partial block, 511 units the most), and so
 # do 16-bit rows of 257 to 512 4-byte units, 3 or more an SM, under 4 MB of x (1104x822, 2000x654);
@@ -324,6 +327,8 @@ WIDE = [
     (3000, 1020),
     (1000, 412),
     (1000, 732),
+    (70000, 255),
+    (2000, 613),
 ]
 
 # Rows of up to 64 units of 2, 4 or 8 bytes take rms_norm_group_kernel in compile-time groups of 2 to
@@ -396,6 +401,26 @@ def test_cuda_short_rows_off_alignment(kernel, offset, hidden, dtype):
     kernel.rms_norm(x, w, eps=1e-6, out=out)
     assert not torch.isnan(out).any(), "some outputs were not written"
     outside = torch.cat([buf[:skip], buf[skip + rows * hidden :]])
+    assert torch.isnan(outside).all(), "elements outside the output were written"
+    torch.testing.assert_close(out, reference(x, w, 1e-6), **TOL[dtype])
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("rows, hidden", [(6000, 1471), (2000, 613)], ids=str)
+def test_cuda_rows_off_alignment(kernel, rows, hidden, dtype):
+    """Rows whose output starts one element past x's alignment modulo 16 bytes cannot take the
+    shifted kernel: they take the rows kernel in units of one element (6000x1471: 16 a thread,
+    as many rows as fill the device)."""
+    seed = zlib.crc32(repr(("rows-off-alignment", rows, hidden, str(dtype))).encode())
+    x = randn((rows, hidden), dtype, "cuda", seed, scale=2.0)
+    w = randn((hidden,), dtype, "cuda", seed + 1, scale=0.5, shift=1.0)
+    buf = torch.full((rows * hidden + 1 + 64,), float("nan"), dtype=dtype, device="cuda")
+    out = buf[1 : 1 + rows * hidden].view(rows, hidden)
+    kernel.rms_norm(x, w, eps=1e-6, out=out)
+    assert not torch.isnan(out).any(), "some outputs were not written"
+    outside = torch.cat([buf[:1], buf[1 + rows * hidden :]])
     assert torch.isnan(outside).all(), "elements outside the output were written"
     torch.testing.assert_close(out, reference(x, w, 1e-6), **TOL[dtype])
 
