@@ -218,7 +218,8 @@ def test_the_committed_sweeps_are_named_for_their_run_and_kept_reproducibly() ->
         assert Path(name).name == sweep_report.kept_name(doc), f"{name}: its run says {sweep_report.kept_name(doc)}"
         assert path.read_bytes() == sweep_report.kept_bytes(doc), f"{name}: not as benchmarks/keep_sweep.py writes it"
         assert not any("graph_rounds_us" in r for r in doc["results"]), f"{name}: keeps its per-round arrays"
-    assert size < 500_000, f"benchmarks/results/sweeps/ holds {size} bytes; keep it under 500 KB"
+    # three seeds of the three kernels on two GPU kinds come to about 0.9 MB (activation's 85 KB each)
+    assert size < 1_000_000, f"benchmarks/results/sweeps/ holds {size} bytes; keep it under 1 MB"
 
 
 def test_keep_sweep_writes_the_committed_form_and_refuses_a_partial_run(tmp_path: Path) -> None:
