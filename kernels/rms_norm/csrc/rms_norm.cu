@@ -52,7 +52,7 @@
 //     is more than a block holds in registers or the rows, 48 KB or wider, are too few to give
 //     every SM about two blocks (rms_norm_rows_kernel; 16 units of 4 bytes or less a thread where
 //     that still fills the device, 4 where 8 would not fill it once, else 8; from 4 MB of x, rows
-//     of single 16-bit elements, rows of 4-byte units from 2 KB and of 8-byte units from 16 KB,
+//     of single 16-bit elements, rows of 4-byte units past 2 KB and of 8-byte units from 16 KB,
 //     odd widths or pointers off 16-byte alignment, in 16-byte packs from each row's first 16-byte
 //     boundary,
 //     rms_norm_shifted_kernel, where x and y are alike modulo 16 bytes);
@@ -972,7 +972,8 @@ constexpr int kFourFromRows = 16;              // rows an SM from which rows of 
 constexpr int kTwoBlocksFromRows = 5;          // rows an SM from which rows of 2049..4096 packs go 2 blocks an SM
 constexpr int64_t kShiftedFrom = int64_t{4} << 20;  // bytes of x for rms_norm_shifted_kernel
 constexpr int64_t kShiftedWideFrom = 16 << 10;      // bytes of a row of 8-byte units for it
-constexpr int64_t kShifted4From = 2 << 10;          // bytes of a row of 4-byte units for it
+constexpr int64_t kShifted4From = (2 << 10) + 16;   // bytes of a row of 4-byte units for it: past 2 KB, so
+                                                    // that its blocks (rows of 129 packs and more) are 2 warps or more
 constexpr int kWarpRows = 8;                        // rows a block of the shifted kernel's warp form
 constexpr int kWarpFromRows = 8;                    // rows an SM from which 16-bit rows take that form
 
@@ -1225,12 +1226,13 @@ Plan plan_of(int elem, uintptr_t out, uintptr_t in, uintptr_t weight, int64_t ro
   // Rows of smaller units for the rows kernel, x and y alike modulo 16 bytes and the weight 16-byte
   // aligned: 16-byte packs from each row's first 16-byte boundary (rms_norm_shifted_kernel),
   // planned as rows of 16-byte packs (rows for the two-kernel path stay there). From 4 MB of x,
-  // for rows of single 16-bit elements, of 4-byte units 2 KB or wider and of 8-byte units 16 KB or
+  // for rows of single 16-bit elements, of 4-byte units past 2 KB and of 8-byte units 16 KB or
   // wider, enough to fill the device: a warp's load then moves 512 bytes where single 2-byte units
   // move 64. Smaller inputs keep their kernels (they wait on the weight's loads after the
   // reduction), and so do rows of 4- or 8-byte units narrower or fewer: rows of 8-byte units of 2
-  // to 16 KB are faster on the rows kernel up to about 24 MB of x, rows of 4-byte units from 2 KB
-  // faster shifted at every size (H200: docs/performance.md). The shift is a template argument of the stores
+  // to 16 KB are faster on the rows kernel in fp32 at the sizes measured and in 16-bit up to about
+  // 24 MiB of x; rows of 4-byte units from 2 KB were faster shifted on 20 of 21 shapes of 5 to 96
+  // MiB (H200: docs/performance.md). The shift is a template argument of the stores
   // only (store_shifted): a form with the whole kernel in one copy per shift is far slower on rows
   // by the thousand.
   if (p.bytes < 16 && ((out ^ in) & 15u) == 0 && (weight & 15u) == 0 && x_bytes >= kShiftedFrom &&

@@ -98,9 +98,10 @@ def test_non_contiguous_and_unaligned(kernel, dtype, device):
     got = kernel.rms_norm(x_odd, w, out=out)
     torch.testing.assert_close(got.cpu(), reference(x_odd.cpu(), w.cpu(), 1e-6), **TOL[dtype])
     # An even width with the weight at an odd offset comes in single elements too: from 6 MiB of
-    # 16-bit x on a GPU, read as one flat array of 16-byte packs like odd widths.
-    x = randn((24000, 168), dtype, device, seed=26)
-    w_odd = randn((169,), dtype, device, seed=27, shift=1.0)[1:]
+    # 16-bit x on a GPU, read as one flat array of 16-byte packs like odd widths (rows of up to 160
+    # elements at any count).
+    x = randn((24000, 158), dtype, device, seed=26)
+    w_odd = randn((159,), dtype, device, seed=27, shift=1.0)[1:]
     got = kernel.rms_norm(x, w_odd)
     torch.testing.assert_close(got.cpu(), reference(x.cpu(), w_odd.cpu(), 1e-6), **TOL[dtype])
 
@@ -215,11 +216,12 @@ def test_cuda_back_to_back_launches(kernel, graph, hidden):
 # row that reads the row twice (300x40000, 600x20000 and 700x16392 in float32, 300x40000 and
 # 133x65536 in 16-bit dtypes; 133x65536 in float32: 256 KB rows, the widest it takes on sm_90
 # devices of 132 SMs; 300x40000 ends in a partial step). From 6 MiB, odd 16-bit rows of up to 384
-# elements are read as one flat array of 16-byte packs (1000000x9, 300000x13, 70000x129, 60000x167,
-# 70000x255; 30001x301 ends in a partial pack), rows of 161 to 256 elements only from 448 rows an
-# SM (on devices of 132 SMs 20000x167 and 40000x255 take the group kernel); smaller ones take the
-# group kernel (50000x11, 4000x167), with twice the rows a thread where that still fills the device
-# (17000x167, 40000x77, 35000x77, 70000x35), and wider ones the rows kernel (6000x1471); rows of
+# elements are read as one flat array of 16-byte packs (1000000x9, 300000x13, 70000x129, 60000x167
+# on devices of up to 133 SMs, 100000x255; 30001x301 ends in a partial pack), rows of 161 to 256
+# elements only from 448 rows an SM (on devices of 132 SMs 20000x167 and 40000x255 take the group
+# kernel); smaller ones take the group kernel (50000x11, 4000x167), with twice the rows a thread
+# where that still fills the device (17000x167, 40000x77, 35000x77, 70000x35), and wider ones the
+# rows kernel (6000x1471, in 16-bit dtypes the shifted one below); rows of
 # 4-byte units or elements that fill the device take 16 a thread where the shifted kernel does not
 # take them (6000x1471 with y off x's alignment: test_cuda_rows_off_alignment), and those too few to
 # fill it even at 8 a thread take 4 (255x431, 3x261, 22x641, and 18x838 in 16-bit dtypes). Rows of 32
@@ -229,7 +231,7 @@ def test_cuda_back_to_back_launches(kernel, graph, hidden):
 # several waves, but with x and y alike modulo 16 bytes and an aligned weight such rows (16 KB or
 # wider, from 4 MB of x) take the shifted kernel below (600x10004 in 16-bit dtypes), so none of
 # these shapes reaches that form. From 4 MB of x, rows of odd 16-bit width (344x19373, 9448x479,
-# 1200x4097, 200x40001), rows of 4-byte units 2 KB or wider (2000x613, 6000x1471, 300x20001,
+# 1200x4097, 200x40001), rows of 4-byte units past 2 KB (2000x613, 6000x1471, 300x20001,
 # 1200x4097, 200x40001 in float32, 940x4622 in 16-bit dtypes) and rows of 8-byte units 16 KB or
 # wider (940x4622 in float32) are read in 16-byte packs from each row's first 16-byte boundary.
 # fp32 rows of 257 to 512 4-byte units, 16 or more an SM, take the group kernel at a warp a row
@@ -327,7 +329,7 @@ WIDE = [
     (3000, 1020),
     (1000, 412),
     (1000, 732),
-    (70000, 255),
+    (100000, 255),
     (2000, 613),
 ]
 
