@@ -30,10 +30,12 @@
 // launch and for the workspace query):
 //   - rows of 2, 4 or 8 bytes (hidden 1, 2, 4 in 16-bit dtypes; 1, 2 in fp32): several rows to a
 //     16-byte pack (rms_norm_tiny_kernel);
-//   - 16-bit rows of single elements (odd widths, or a weight off 4-byte alignment) of 8 to 384
+//   - 16-bit rows of single elements (odd widths, or a weight off 4-byte alignment) of 8 to 256
 //     elements, from 6 MiB of x (rows of 161 to 256 elements from 448 rows an SM), with x and y
 //     16-byte aligned: x read as one flat array of 16-byte packs whatever rows they cross, each
 //     pack's squares summed in two parts, by row (rms_norm_flat_kernel);
+//   - 16-bit rows of 257 to 384 single elements, 8 or more an SM: a warp a row, element by element,
+//     9 to 12 a lane (rms_norm_group_kernel);
 //   - 16-bit rows of more than 256 units of 2 or 4 bytes that fit a warp's registers (up to 1024
 //     elements), 8 or more an SM, the units of 4 bytes from 4 MiB of x, with x and y alike modulo
 //     16 bytes and a 16-byte aligned weight: a warp a row, 8 rows a block, in 16-byte packs from
@@ -42,8 +44,9 @@
 //     width and pointers allow (8, 4 bytes or one element): up to 256 units in coalesced lane
 //     groups with several rows per group (rms_norm_group_kernel: rows of up to 64 units in
 //     compile-time groups of 2 to 32 lanes, longer ones a warp a row; rows of up to 512 4-byte units
-//     too: fp32 ones where they are 16 or more an SM, 16-bit ones the warp form above leaves, 3 or
-//     more an SM), longer ones as below;
+//     too, a warp a row at the fewest units a lane that hold it up to 12, else 16: fp32 ones where
+//     they are 16 or more an SM, 16-bit ones the warp form above leaves, 3 or more an SM), longer
+//     ones as below;
 //   - rows of more than 4096 16-byte packs that need no cluster to fill the device (as many as the
 //     SMs or more; any number before sm_90), up to 256 KB on sm_90: a block of 1024 threads a row,
 //     the row read twice (the sum of squares with an L2 evict-last policy, then the store from L2),
@@ -580,7 +583,7 @@ __device__ __forceinline__ void group_sums(float (&ss)[RPT], int group) {
 }
 
 // Rows of up to 256 units of BYTES (rows of up to 512 4-byte units too: fp32, and 16-bit ones the
-// shifted kernel's warp form leaves): G consecutive lanes a
+// shifted kernel's warp form leaves; 16-bit rows of up to 384 elements): G consecutive lanes a
 // row, G a compile-time power of two from 2 to 32 (a warp for rows of more than 64 units), UPT units
 // a lane and RPT rows a thread, all loaded before any is reduced. Row k of a thread is k * 256 / G
 // rows after its row 0, so each load of a warp covers 32 / G consecutive rows, one contiguous span.
@@ -718,7 +721,7 @@ __global__ void __launch_bounds__(256) rms_norm_tiny_kernel(T* __restrict__ out,
 // passes over x, with bank conflicts that needed rows rotated off each other).
 constexpr int kFlatThreads = 256;
 constexpr int kFlatLoads = 4;                     // 16-byte packs of x per thread at most
-constexpr int kFlatMaxHidden = 384;               // elements; wider rows take the rows kernel
+constexpr int kFlatMaxHidden = 256;               // elements; wider rows take the group or rows kernel
 constexpr int64_t kFlatFrom = int64_t{6} << 20;   // bytes of x; smaller inputs take the group kernel
 constexpr int kFlatNarrow = 160;                  // elements; rows up to this wide take it from kFlatFrom
 constexpr int kFlatRowsPerSm = 448;               // rows an SM from which wider rows of the group kernel's take it
@@ -968,6 +971,8 @@ constexpr int kGroupMaxUnits = 256;             // rows of up to this many units
 constexpr int kWideGroupRows = 16;             // rows an SM from which fp32 rows of up to 2 * kGroupMaxUnits
                                                 // units take the group kernel
 constexpr int kWideGroupRows16 = 3;            // the same for 16-bit rows of 4-byte units
+constexpr int kWideGroupMaxElems = 384;         // 16-bit rows of single elements up to this wide take it too
+constexpr int kWideGroupFitUnits = 12;          // units a lane of those forms, at most, fitted to the row
 constexpr int kFourFromRows = 16;              // rows an SM from which rows of 1025..2048 packs take 4 a thread
 constexpr int kTwoBlocksFromRows = 5;          // rows an SM from which rows of 2049..4096 packs go 2 blocks an SM
 constexpr int64_t kShiftedFrom = int64_t{4} << 20;  // bytes of x for rms_norm_shifted_kernel
@@ -1063,13 +1068,14 @@ enum class Path { kTiny, kFlat, kPacks, kGroup, kRows, kPartials };
 //   - kTiny: rows of 2, 4 or 8 bytes, several to a 16-byte pack;
 //   - kFlat: 16-bit rows of single elements (odd widths, or a weight off 4-byte alignment), 8 to
 //     kFlatMaxHidden elements in kFlatFrom bytes of x or more (rows of kFlatNarrow + 1 to
-//     kGroupMaxUnits elements kFlatRowsPerSm or more an SM), x read as a flat array of 16-byte
+//     kFlatMaxHidden elements kFlatRowsPerSm or more an SM), x read as a flat array of 16-byte
 //     packs (16-byte aligned x and y);
 //   - kPacks: rows of 16-byte packs held in registers by the tuned paths at the top, unless the
 //     rows are too few to fill the device and kSplitFrom bytes or wider;
 //   - kGroup: other short rows (up to kGroupMaxUnits units of `bytes`; rows of up to twice that
 //     many 4-byte units: fp32 ones kWideGroupRows or more an SM, 16-bit ones the warp form leaves,
-//     kWideGroupRows16 or more an SM);
+//     kWideGroupRows16 or more an SM; 16-bit rows of kGroupMaxUnits + 1 to kWideGroupMaxElems
+//     single elements kWarpFromRows or more an SM);
 //   - kRows: `looped`: rows of 16-byte packs beyond kMaxPacks, as many as the SMs or more, a block a
 //     row reading the row twice; else a block per row, or a cluster of `split` (sm_90 and later)
 //     when a row is more than a block holds in registers or the rows, kSplitFrom bytes or wider, are
@@ -1120,15 +1126,15 @@ Plan plan_of(int elem, uintptr_t out, uintptr_t in, uintptr_t weight, int64_t ro
     if (spread < 1) spread = 1;
   }
   const int64_t fill = row_bytes >= kSplitFrom ? spread : 1;
-  // Flat: odd 16-bit rows of 8 to 384 elements from kFlatFrom bytes of x read as aligned 16-byte
+  // Flat: odd 16-bit rows of 8 to 256 elements from kFlatFrom bytes of x read as aligned 16-byte
   // packs, where the group kernel loads them element by element. Smaller inputs, which fill the
-  // device with fewer blocks, are faster on the group kernel, and wider rows on the shifted
-  // kernel. Rows of kFlatNarrow + 1 to kGroupMaxUnits elements stay on the group kernel below
+  // device with fewer blocks, are faster on the group kernel, and so are wider rows (below). Rows
+  // of kFlatNarrow + 1 to kFlatMaxHidden elements stay on the group kernel below
   // kFlatRowsPerSm rows an SM, where it is the faster (H200: docs/performance.md). Rows of 4- or
   // 8-byte units already load whole units and keep their kernels: on 16-bit rows of 4-byte units
   // of 10 to 40 elements the group kernel is faster than the flat one.
   const int64_t x_bytes = rows * row_bytes;
-  const bool flat_rows = hidden <= kFlatNarrow || hidden > kGroupMaxUnits || rows >= int64_t{kFlatRowsPerSm} * dev.sms;
+  const bool flat_rows = hidden <= kFlatNarrow || rows >= int64_t{kFlatRowsPerSm} * dev.sms;
   if (p.bytes == 2 && x_bytes >= kFlatFrom && ((in | out) & 15u) == 0 && hidden >= 8 && hidden <= kFlatMaxHidden &&
       flat_rows && fill == 1) {
     p.path = Path::kFlat;
@@ -1136,6 +1142,15 @@ Plan plan_of(int elem, uintptr_t out, uintptr_t in, uintptr_t weight, int64_t ro
   }
   if (p.bytes == 16 && units <= kMaxPacks && fill == 1) {
     p.path = Path::kPacks;
+    return p;
+  }
+  // 16-bit rows of kGroupMaxUnits + 1 to kWideGroupMaxElems single elements, kWarpFromRows or more
+  // an SM: the group kernel at a warp a row, the fewest elements a lane that hold the row (9 to
+  // 12), at any alignment. Both the flat kernel and the warp form below, which read 16-byte packs,
+  // were slower on them (H200: docs/performance.md); fewer rows keep the rows kernel.
+  if (p.bytes == 2 && units > kGroupMaxUnits && units <= kWideGroupMaxElems &&
+      rows >= int64_t{kWarpFromRows} * dev.sms && fill == 1) {
+    p.path = Path::kGroup;
     return p;
   }
   // 16-bit rows of more than kGroupMaxUnits units of 2 or 4 bytes that fit a warp's registers
@@ -1154,7 +1169,7 @@ Plan plan_of(int elem, uintptr_t out, uintptr_t in, uintptr_t weight, int64_t ro
     return p;
   }
   // Rows of 257 to 512 4-byte units (odd fp32 widths, 16-bit widths of 2 modulo 4 elements): the
-  // group kernel too, a warp a row at 16 units a lane, where the rows kernel would give a row one
+  // group kernel too, a warp a row at 9 to 12 or 16 units a lane, where the rows kernel would give a row one
   // or two warps at 8 units a thread and synchronise them through shared memory. fp32 rows take it
   // kWideGroupRows or more an SM, 16-bit rows kWideGroupRows16 or more (as fast as the rows kernel
   // at 400 rows, faster from 1000); with fewer the rows kernel's smaller blocks spread the rows over
@@ -1366,6 +1381,21 @@ void launch_looped(T* out, const T* in, const T* weight, int64_t rows, int64_t h
                    inv_h, eps, trigger);
 }
 
+// rms_norm_group_kernel at a warp a row and one row a thread, UPT the first of 9 ..
+// kWideGroupFitUnits, then 16, that holds `upt` units a lane: rows of 257 to 512 units.
+template <typename T, int BYTES, int UPT = 9>
+void launch_wide_group(int upt, T* o, const T* x, const T* w, int64_t rows, int64_t hidden, float inv_h, float eps,
+                       cudaStream_t s, bool pdl) {
+  if constexpr (UPT < 16) {
+    if (upt > UPT) {
+      constexpr int kNext = UPT < kWideGroupFitUnits ? UPT + 1 : 16;
+      launch_wide_group<T, BYTES, kNext>(upt, o, x, w, rows, hidden, inv_h, eps, s, pdl);
+      return;
+    }
+  }
+  launch_group<T, BYTES, UPT, 1>(o, x, w, rows, hidden, 32, inv_h, eps, s, pdl);
+}
+
 template <typename T, int BYTES>
 void launch_units(T* o, const T* x, const T* w, float* partial, int64_t rows, int64_t hidden, const Plan& p,
                   float inv_h, float eps, cudaStream_t s, bool pdl) {
@@ -1384,9 +1414,13 @@ void launch_units(T* o, const T* x, const T* w, float* partial, int64_t rows, in
     // Rows of one unit (2-, 4- or 8-byte rows off 16-byte alignment) take 2 lanes, one idle, and so
     // do rows of 2 units that halved to one lane: one compiled form of rms_norm_group_kernel fewer.
     if (group < 2) group = 2;
-    if constexpr (BYTES == 4) {
-      if (units > kGroupMaxUnits) {  // rows of 257..512 4-byte units (plan_of): a warp a row
-        launch_group<T, BYTES, 16, 1>(o, x, w, rows, hidden, group, inv_h, eps, s, pdl);
+    if constexpr (BYTES == 4 || BYTES == 2) {
+      // Rows of 257 to 512 4-byte units or 257 to 384 elements (plan_of): a warp a row, the fewest
+      // units a lane that hold it up to kWideGroupFitUnits, else 16. Lanes past the row's end load
+      // its last unit again and add nothing: at 16 units a lane, rows of 257 to 384 units would
+      // waste a quarter to a half of the warp's loads (docs/performance.md).
+      if (units > kGroupMaxUnits) {
+        launch_wide_group<T, BYTES>((units + 31) / 32, o, x, w, rows, hidden, inv_h, eps, s, pdl);
         return;
       }
     }

@@ -215,9 +215,9 @@ def test_cuda_back_to_back_launches(kernel, graph, hidden):
 # rows of more than 4096 16-byte packs, as many as the SMs or more, take a block of 1024 threads a
 # row that reads the row twice (300x40000, 600x20000 and 700x16392 in float32, 300x40000 and
 # 133x65536 in 16-bit dtypes; 133x65536 in float32: 256 KB rows, the widest it takes on sm_90
-# devices of 132 SMs; 300x40000 ends in a partial step). From 6 MiB, odd 16-bit rows of up to 384
+# devices of 132 SMs; 300x40000 ends in a partial step). From 6 MiB, odd 16-bit rows of up to 256
 # elements are read as one flat array of 16-byte packs (1000000x9, 300000x13, 70000x129, 60000x167
-# on devices of up to 133 SMs, 100000x255; 30001x301 ends in a partial pack), rows of 161 to 256
+# on devices of up to 133 SMs; 100001x255 ends in a partial pack), rows of 161 to 256
 # elements only from 448 rows an SM (on devices of 132 SMs 20000x167 and 40000x255 take the group
 # kernel); smaller ones take the group kernel (50000x11, 4000x167), with twice the rows a thread
 # where that still fills the device (17000x167, 40000x77, 35000x77, 70000x35), and wider ones the
@@ -234,12 +234,15 @@ def test_cuda_back_to_back_launches(kernel, graph, hidden):
 # 1200x4097, 200x40001), rows of 4-byte units past 2 KB (2000x613, 6000x1471, 300x20001,
 # 1200x4097, 200x40001 in float32, 940x4622 in 16-bit dtypes) and rows of 8-byte units 16 KB or
 # wider (940x4622 in float32) are read in 16-byte packs from each row's first 16-byte boundary.
-# fp32 rows of 257 to 512 4-byte units, 16 or more an SM, take the group kernel at a warp a row
-# (9448x479, 5000x301, 30001x301 and 3001x511 ending in a partial block, 511 units the most), and so
-# do 16-bit rows of 257 to 512 4-byte units, 3 or more an SM, under 4 MB of x (1104x822, 2000x654);
-# 16-bit rows of more than 256 units of up to 1024 elements, 8 or more an SM (odd widths, and 4-byte
-# units from 4 MB of x), take a warp a row in 16-byte packs from each row's first 16-byte boundary,
-# 8 rows a block (9448x479, 5000x301, 3001x511 and 6001x654 ending in a partial block; 3001x1023 and
+# fp32 rows of 257 to 512 4-byte units, 16 or more an SM, take the group kernel at a warp a row, the
+# fewest units a lane that hold the row from 9 to 12, else 16 (9: 3001x269; 10: 5000x301, 30001x301;
+# 11: 3001x351; 12: 3001x383; 16: 9448x479 and 3001x511 ending in a partial block, 511 units the
+# most), and so do 16-bit rows of 257 to 512 4-byte units, 3 or more an SM, under 4 MB of x (9:
+# 3001x550; 11: 2000x654, 2000x702; 16: 1104x822) and odd 16-bit rows of 257 to 384 elements, 8 or
+# more an SM, at any size (3001x269, 5000x301, 30001x301, 3001x351, 3001x383);
+# 16-bit rows of more than 256 units of up to 1024 elements, 8 or more an SM (odd widths of more than
+# 384, and 4-byte units from 4 MB of x), take a warp a row in 16-byte packs from each row's first
+# 16-byte boundary, 8 rows a block (9448x479, 3001x511 and 6001x654 ending in a partial block; 3001x1023 and
 # 3001x1022 fill a lane's four packs); 16-bit rows of 4-byte units of up to 64 elements take the
 # group kernel (300000x38); rows of 1025 to 2048 packs, 16 or more an SM, take 4 packs a thread
 # (2400x8200 in 16-bit dtypes, 2400x4104 in float32), and rows of more than 2048 packs, 5 or more an
@@ -329,8 +332,13 @@ WIDE = [
     (3000, 1020),
     (1000, 412),
     (1000, 732),
-    (100000, 255),
+    (100001, 255),
     (2000, 613),
+    (3001, 269),
+    (3001, 351),
+    (3001, 383),
+    (3001, 550),
+    (2000, 702),
 ]
 
 # Rows of up to 64 units of 2, 4 or 8 bytes take rms_norm_group_kernel in compile-time groups of 2 to
