@@ -36,8 +36,8 @@
 //     pack's squares summed in two parts, by row (rms_norm_flat_kernel);
 //   - 16-bit rows of 257 to 384 single elements, 8 or more an SM: a warp a row, element by element,
 //     9 to 12 a lane (rms_norm_group_kernel);
-//   - 16-bit rows of more than 256 units of 2 or 4 bytes that fit a warp's registers (up to 1024
-//     elements), 8 or more an SM, the units of 4 bytes from 4 MiB of x, with x and y alike modulo
+//   - 16-bit rows of more than 384 single elements or more than 256 4-byte units that fit a warp's
+//     registers (up to 1024 elements), 8 or more an SM, the units of 4 bytes from 4 MiB of x, with x and y alike modulo
 //     16 bytes and a 16-byte aligned weight: a warp a row, 8 rows a block, in 16-byte packs from
 //     each row's first 16-byte boundary (rms_norm_shifted_kernel's warp form);
 //   - other rows that are not whole 16-byte packs or not 16-byte aligned take the widest unit their
@@ -1153,8 +1153,8 @@ Plan plan_of(int elem, uintptr_t out, uintptr_t in, uintptr_t weight, int64_t ro
     p.path = Path::kGroup;
     return p;
   }
-  // 16-bit rows of more than kGroupMaxUnits units of 2 or 4 bytes that fit a warp's registers
-  // (rows_cpt(16) packs a lane), kWarpFromRows or more an SM, x and y alike modulo 16 bytes and the
+  // 16-bit rows of more than kWideGroupMaxElems single elements or more than kGroupMaxUnits 4-byte
+  // units that fit a warp's registers (rows_cpt(16) packs a lane), kWarpFromRows or more an SM, x and y alike modulo 16 bytes and the
   // weight 16-byte aligned: a warp a row in 16-byte packs (the shifted kernel's warp form), where
   // the rows kernel would give each row a block of one to four warps in 2- or 4-byte units (an SM
   // holds 32 blocks: with blocks of one warp, half its threads). Rows of 4-byte units from
@@ -1382,11 +1382,15 @@ void launch_looped(T* out, const T* in, const T* weight, int64_t rows, int64_t h
 }
 
 // rms_norm_group_kernel at a warp a row and one row a thread, UPT the first of 9 ..
-// kWideGroupFitUnits, then 16, that holds `upt` units a lane: rows of 257 to 512 units.
+// kWideGroupFitUnits, then 16 (4-byte units only), that holds `upt` units a lane: rows of 257 to
+// 512 4-byte units or 257 to kWideGroupMaxElems elements.
+static_assert(kWideGroupMaxElems <= 32 * kWideGroupFitUnits, "rows of single elements fit the fitted forms");
+static_assert(kFlatMaxHidden <= kGroupMaxUnits, "the flat kernel's rows and the warp-a-row group rule do not meet");
 template <typename T, int BYTES, int UPT = 9>
 void launch_wide_group(int upt, T* o, const T* x, const T* w, int64_t rows, int64_t hidden, float inv_h, float eps,
                        cudaStream_t s, bool pdl) {
-  if constexpr (UPT < 16) {
+  constexpr int kLast = BYTES == 2 ? kWideGroupFitUnits : 16;  // plan_of gives 2-byte rows up to 384
+  if constexpr (UPT < kLast) {
     if (upt > UPT) {
       constexpr int kNext = UPT < kWideGroupFitUnits ? UPT + 1 : 16;
       launch_wide_group<T, BYTES, kNext>(upt, o, x, w, rows, hidden, inv_h, eps, s, pdl);

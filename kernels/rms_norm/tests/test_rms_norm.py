@@ -220,8 +220,9 @@ def test_cuda_back_to_back_launches(kernel, graph, hidden):
 # on devices of up to 133 SMs; 100001x255 ends in a partial pack), rows of 161 to 256
 # elements only from 448 rows an SM (on devices of 132 SMs 20000x167 and 40000x255 take the group
 # kernel); smaller ones take the group kernel (50000x11, 4000x167), with twice the rows a thread
-# where that still fills the device (17000x167, 40000x77, 35000x77, 70000x35), and wider ones the
-# rows kernel (6000x1471, in 16-bit dtypes the shifted one below); rows of
+# where that still fills the device (17000x167, 40000x77, 35000x77, 70000x35), wider ones up to
+# 384 elements the group kernel at a warp a row (below), wider still the rows kernel (6000x1471, in
+# 16-bit dtypes the shifted one below); rows of
 # 4-byte units or elements that fill the device take 16 a thread where the shifted kernel does not
 # take them (6000x1471 with y off x's alignment: test_cuda_rows_off_alignment), and those too few to
 # fill it even at 8 a thread take 4 (255x431, 3x261, 22x641, and 18x838 in 16-bit dtypes). Rows of 32
@@ -426,6 +427,25 @@ def test_cuda_rows_off_alignment(kernel, rows, hidden, dtype):
     seed = zlib.crc32(repr(("rows-off-alignment", rows, hidden, str(dtype))).encode())
     x = randn((rows, hidden), dtype, "cuda", seed, scale=2.0)
     w = randn((hidden,), dtype, "cuda", seed + 1, scale=0.5, shift=1.0)
+    buf = torch.full((rows * hidden + 1 + 64,), float("nan"), dtype=dtype, device="cuda")
+    out = buf[1 : 1 + rows * hidden].view(rows, hidden)
+    kernel.rms_norm(x, w, eps=1e-6, out=out)
+    assert not torch.isnan(out).any(), "some outputs were not written"
+    outside = torch.cat([buf[:1], buf[1 + rows * hidden :]])
+    assert torch.isnan(outside).all(), "elements outside the output were written"
+    torch.testing.assert_close(out, reference(x, w, 1e-6), **TOL[dtype])
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("rows, hidden", [(30001, 301), (3001, 383)], ids=str)
+def test_cuda_warp_rows_off_alignment(kernel, rows, hidden, dtype):
+    """Odd rows of 257 to 384 elements (4-byte units in fp32) read a warp a row, unit by unit, at
+    any alignment: x, the output and the weight one element past a 16-byte boundary."""
+    seed = zlib.crc32(repr(("warp-rows-off-alignment", rows, hidden, str(dtype))).encode())
+    x = randn((rows * hidden + 1,), dtype, "cuda", seed, scale=2.0)[1:].view(rows, hidden)
+    w = randn((hidden + 1,), dtype, "cuda", seed + 1, scale=0.5, shift=1.0)[1:]
     buf = torch.full((rows * hidden + 1 + 64,), float("nan"), dtype=dtype, device="cuda")
     out = buf[1 : 1 + rows * hidden].view(rows, hidden)
     kernel.rms_norm(x, w, eps=1e-6, out=out)
