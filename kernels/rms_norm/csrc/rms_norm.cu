@@ -1306,19 +1306,28 @@ void launch_group(T* out, const T* in, const T* weight, int64_t rows, int64_t hi
   }
 }
 
-// rms_norm_group_kernel at UPT = upt units a lane (UPT to 8) and rpt (1 or 2) rows a thread: rows of
-// more than 64 units, whose group is a warp.
-template <typename T, int BYTES, int UPT = 3>
+// rms_norm_group_kernel at a warp a row, UPT the first form from UPT up that holds `upt` units a
+// lane (3 to 8; past 8, 9 to kWideGroupFitUnits, then 16), at most kTop, and `rpt` rows a thread
+// (2 only in forms of up to 8 units a lane): rows of more than 64 units, whose group is a warp.
+// Rows of 65 to 256 units climb from 3 to 8, rows of 257 to 512 4-byte units from 9 to 16, rows
+// of 257 to kWideGroupMaxElems elements from 9 to kWideGroupFitUnits: no other form is compiled.
+template <typename T, int BYTES, int UPT, int kTop>
 void launch_group_fit(int upt, int rpt, T* out, const T* in, const T* weight, int64_t rows, int64_t hidden,
                       float inv_h, float eps, cudaStream_t s, bool pdl) {
-  if constexpr (UPT < 8) {
+  if constexpr (UPT < kTop) {
     if (upt > UPT) {
-      launch_group_fit<T, BYTES, UPT + 1>(upt, rpt, out, in, weight, rows, hidden, inv_h, eps, s, pdl);
+      constexpr int kNext = UPT < kWideGroupFitUnits ? UPT + 1 : 16;
+      launch_group_fit<T, BYTES, kNext, kTop>(upt, rpt, out, in, weight, rows, hidden, inv_h, eps, s, pdl);
       return;
     }
   }
-  if (rpt == 2) launch_group<T, BYTES, UPT, 2>(out, in, weight, rows, hidden, 32, inv_h, eps, s, pdl);
-  else launch_group<T, BYTES, UPT, 1>(out, in, weight, rows, hidden, 32, inv_h, eps, s, pdl);
+  if constexpr (UPT <= 8) {
+    if (rpt == 2) {
+      launch_group<T, BYTES, UPT, 2>(out, in, weight, rows, hidden, 32, inv_h, eps, s, pdl);
+      return;
+    }
+  }
+  launch_group<T, BYTES, UPT, 1>(out, in, weight, rows, hidden, 32, inv_h, eps, s, pdl);
 }
 
 // rms_norm_rows_kernel<T, BYTES, CPT> (rms_norm_shifted_kernel<T, CPT, kWarp> if kShifted, BYTES 16)
@@ -1381,24 +1390,8 @@ void launch_looped(T* out, const T* in, const T* weight, int64_t rows, int64_t h
                    inv_h, eps, trigger);
 }
 
-// rms_norm_group_kernel at a warp a row and one row a thread, UPT the first of 9 ..
-// kWideGroupFitUnits, then 16 (4-byte units only), that holds `upt` units a lane: rows of 257 to
-// 512 4-byte units or 257 to kWideGroupMaxElems elements.
 static_assert(kWideGroupMaxElems <= 32 * kWideGroupFitUnits, "rows of single elements fit the fitted forms");
 static_assert(kFlatMaxHidden <= kGroupMaxUnits, "the flat kernel's rows and the warp-a-row group rule do not meet");
-template <typename T, int BYTES, int UPT = 9>
-void launch_wide_group(int upt, T* o, const T* x, const T* w, int64_t rows, int64_t hidden, float inv_h, float eps,
-                       cudaStream_t s, bool pdl) {
-  constexpr int kLast = BYTES == 2 ? kWideGroupFitUnits : 16;  // plan_of gives 2-byte rows up to 384
-  if constexpr (UPT < kLast) {
-    if (upt > UPT) {
-      constexpr int kNext = UPT < kWideGroupFitUnits ? UPT + 1 : 16;
-      launch_wide_group<T, BYTES, kNext>(upt, o, x, w, rows, hidden, inv_h, eps, s, pdl);
-      return;
-    }
-  }
-  launch_group<T, BYTES, UPT, 1>(o, x, w, rows, hidden, 32, inv_h, eps, s, pdl);
-}
 
 template <typename T, int BYTES>
 void launch_units(T* o, const T* x, const T* w, float* partial, int64_t rows, int64_t hidden, const Plan& p,
@@ -1424,7 +1417,8 @@ void launch_units(T* o, const T* x, const T* w, float* partial, int64_t rows, in
       // its last unit again and add nothing: at 16 units a lane, rows of 257 to 384 units would
       // waste a quarter to a half of the warp's loads (docs/performance.md).
       if (units > kGroupMaxUnits) {
-        launch_wide_group<T, BYTES>((units + 31) / 32, o, x, w, rows, hidden, inv_h, eps, s, pdl);
+        constexpr int kTop = BYTES == 2 ? kWideGroupFitUnits : 16;  // plan_of gives 2-byte rows up to 384
+        launch_group_fit<T, BYTES, 9, kTop>((units + 31) / 32, 1, o, x, w, rows, hidden, inv_h, eps, s, pdl);
         return;
       }
     }
@@ -1474,7 +1468,7 @@ void launch_units(T* o, const T* x, const T* w, float* partial, int64_t rows, in
         // once the GPU tests run on that change.
         const int64_t wave = int64_t{device_info().sms} * device_info().threads_per_sm / 256;
         const bool two = upt > 4 && (rows + 2 * slice - 1) / (2 * slice) >= wave;
-        launch_group_fit<T, BYTES>(upt, two ? 2 : rpt, o, x, w, rows, hidden, inv_h, eps, s, pdl);
+        launch_group_fit<T, BYTES, 3, 8>(upt, two ? 2 : rpt, o, x, w, rows, hidden, inv_h, eps, s, pdl);
       }
     }
   } else if (p.path == Path::kPartials && partial != nullptr) {

@@ -416,6 +416,19 @@ def test_cuda_short_rows_off_alignment(kernel, offset, hidden, dtype):
     torch.testing.assert_close(out, reference(x, w, 1e-6), **TOL[dtype])
 
 
+def check_into_output_one_element_off(kernel, x, w):
+    """rms_norm of x [rows, hidden] into an output one element past a 16-byte boundary, inside a
+    NaN-filled buffer: every output written and right, nothing outside it written."""
+    (rows, hidden), dtype = x.shape, x.dtype
+    buf = torch.full((rows * hidden + 1 + 64,), float("nan"), dtype=dtype, device="cuda")
+    out = buf[1 : 1 + rows * hidden].view(rows, hidden)
+    kernel.rms_norm(x, w, eps=1e-6, out=out)
+    assert not torch.isnan(out).any(), "some outputs were not written"
+    outside = torch.cat([buf[:1], buf[1 + rows * hidden :]])
+    assert torch.isnan(outside).all(), "elements outside the output were written"
+    torch.testing.assert_close(out, reference(x, w, 1e-6), **TOL[dtype])
+
+
 @pytest.mark.gpu
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
@@ -427,13 +440,7 @@ def test_cuda_rows_off_alignment(kernel, rows, hidden, dtype):
     seed = zlib.crc32(repr(("rows-off-alignment", rows, hidden, str(dtype))).encode())
     x = randn((rows, hidden), dtype, "cuda", seed, scale=2.0)
     w = randn((hidden,), dtype, "cuda", seed + 1, scale=0.5, shift=1.0)
-    buf = torch.full((rows * hidden + 1 + 64,), float("nan"), dtype=dtype, device="cuda")
-    out = buf[1 : 1 + rows * hidden].view(rows, hidden)
-    kernel.rms_norm(x, w, eps=1e-6, out=out)
-    assert not torch.isnan(out).any(), "some outputs were not written"
-    outside = torch.cat([buf[:1], buf[1 + rows * hidden :]])
-    assert torch.isnan(outside).all(), "elements outside the output were written"
-    torch.testing.assert_close(out, reference(x, w, 1e-6), **TOL[dtype])
+    check_into_output_one_element_off(kernel, x, w)
 
 
 @pytest.mark.gpu
@@ -446,13 +453,7 @@ def test_cuda_warp_rows_off_alignment(kernel, rows, hidden, dtype):
     seed = zlib.crc32(repr(("warp-rows-off-alignment", rows, hidden, str(dtype))).encode())
     x = randn((rows * hidden + 1,), dtype, "cuda", seed, scale=2.0)[1:].view(rows, hidden)
     w = randn((hidden + 1,), dtype, "cuda", seed + 1, scale=0.5, shift=1.0)[1:]
-    buf = torch.full((rows * hidden + 1 + 64,), float("nan"), dtype=dtype, device="cuda")
-    out = buf[1 : 1 + rows * hidden].view(rows, hidden)
-    kernel.rms_norm(x, w, eps=1e-6, out=out)
-    assert not torch.isnan(out).any(), "some outputs were not written"
-    outside = torch.cat([buf[:1], buf[1 + rows * hidden :]])
-    assert torch.isnan(outside).all(), "elements outside the output were written"
-    torch.testing.assert_close(out, reference(x, w, 1e-6), **TOL[dtype])
+    check_into_output_one_element_off(kernel, x, w)
 
 
 @pytest.mark.gpu
