@@ -18,6 +18,12 @@
 # --wheels DIR installs DIR/*.whl (without their dependencies) into a scratch folder on PYTHONPATH.
 # With `kernels` importable, the kernel test-suites load every build through it; without it they
 # import the variant the loader's way, and the loader tests are skipped.
+# Another torch than the machine's: put its wheel in DIR too (with the NVIDIA wheels whose releases
+# the machine lacks, and its triton), build the variants for it on a machine with network access
+# (python -m pybuild build kernels/K --variant NAME) and carry build/ along; --variant NAME then
+# skips the build, and the kernel test-suites, the loader tests, the bench and the sweeps load that
+# variant (PYBUILD_TEST_VARIANT). The NVIDIA library folders the wheels do not bring are linked from
+# the machine's own torch, so the carried torch finds them where its wheel expects them.
 #
 #   bash benchmarks/run_gpu.sh              # build, test, bench
 #   bash benchmarks/run_gpu.sh --quick      # fewer sizes and repetitions
@@ -27,6 +33,7 @@
 #   bash benchmarks/run_gpu.sh --no-tests --no-bench --sweep 200 --seed 1,2,3  # 3 seeds x 3 kernels, over the GPUs
 #   bash benchmarks/run_gpu.sh --no-bench --sweep 200 # build, test and sweep, without the fixed cases
 #   bash benchmarks/run_gpu.sh --no-tests --no-bench --sweep 200  # build and sweep only
+#   bash benchmarks/run_gpu.sh --wheels wheelhouse/ --variant torch215-cxx11-cu132-x86_64-linux --no-bench
 set -uo pipefail
 quick=()
 bench=1
@@ -34,8 +41,9 @@ tests=1
 wheels=
 sweep=
 seed=0
+variant=
 kernels_swept=(img2gray activation rms_norm)
-usage="usage: $0 [--quick] [--no-bench] [--no-tests] [--wheels DIR] [--sweep N [--seed S[,S...]] [--sweep-kernels 'K ...']]"
+usage="usage: $0 [--quick] [--no-bench] [--no-tests] [--wheels DIR] [--variant NAME] [--sweep N [--seed S[,S...]] [--sweep-kernels 'K ...']]"
 recorded="bash benchmarks/run_gpu.sh"  # the command as given, for the JSON
 [ $# -gt 0 ] && recorded+=$(printf ' %q' "$@")
 while [ $# -gt 0 ]; do
@@ -47,12 +55,13 @@ while [ $# -gt 0 ]; do
       [ $# -ge 2 ] || { echo "$0: --wheels needs a folder of .whl files; $usage" >&2; exit 2; }
       wheels=$2; shift
       [ -n "$wheels" ] || { echo "$0: --wheels needs a folder of .whl files; $usage" >&2; exit 2; } ;;
-    --sweep|--seed|--sweep-kernels)
+    --sweep|--seed|--sweep-kernels|--variant)
       [ $# -ge 2 ] && [ -n "$2" ] || { echo "$0: $1 needs a value; $usage" >&2; exit 2; }
       case "$1" in
         --sweep) sweep=$2 ;;
         --seed) seed=$2 ;;
         --sweep-kernels) read -r -a kernels_swept <<< "$2" ;;
+        --variant) variant=$2 ;;
       esac
       shift ;;
     --wheels=*)
@@ -73,6 +82,20 @@ cd "$(dirname "$0")/.."
 if [ -n "$sweep" ] && ! [[ "$sweep" =~ ^[1-9][0-9]*$ && "$seed" =~ ^[0-9]+(,[0-9]+)*$ ]]; then
   echo "$0: --sweep takes a positive number of shapes per op and --seed a number >= 0 (or several: 1,2,3); $usage" >&2
   exit 2
+fi
+if [ -n "$variant" ]; then
+  if ! [[ "$variant" =~ ^[a-z0-9][a-z0-9._-]*$ ]]; then
+    echo "$0: --variant takes a variant name such as torch215-cxx11-cu132-x86_64-linux (python -m pybuild variants)" >&2
+    exit 2
+  fi
+  for k in kernels/*/build.toml; do
+    kdir=$(dirname "$k")
+    if [ ! -f "$kdir/build/$variant/metadata.json" ]; then
+      echo "$0: --variant $variant: $kdir/build/$variant is not built; build it where its torch is" \
+        "(python -m pybuild build $kdir --variant $variant) and bring build/ along" >&2
+      exit 2
+    fi
+  done
 fi
 if [ $tests = 0 ] && [ $bench = 0 ] && [ -z "$sweep" ]; then
   echo "$0: --no-tests --no-bench leaves nothing to run after the build; add --sweep N or drop one" >&2
@@ -96,6 +119,17 @@ if [ -n "$wheels" ]; then
   step "wheels from $wheels"
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target "$scratch/site" "$wheels"/*.whl \
     || { echo "installing the wheels in $wheels failed" >&2; exit 1; }
+  if [ -d "$scratch/site/torch" ]; then
+    # The carried torch looks for the NVIDIA libraries beside it (site/nvidia/<name>/lib); those its
+    # wheels do not bring come from the machine's torch.
+    machine_nvidia=$(python3 -c 'import pathlib, torch; print(pathlib.Path(torch.__file__).parents[1] / "nvidia")' 2>/dev/null)
+    mkdir -p "$scratch/site/nvidia"
+    for d in "$machine_nvidia"/*/; do
+      n=$(basename "$d")
+      if [ -e "$scratch/site/nvidia/$n" ]; then echo "nvidia/$n: from the wheels"
+      else ln -s "${d%/}" "$scratch/site/nvidia/$n" && echo "nvidia/$n: the machine's ($machine_nvidia)"; fi
+    done
+  fi
   export PYTHONPATH="$scratch/site${PYTHONPATH:+:$PYTHONPATH}"
   ls "$wheels"/*.whl
   if compgen -G "$wheels/kernels-*.whl" > /dev/null; then  # given the loader, it must import (its needs too)
@@ -123,15 +157,21 @@ except ImportError:
           " loader tests are skipped (pass --wheels DIR with a kernels wheel)")
 PY
 
-step "build (pybuild, CUDA archs $PYBUILD_CUDA_ARCHS), kernels in parallel"
-pids=()
-for k in kernels/*/build.toml; do
-  python3 -m pybuild build "$(dirname "$k")" > "$scratch/build-$(basename "$(dirname "$k")").log" 2>&1 &
-  pids+=($!)
-done
 build_ok=1
-for p in "${pids[@]}"; do wait "$p" || build_ok=0; done
-cat "$scratch"/build-*.log
+if [ -n "$variant" ]; then
+  step "no build: every kernel's $variant as brought (PYBUILD_TEST_VARIANT)"
+  export PYBUILD_TEST_VARIANT=$variant
+  python3 -c 'import torch; print("torch", torch.__version__, "from", torch.__file__)'
+else
+  step "build (pybuild, CUDA archs $PYBUILD_CUDA_ARCHS), kernels in parallel"
+  pids=()
+  for k in kernels/*/build.toml; do
+    python3 -m pybuild build "$(dirname "$k")" > "$scratch/build-$(basename "$(dirname "$k")").log" 2>&1 &
+    pids+=($!)
+  done
+  for p in "${pids[@]}"; do wait "$p" || build_ok=0; done
+  cat "$scratch"/build-*.log
+fi
 if [ $build_ok = 0 ]; then
   status=1
   for log in kernels/*/.pybuild/*/build.log; do
@@ -146,8 +186,14 @@ if [ $build_ok = 1 ] && [ $tests = 1 ]; then
     echo "-- $t"
     python3 -m pytest -q -p no:cacheprovider "$t" || status=1
   done
-  echo "-- tests/ marked gpu (the kernels loader resolves and runs the CUDA variants)"
-  python3 -m pytest -q -p no:cacheprovider -m gpu tests
+  if [ -n "$variant" ]; then
+    # The other tests marked gpu build on this machine, with its own torch and nvcc.
+    echo "-- the loader tests (the kernels loader resolves $variant and runs it)"
+    python3 -m pytest -q -p no:cacheprovider -m gpu tests/integration/test_gpu_loader.py
+  else
+    echo "-- tests/ marked gpu (the kernels loader resolves and runs the CUDA variants)"
+    python3 -m pytest -q -p no:cacheprovider -m gpu tests
+  fi
   rc=$?
   [ $rc = 0 ] || [ $rc = 5 ] || status=1  # 5: all skipped (no kernels package), not a failure
 fi

@@ -58,3 +58,13 @@ def test_check_each_time_passes_a_fresh_result_and_names_a_stale_one() -> None:
     chain, checks, change = _doubling(stale=True)
     with pytest.raises(AssertionError, match=r"time 2: y: 5 of 6 wrong"):
         testing.check_each_time(chain, checks, change, graph=False)
+
+
+def test_ensure_built_builds_nothing_for_a_named_variant(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With PYBUILD_TEST_VARIANT the variant comes built (a machine that received build/): no build runs."""
+    missing = tmp_path / "no-such-kernel"
+    monkeypatch.delenv("PYBUILD_TEST_VARIANT", raising=False)
+    with pytest.raises(RuntimeError, match="no-such-kernel"):
+        testing.ensure_built(missing)  # a build is tried, and fails for want of a kernel
+    monkeypatch.setenv("PYBUILD_TEST_VARIANT", "torch215-cxx11-cu132-x86_64-linux")
+    testing.ensure_built(missing)

@@ -33,6 +33,8 @@ def test_the_script_parses() -> None:
         (["--sweep", "5", "--seed", "1,,2"], "--seed a number >= 0 (or several: 1,2,3)"),
         (["--sweep"], "--sweep needs a value"),
         (["--wheels", "empty"], "--wheels empty: no .whl files there"),
+        (["--variant", "../x"], "--variant takes a variant name such as torch215-cxx11-cu132-x86_64-linux"),
+        (["--variant", "torch299-cxx11-cu999-x86_64-linux"], "torch299-cxx11-cu999-x86_64-linux is not built;"),
     ],
 )
 def test_bad_arguments_exit_2_with_one_line_before_any_work(tmp_path: Path, args: list[str], message: str) -> None:
