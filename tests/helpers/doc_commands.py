@@ -190,7 +190,16 @@ NOT_HERE: dict[str, str] = {
     "python -m pybuild publish kernels/img2gray --repo-id my-org/img2gray --version 1.1.2 --dry-run": _GATE,
     "HF_TOKEN=hf_... python -m pybuild publish kernels/img2gray --repo-id my-org/img2gray --version 1.1.2": _HUB,
     "python3 -m pip download --no-deps --only-binary=:all: --python-version 3.12 --platform manylinux2014_x86_64 "
-    "-d wheelhouse kernels==0.17.2 kernel-abi-check==0.14.1": "downloads wheels from PyPI for the GPU machine",
+    "-d wheelhouse kernels==0.17.2 kernel-abi-check==0.14.1 kernels-data==0.16.2 tomlkit==0.15.2 tenacity==9.2.1 "
+    "pyelftools==0.33": "downloads wheels from PyPI for the GPU machine",
+    "PYBUILD_CUDA_ARCHS=9.0 python -m pybuild build kernels/img2gray kernels/activation kernels/rms_norm "
+    "--variant torch215-cxx11-cu132-x86_64-linux": _MATRIX_ENVS,
+    "PIP_CONSTRAINT=/dev/null python3 -m pip download --no-deps --only-binary=:all: --python-version 3.12 "
+    "--platform manylinux_2_28_x86_64 --platform manylinux_2_18_x86_64 --platform manylinux2014_x86_64 "
+    "-d wheelhouse torch==2.15.0 triton==3.9.0 nvidia-nccl-cu13==2.30.7 nvidia-nvshmem-cu13==3.7.2": (
+        "downloads 1.2 GB of wheels from PyPI for the GPU machine"
+    ),
+    "bash benchmarks/run_gpu.sh --wheels wheelhouse --variant torch215-cxx11-cu132-x86_64-linux --no-bench": _GPU,
     "kernels lock .": _HUB,
     "kernels download .": _HUB,
 }
