@@ -83,6 +83,14 @@ if [ -n "$sweep" ] && ! [[ "$sweep" =~ ^[1-9][0-9]*$ && "$seed" =~ ^[0-9]+(,[0-9
   echo "$0: --sweep takes a positive number of shapes per op and --seed a number >= 0 (or several: 1,2,3); $usage" >&2
   exit 2
 fi
+if [ $tests = 0 ] && [ $bench = 0 ] && [ -z "$sweep" ]; then
+  echo "$0: --no-tests --no-bench leaves nothing to run; add --sweep N or drop one" >&2
+  exit 2
+fi
+if [ $bench = 0 ] && [ ${#quick[@]} -gt 0 ]; then
+  echo "$0: --quick trims the bench, which --no-bench leaves out; drop --quick" >&2
+  exit 2
+fi
 if [ -n "$variant" ]; then
   if ! [[ "$variant" =~ ^[a-z0-9][a-z0-9._-]*$ ]]; then
     echo "$0: --variant takes a variant name such as torch215-cxx11-cu132-x86_64-linux (python -m pybuild variants)" >&2
@@ -96,14 +104,6 @@ if [ -n "$variant" ]; then
       exit 2
     fi
   done
-fi
-if [ $tests = 0 ] && [ $bench = 0 ] && [ -z "$sweep" ]; then
-  echo "$0: --no-tests --no-bench leaves nothing to run after the build; add --sweep N or drop one" >&2
-  exit 2
-fi
-if [ $bench = 0 ] && [ ${#quick[@]} -gt 0 ]; then
-  echo "$0: --quick trims the bench, which --no-bench leaves out; drop --quick" >&2
-  exit 2
 fi
 dest=${OUT:-benchmarks/results}
 mkdir -p "$dest"
@@ -120,15 +120,23 @@ if [ -n "$wheels" ]; then
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target "$scratch/site" "$wheels"/*.whl \
     || { echo "installing the wheels in $wheels failed" >&2; exit 1; }
   if [ -d "$scratch/site/torch" ]; then
-    # The carried torch looks for the NVIDIA libraries beside it (site/nvidia/<name>/lib); those its
-    # wheels do not bring come from the machine's torch.
-    machine_nvidia=$(python3 -c 'import pathlib, torch; print(pathlib.Path(torch.__file__).parents[1] / "nvidia")' 2>/dev/null)
+    # The carried torch looks for the NVIDIA libraries beside it (site/nvidia/<name>/lib); the
+    # folders its wheels do not bring come from the machine's torch, a whole folder at a time (a
+    # wheel that brings part of nvidia/cu13 hides the machine's nvidia/cu13).
+    machine_nvidia=$(python3 -c 'import pathlib, torch; print(pathlib.Path(torch.__file__).parents[1] / "nvidia")' \
+      2>/dev/null) || machine_nvidia=
     mkdir -p "$scratch/site/nvidia"
-    for d in "$machine_nvidia"/*/; do
-      n=$(basename "$d")
-      if [ -e "$scratch/site/nvidia/$n" ]; then echo "nvidia/$n: from the wheels"
-      else ln -s "${d%/}" "$scratch/site/nvidia/$n" && echo "nvidia/$n: the machine's ($machine_nvidia)"; fi
-    done
+    if [ -n "$machine_nvidia" ] && [ -d "$machine_nvidia" ]; then
+      for d in "$machine_nvidia"/*/; do
+        [ -d "$d" ] || continue
+        n=$(basename "$d")
+        if [ -e "$scratch/site/nvidia/$n" ]; then echo "nvidia/$n: from the wheels"
+        else ln -s "${d%/}" "$scratch/site/nvidia/$n" && echo "nvidia/$n: the machine's ($machine_nvidia)"; fi
+      done
+    else
+      echo "the machine's torch has no nvidia/ folder beside it: the carried torch gets only the NVIDIA" \
+        "wheels in $wheels; add those it needs there"
+    fi
   fi
   export PYTHONPATH="$scratch/site${PYTHONPATH:+:$PYTHONPATH}"
   ls "$wheels"/*.whl
@@ -161,7 +169,21 @@ build_ok=1
 if [ -n "$variant" ]; then
   step "no build: every kernel's $variant as brought (PYBUILD_TEST_VARIANT)"
   export PYBUILD_TEST_VARIANT=$variant
-  python3 -c 'import torch; print("torch", torch.__version__, "from", torch.__file__)'
+  # The torch that imports here must be the variant's (its minor: the C++ ABI is a minor's).
+  python3 - "$variant" <<'PY' || exit 1
+import json, pathlib, sys
+variant = sys.argv[1]
+meta = next(pathlib.Path("kernels").glob(f"*/build/{variant}/metadata.json"))
+built = json.loads(meta.read_text())["pybuild"]["torch"]
+try:
+    import torch
+except (ImportError, OSError) as e:  # OSError: a library it needs is missing or too old
+    sys.exit(f"--variant {variant}: torch does not import here ({e}); carry its wheels with --wheels DIR")
+print("torch", torch.__version__, "from", torch.__file__, "; the variant was built with torch", built)
+if torch.__version__.split(".")[:2] != built.split(".")[:2]:
+    sys.exit(f"--variant {variant}: it needs torch {built}, and torch {torch.__version__} imports here; "
+             "carry that torch with --wheels DIR")
+PY
 else
   step "build (pybuild, CUDA archs $PYBUILD_CUDA_ARCHS), kernels in parallel"
   pids=()
@@ -178,7 +200,7 @@ if [ $build_ok = 0 ]; then
     grep -qiE "error|fail" "$log" && { echo "--- $log (tail)"; tail -40 "$log"; }
   done
 fi
-tar czf "$dest/build-logs.tar.gz" kernels/*/.pybuild/*/build.log 2>/dev/null
+[ -n "$variant" ] || tar czf "$dest/build-logs.tar.gz" kernels/*/.pybuild/*/build.log 2>/dev/null
 
 if [ $build_ok = 1 ] && [ $tests = 1 ]; then
   step "tests (pytest, one process per kernel)"
@@ -229,7 +251,7 @@ if [ $build_ok = 1 ]; then
           echo "-- $k, seed $s"
           run_dir="$scratch/sweep-$k-$s"
           CUDA_VISIBLE_DEVICES=${gpus[$g]} python3 -m pybuild bench "$k" --sweep "$sweep" --seed "$s" \
-            --out "$run_dir" --record-command "python -m pybuild bench $k --sweep $sweep --seed $s" \
+            --out "$run_dir" --record-command "${variant:+PYBUILD_TEST_VARIANT=$variant }python -m pybuild bench $k --sweep $sweep --seed $s" \
             && python3 benchmarks/keep_sweep.py "$run_dir"/sweep-*.json --to "$dest/sweeps" || rc=1
         done
         echo $rc > "$scratch/sweep-gpu$g.rc"

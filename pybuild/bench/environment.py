@@ -69,6 +69,8 @@ def environment(device: str) -> dict[str, Any]:
     if device == "cuda":
         env["driver"] = _run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"]) or None
     env["git"] = source_commit()
+    if os.environ.get("PYBUILD_TEST_VARIANT"):  # a variant loaded by name, as built elsewhere
+        env["variant"] = os.environ["PYBUILD_TEST_VARIANT"]
     return env
 
 

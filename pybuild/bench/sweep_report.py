@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 import json
 import math
+import re
 from pathlib import Path
 from typing import Any
 from xml.sax.saxutils import escape
@@ -108,7 +109,9 @@ def markdown_table(doc: dict[str, Any]) -> list[str]:
         "",
         f"{env['device']['name']}; {drawn(dist)}; "
         + (f"{doc['seconds']:.0f} s; " if "seconds" in doc else "")
-        + f"source {env.get('git')}{partial_note(doc)}",
+        + f"source {env.get('git')}"
+        + (f"; variant {env['variant']}" if env.get("variant") else "")
+        + partial_note(doc),
     ]
     return out
 
@@ -232,13 +235,19 @@ def write(doc: dict[str, Any], out_dir: Path, name: str, with_plot: bool = True)
 # The form a sweep is committed in (benchmarks/results/sweeps/, benchmarks/keep_sweep.py): without
 # the per-round arrays, compact, gzipped without a timestamp (the same run gives the same bytes),
 # named for what it ran: sweep-<kernels>-<device>-seed<S>.json.gz, or given-<kernels>-<device>.json.gz
-# for shapes given with --shapes.
+# for shapes given with --shapes; a run of a variant loaded by name (PYBUILD_TEST_VARIANT: another
+# torch than the machine's) adds its torch to the device, sweep-<kernels>-<device>-torch215-seed<S>,
+# so that it never takes the name of the machine's own run.
 KEPT_DROPS = ("graph_rounds_us", "plain_rounds_us")
 
 
 def kept_name(doc: dict[str, Any]) -> str:
     kernels = "-".join(dict.fromkeys(r["kernel"] for r in doc["results"]))
     device = device_slug(doc).removeprefix("gpu-")
+    variant = doc["environment"].get("variant")
+    if variant:
+        torch_part = re.match(r"torch(?:-stable-abi)?\d+", variant)
+        device += "-" + (torch_part.group(0) if torch_part else re.sub(r"[^a-z0-9.-]", "-", variant.lower()))
     dist = doc["distribution"]
     if "given_shapes" in dist:
         return f"given-{kernels}-{device}.json.gz"

@@ -162,12 +162,16 @@ def _load_kernels(dirs: list[Path], rep: Reporter) -> list[tuple[str, Any, Any]]
     from .. import bench
     from ..errors import BuildError
     from ..manifest import load_manifest
-    from ..testing import load_built_kernel
+    from ..testing import load_built_kernel, test_variant
 
     cases = [(load_manifest(d), d, bench.load_cases_module(d)) for d in dirs]  # validate before building
     loaded = []
     for manifest, d, module in cases:
-        rep.info(f"{manifest.name}: building (if needed) and loading the host variant")
+        named = test_variant()
+        if named:
+            rep.info(f"{manifest.name}: loading {named} as built (PYBUILD_TEST_VARIANT)")
+        else:
+            rep.info(f"{manifest.name}: building (if needed) and loading the host variant")
         try:
             kernel = load_built_kernel(d)
         except RuntimeError as e:  # ensure_built's message carries build's own output: keep its error line

@@ -485,3 +485,19 @@ def test_plain_calls_of_several_implementations_interleave_their_samples():
     assert 0 < ms["light"] < ms["heavy"]
     # 6 samples each (2 warm-up), one call per sample, the order reversed every other sample
     assert calls == ["light", "heavy", "heavy", "light"] * 3
+
+
+def test_a_run_of_a_named_variant_records_it_and_is_kept_under_its_torch(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A run that loads a variant by name (another torch than the machine's) must not take the name of
+    # the machine's own run of that seed: its torch goes into the kept name.
+    from pybuild.bench import sweep_report
+    from pybuild.bench.environment import environment
+
+    monkeypatch.delenv("PYBUILD_TEST_VARIANT", raising=False)
+    assert "variant" not in environment("cpu")
+    monkeypatch.setenv("PYBUILD_TEST_VARIANT", "torch215-cxx11-cu132-x86_64-linux")
+    assert environment("cpu")["variant"] == "torch215-cxx11-cu132-x86_64-linux"
+    doc = sweep_report.read(RESULTS / "sweeps" / "sweep-rms_norm-nvidia-h200-seed2.json.gz")
+    assert sweep_report.kept_name(doc) == "sweep-rms_norm-nvidia-h200-seed2.json.gz"
+    doc["environment"]["variant"] = "torch-stable-abi211-cu130-x86_64-linux"
+    assert sweep_report.kept_name(doc) == "sweep-rms_norm-nvidia-h200-torch-stable-abi211-seed2.json.gz"

@@ -27,7 +27,7 @@ def test_the_script_parses() -> None:
     [
         (["--explore"], "usage: "),  # the research runs are not part of the GPU run
         (["--no-bench", "--quick"], "--quick trims the bench, which --no-bench leaves out; drop --quick"),
-        (["--no-tests", "--no-bench"], "--no-tests --no-bench leaves nothing to run after the build"),
+        (["--no-tests", "--no-bench"], "--no-tests --no-bench leaves nothing to run; add --sweep N"),
         (["--sweep", "0"], "--sweep takes a positive number of shapes per op"),
         (["--sweep", "5", "--seed", "-1"], "--seed a number >= 0"),
         (["--sweep", "5", "--seed", "1,,2"], "--seed a number >= 0 (or several: 1,2,3)"),
@@ -43,3 +43,28 @@ def test_bad_arguments_exit_2_with_one_line_before_any_work(tmp_path: Path, args
     assert proc.returncode == 2
     assert message in proc.stderr
     assert proc.stdout == "" and not (tmp_path / "out").exists()  # nothing run, nothing written
+
+
+def test_a_variant_of_another_torch_than_the_one_that_imports_stops_the_run(tmp_path: Path) -> None:
+    """--variant NAME loads a variant built elsewhere: the torch that imports must be its minor."""
+    farm = tmp_path / "farm"
+    (farm / "benchmarks").mkdir(parents=True)
+    (farm / "benchmarks" / "run_gpu.sh").write_bytes(SCRIPT.read_bytes())
+    variant = "torch299-cxx11-cu999-x86_64-linux"
+    built = farm / "kernels" / "k" / "build" / variant
+    built.mkdir(parents=True)
+    (farm / "kernels" / "k" / "build.toml").write_text("")
+    (built / "metadata.json").write_text('{"pybuild": {"torch": "2.99.0+cu999"}}')
+    env = {**os.environ, "OUT": str(tmp_path / "out")}
+    proc = subprocess.run(
+        ["bash", str(farm / "benchmarks" / "run_gpu.sh"), "--variant", variant, "--no-bench"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert proc.returncode == 1, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert f"--variant {variant}: it needs torch 2.99.0+cu999, and torch " in proc.stdout + proc.stderr
+    assert "== " in proc.stdout and "tests (pytest" not in proc.stdout  # stopped before the tests
