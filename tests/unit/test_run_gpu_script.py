@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 from pathlib import Path
@@ -68,3 +69,23 @@ def test_a_variant_of_another_torch_than_the_one_that_imports_stops_the_run(tmp_
     assert proc.returncode == 1, proc.stdout[-2000:] + proc.stderr[-2000:]
     assert f"--variant {variant}: it needs torch 2.99.0+cu999, and torch " in proc.stdout + proc.stderr
     assert "== " in proc.stdout and "tests (pytest" not in proc.stdout  # stopped before the tests
+    # Built with the torch that imports here: the run goes on to the tests (none in this farm).
+    (built / "metadata.json").write_text(json.dumps({"pybuild": {"torch": torch_version()}}))
+    proc = subprocess.run(
+        ["bash", str(farm / "benchmarks" / "run_gpu.sh"), "--variant", variant, "--no-bench"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert f"; the variant was built with torch {torch_version()}" in proc.stdout, proc.stdout[-2000:]
+    assert "tests (pytest, one process per kernel)" in proc.stdout, proc.stdout[-2000:]
+
+
+def torch_version() -> str:
+    done = subprocess.run(
+        ["python3", "-c", "import torch; print(torch.__version__)"], capture_output=True, text=True, check=True
+    )
+    return done.stdout.strip()
