@@ -1,6 +1,7 @@
 """Write sweep results (``python -m pybuild bench --sweep N`` or ``--shapes``, ``--out DIR``) in the
 form benchmarks/results/sweeps/ keeps them: without the per-round arrays, gzipped, named for their
-run (sweep-<kernels>-<device>-seed<S>.json.gz, given-<kernels>-<device>.json.gz).
+run (sweep-<kernels>-<device>-seed<S>.json.gz, given-<kernels>-<device>.json.gz; a run of a variant
+loaded by name has it in the device part, sweep-rms_norm-nvidia-h200-torch215-cxx11-cu132-seed4).
 
     python3 benchmarks/keep_sweep.py OUT/sweep-rms_norm-nvidia-h200.json
     python3 benchmarks/keep_sweep.py OUT/*.json --to benchmarks/results/sweeps

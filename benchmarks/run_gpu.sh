@@ -10,7 +10,8 @@
 #   5. with --sweep N: N seeded random shapes per op (`pybuild bench --sweep`), one run per kernel
 #      and seed (--seed S or S1,S2,...), the runs spread over the visible GPUs one at a time each,
 #      every run kept as benchmarks/results/sweeps/ keeps it (benchmarks/keep_sweep.py):
-#      sweeps/sweep-<kernel>-<device>-seed<S>.json.gz.
+#      sweeps/sweep-<kernel>-<device>-seed<S>.json.gz (with --variant, the device part carries the
+#      variant: sweep-<kernel>-<device>-torch215-cxx11-cu132-seed<S>.json.gz).
 # Results and logs go to $OUT when set (a scratch folder the caller collects), else to
 # benchmarks/results/. Exit status: non-zero if any step failed. A tree copied without .git can
 # name its commit for the JSON (it wins over a stale .git): PYBUILD_SOURCE_COMMIT=<sha> bash benchmarks/run_gpu.sh.
@@ -22,8 +23,9 @@
 # the machine lacks, and its triton), build the variants for it on a machine with network access
 # (python -m pybuild build kernels/K --variant NAME) and carry build/ along; --variant NAME then
 # skips the build, and the kernel test-suites, the loader tests, the bench and the sweeps load that
-# variant (PYBUILD_TEST_VARIANT). The NVIDIA library folders the wheels do not bring are linked from
-# the machine's own torch, so the carried torch finds them where its wheel expects them.
+# variant (PYBUILD_TEST_VARIANT), once the torch that imports is checked to be one it loads under.
+# The NVIDIA library folders the wheels do not bring are linked from the machine's own torch, so the
+# carried torch finds them where its wheel expects them.
 #
 #   bash benchmarks/run_gpu.sh              # build, test, bench
 #   bash benchmarks/run_gpu.sh --quick      # fewer sizes and repetitions
@@ -169,20 +171,28 @@ build_ok=1
 if [ -n "$variant" ]; then
   step "no build: every kernel's $variant as brought (PYBUILD_TEST_VARIANT)"
   export PYBUILD_TEST_VARIANT=$variant
-  # The torch that imports here must be the variant's (its minor: the C++ ABI is a minor's).
+  # The torch that imports here must be one the variant loads under: the minor it was built with
+  # (the C++ ABI is a minor's), that minor or a later one for a stable-ABI variant; a pure-Python
+  # variant records no torch and takes any.
   python3 - "$variant" <<'PY' || exit 1
-import json, pathlib, sys
+import json, pathlib, re, sys
 variant = sys.argv[1]
-meta = next(pathlib.Path("kernels").glob(f"*/build/{variant}/metadata.json"))
-built = json.loads(meta.read_text())["pybuild"]["torch"]
 try:
     import torch
 except (ImportError, OSError) as e:  # OSError: a library it needs is missing or too old
     sys.exit(f"--variant {variant}: torch does not import here ({e}); carry its wheels with --wheels DIR")
-print("torch", torch.__version__, "from", torch.__file__, "; the variant was built with torch", built)
-if torch.__version__.split(".")[:2] != built.split(".")[:2]:
-    sys.exit(f"--variant {variant}: it needs torch {built}, and torch {torch.__version__} imports here; "
-             "carry that torch with --wheels DIR")
+have = tuple(int(n) for n in re.findall(r"\d+", torch.__version__)[:2])
+stable = re.match(r"torch-stable-abi(\d)(\d+)-", variant)
+print("torch", torch.__version__, "from", torch.__file__)
+for meta in sorted(pathlib.Path("kernels").glob(f"*/build/{variant}/metadata.json")):
+    built = json.loads(meta.read_text()).get("pybuild", {}).get("torch")
+    if built is None:
+        continue
+    need = tuple(int(n) for n in re.findall(r"\d+", built)[:2])
+    if not (have >= (int(stable[1]), int(stable[2])) if stable else have == need):
+        sys.exit(f"--variant {variant}: {meta.parent} needs torch {built}, and torch {torch.__version__} "
+                 "imports here; carry that torch with --wheels DIR")
+    print(f"{meta.parent}: built with torch {built}")
 PY
 else
   step "build (pybuild, CUDA archs $PYBUILD_CUDA_ARCHS), kernels in parallel"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import platform
+import re
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -75,12 +76,30 @@ def environment(device: str) -> dict[str, Any]:
 
 
 def device_slug(doc: dict[str, Any]) -> str:
-    """The default result name: ``gpu-<device name>`` on CUDA (``gpu-nvidia-h200``), else the CPU's."""
+    """The default result name: ``gpu-<device name>`` on CUDA (``gpu-nvidia-h200``), else the CPU's;
+    a run of a variant loaded by name adds :func:`variant_tag`, so that it never takes the name of the
+    machine's own run."""
     name = doc["environment"]["device"]["name"] if doc["method"]["device"] == "cuda" else "cpu"
     slug = "".join(c if c.isalnum() else "-" for c in name.lower()).strip("-")
     while "--" in slug:
         slug = slug.replace("--", "-")
-    return ("gpu-" if doc["method"]["device"] == "cuda" else "") + slug
+    return ("gpu-" if doc["method"]["device"] == "cuda" else "") + slug + variant_tag(doc["environment"])
+
+
+def variant_tag(env: dict[str, Any]) -> str:
+    """``""``, or for a run of a variant loaded by name (``PYBUILD_TEST_VARIANT``) ``-`` and that
+    variant without its system, then the torch that ran when the variant's name does not begin with
+    it: ``-torch215-cxx11-cu132``, ``-torch-stable-abi211-cu130-torch215``."""
+    variant = env.get("variant")
+    if not variant:
+        return ""
+    tag = re.sub(r"-(x86_64|aarch64)-[a-z]+$", "", variant.lower())
+    ran = re.match(r"(\d+)\.(\d+)", env.get("torch") or "")
+    if ran:
+        torch_tag = f"torch{ran.group(1)}{ran.group(2)}"
+        if not (tag == torch_tag or tag.startswith(torch_tag + "-")):
+            tag += "-" + torch_tag
+    return "-" + re.sub(r"[^a-z0-9._]+", "-", tag).strip("-")
 
 
 def resolve_device(requested: str) -> str:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import gzip
 import json
 import math
-import re
 from pathlib import Path
 from typing import Any
 from xml.sax.saxutils import escape
@@ -236,18 +235,14 @@ def write(doc: dict[str, Any], out_dir: Path, name: str, with_plot: bool = True)
 # the per-round arrays, compact, gzipped without a timestamp (the same run gives the same bytes),
 # named for what it ran: sweep-<kernels>-<device>-seed<S>.json.gz, or given-<kernels>-<device>.json.gz
 # for shapes given with --shapes; a run of a variant loaded by name (PYBUILD_TEST_VARIANT: another
-# torch than the machine's) adds its torch to the device, sweep-<kernels>-<device>-torch215-seed<S>,
-# so that it never takes the name of the machine's own run.
+# torch than the machine's) has that variant in its device part (device_slug, variant_tag):
+# sweep-<kernels>-<device>-torch215-cxx11-cu132-seed<S>.
 KEPT_DROPS = ("graph_rounds_us", "plain_rounds_us")
 
 
 def kept_name(doc: dict[str, Any]) -> str:
     kernels = "-".join(dict.fromkeys(r["kernel"] for r in doc["results"]))
     device = device_slug(doc).removeprefix("gpu-")
-    variant = doc["environment"].get("variant")
-    if variant:
-        torch_part = re.match(r"torch(?:-stable-abi)?\d+", variant)
-        device += "-" + (torch_part.group(0) if torch_part else re.sub(r"[^a-z0-9.-]", "-", variant.lower()))
     dist = doc["distribution"]
     if "given_shapes" in dist:
         return f"given-{kernels}-{device}.json.gz"

@@ -491,7 +491,7 @@ def test_a_run_of_a_named_variant_records_it_and_is_kept_under_its_torch(monkeyp
     # A run that loads a variant by name (another torch than the machine's) must not take the name of
     # the machine's own run of that seed: its torch goes into the kept name.
     from pybuild.bench import sweep_report
-    from pybuild.bench.environment import environment
+    from pybuild.bench.environment import device_slug, environment
 
     monkeypatch.delenv("PYBUILD_TEST_VARIANT", raising=False)
     assert "variant" not in environment("cpu")
@@ -499,5 +499,9 @@ def test_a_run_of_a_named_variant_records_it_and_is_kept_under_its_torch(monkeyp
     assert environment("cpu")["variant"] == "torch215-cxx11-cu132-x86_64-linux"
     doc = sweep_report.read(RESULTS / "sweeps" / "sweep-rms_norm-nvidia-h200-seed2.json.gz")
     assert sweep_report.kept_name(doc) == "sweep-rms_norm-nvidia-h200-seed2.json.gz"
-    doc["environment"]["variant"] = "torch-stable-abi211-cu130-x86_64-linux"
-    assert sweep_report.kept_name(doc) == "sweep-rms_norm-nvidia-h200-torch-stable-abi211-seed2.json.gz"
+    assert device_slug(doc) == "gpu-nvidia-h200"  # the default name of bench --out
+    doc["environment"]["variant"] = "torch211-cxx11-cu126-x86_64-linux"  # another CUDA than the machine's
+    assert sweep_report.kept_name(doc) == "sweep-rms_norm-nvidia-h200-torch211-cxx11-cu126-seed2.json.gz"
+    assert device_slug(doc) == "gpu-nvidia-h200-torch211-cxx11-cu126"
+    doc["environment"]["variant"] = "torch-stable-abi211-cu130-x86_64-linux"  # run under torch 2.11
+    assert sweep_report.kept_name(doc) == "sweep-rms_norm-nvidia-h200-torch-stable-abi211-cu130-torch211-seed2.json.gz"

@@ -67,7 +67,8 @@ def test_a_variant_of_another_torch_than_the_one_that_imports_stops_the_run(tmp_
         check=False,
     )
     assert proc.returncode == 1, proc.stdout[-2000:] + proc.stderr[-2000:]
-    assert f"--variant {variant}: it needs torch 2.99.0+cu999, and torch " in proc.stdout + proc.stderr
+    refusal = f"--variant {variant}: kernels/k/build/{variant} needs torch 2.99.0+cu999, and torch "
+    assert refusal in proc.stdout + proc.stderr
     assert "== " in proc.stdout and "tests (pytest" not in proc.stdout  # stopped before the tests
     # Built with the torch that imports here: the run goes on to the tests (none in this farm).
     (built / "metadata.json").write_text(json.dumps({"pybuild": {"torch": torch_version()}}))
@@ -80,7 +81,7 @@ def test_a_variant_of_another_torch_than_the_one_that_imports_stops_the_run(tmp_
         timeout=120,
         check=False,
     )
-    assert f"; the variant was built with torch {torch_version()}" in proc.stdout, proc.stdout[-2000:]
+    assert f"kernels/k/build/{variant}: built with torch {torch_version()}" in proc.stdout, proc.stdout[-2000:]
     assert "tests (pytest, one process per kernel)" in proc.stdout, proc.stdout[-2000:]
 
 
