@@ -56,31 +56,26 @@ def test_a_variant_of_another_torch_than_the_one_that_imports_stops_the_run(tmp_
     built.mkdir(parents=True)
     (farm / "kernels" / "k" / "build.toml").write_text("")
     (built / "metadata.json").write_text('{"pybuild": {"torch": "2.99.0+cu999"}}')
-    env = {**os.environ, "OUT": str(tmp_path / "out")}
-    proc = subprocess.run(
-        ["bash", str(farm / "benchmarks" / "run_gpu.sh"), "--variant", variant, "--no-bench"],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+
+    def run_variant() -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            ["bash", str(farm / "benchmarks" / "run_gpu.sh"), "--variant", variant, "--no-bench"],
+            cwd=tmp_path,
+            env={**os.environ, "OUT": str(tmp_path / "out")},
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+
+    proc = run_variant()
     assert proc.returncode == 1, proc.stdout[-2000:] + proc.stderr[-2000:]
     refusal = f"--variant {variant}: kernels/k/build/{variant} needs torch 2.99.0+cu999, and torch "
     assert refusal in proc.stdout + proc.stderr
     assert "== " in proc.stdout and "tests (pytest" not in proc.stdout  # stopped before the tests
     # Built with the torch that imports here: the run goes on to the tests (none in this farm).
     (built / "metadata.json").write_text(json.dumps({"pybuild": {"torch": torch_version()}}))
-    proc = subprocess.run(
-        ["bash", str(farm / "benchmarks" / "run_gpu.sh"), "--variant", variant, "--no-bench"],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    proc = run_variant()
     assert f"kernels/k/build/{variant}: built with torch {torch_version()}" in proc.stdout, proc.stdout[-2000:]
     assert "tests (pytest, one process per kernel)" in proc.stdout, proc.stdout[-2000:]
 
