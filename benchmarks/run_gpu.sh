@@ -171,28 +171,23 @@ build_ok=1
 if [ -n "$variant" ]; then
   step "no build: every kernel's $variant as brought (PYBUILD_TEST_VARIANT)"
   export PYBUILD_TEST_VARIANT=$variant
-  # The torch that imports here must be one the variant loads under: the minor it was built with
-  # (the C++ ABI is a minor's), that minor or a later one for a stable-ABI variant; a pure-Python
-  # variant records no torch and takes any.
+  # The torch that imports here must be one the variant loads under (pybuild.testing.torch_mismatch).
   python3 - "$variant" <<'PY' || exit 1
-import json, pathlib, re, sys
+import sys
+from pybuild.errors import PybuildError
+from pybuild.testing import torch_mismatch
 variant = sys.argv[1]
 try:
     import torch
 except (ImportError, OSError) as e:  # OSError: a library it needs is missing or too old
     sys.exit(f"--variant {variant}: torch does not import here ({e}); carry its wheels with --wheels DIR")
-have = tuple(int(n) for n in re.findall(r"\d+", torch.__version__)[:2])
-stable = re.match(r"torch-stable-abi(\d)(\d+)-", variant)
 print("torch", torch.__version__, "from", torch.__file__)
-for meta in sorted(pathlib.Path("kernels").glob(f"*/build/{variant}/metadata.json")):
-    built = json.loads(meta.read_text()).get("pybuild", {}).get("torch")
-    if built is None:
-        continue
-    need = tuple(int(n) for n in re.findall(r"\d+", built)[:2])
-    if not (have >= (int(stable[1]), int(stable[2])) if stable else have == need):
-        sys.exit(f"--variant {variant}: {meta.parent} needs torch {built}, and torch {torch.__version__} "
-                 "imports here; carry that torch with --wheels DIR")
-    print(f"{meta.parent}: built with torch {built}")
+try:
+    why = torch_mismatch(variant, torch.__version__)
+except PybuildError as e:
+    sys.exit(f"--variant {variant}: {e}")
+if why:
+    sys.exit(f"--variant {why}; carry that torch with --wheels DIR")
 PY
 else
   step "build (pybuild, CUDA archs $PYBUILD_CUDA_ARCHS), kernels in parallel"

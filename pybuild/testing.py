@@ -44,6 +44,24 @@ def test_variant() -> str | None:
     return os.environ.get("PYBUILD_TEST_VARIANT") or None
 
 
+def torch_mismatch(variant_name: str, torch_version: str) -> str | None:
+    """Why ``variant_name`` does not load under torch ``torch_version`` (one line), or None when it
+    does: a variant loads under the minor it is built for (the C++ ABI is a minor's), a stable-ABI
+    one under that minor and every later one, a pure-Python or tvm-ffi one under any."""
+    from packaging.version import Version
+
+    from .variants import parse_variant_name
+
+    variant = parse_variant_name(variant_name)
+    if variant.noarch or variant.tvm_ffi:
+        return None
+    have = Version(torch_version).release[:2]
+    if have == variant.torch_tuple or (variant.stable_abi and have > variant.torch_tuple):
+        return None
+    later = " or later" if variant.stable_abi else ""
+    return f"{variant_name} needs torch {variant.torch}{later}, and torch {torch_version} imports here"
+
+
 def variant_dir_for(kernel_dir: Path, backend: str | None = None) -> Path:
     """The built variant this process would load: the one ``PYBUILD_TEST_VARIANT`` names, else that of
     ``backend``, else the most capable host variant whose device torch sees here (CUDA over CPU)."""

@@ -68,3 +68,23 @@ def test_ensure_built_builds_nothing_for_a_named_variant(tmp_path, monkeypatch: 
         testing.ensure_built(missing)  # a build is tried, and fails for want of a kernel
     monkeypatch.setenv("PYBUILD_TEST_VARIANT", "torch215-cxx11-cu132-x86_64-linux")
     testing.ensure_built(missing)
+
+
+@pytest.mark.parametrize(
+    "variant, torch_version, fits",
+    [
+        ("torch215-cxx11-cu132-x86_64-linux", "2.15.0+cu132", True),
+        ("torch215-cxx11-cu132-x86_64-linux", "2.15.1", True),  # a patch release: the same ABI
+        ("torch215-cxx11-cu132-x86_64-linux", "2.11.0+cu130", False),
+        ("torch211-cxx11-cu130-x86_64-linux", "2.15.0+cu132", False),  # C++ ABI: no later minor either
+        ("torch-stable-abi211-cu130-x86_64-linux", "2.15.0+cu132", True),  # stable ABI: that minor or later
+        ("torch-stable-abi211-cu130-x86_64-linux", "2.10.0", False),
+        ("torch-cuda", "2.10.0", True),  # pure Python: any torch
+    ],
+)
+def test_torch_mismatch_says_which_torch_a_variant_loads_under(variant: str, torch_version: str, fits: bool) -> None:
+    why = testing.torch_mismatch(variant, torch_version)
+    if fits:
+        assert why is None
+    else:
+        assert why is not None and why.startswith(f"{variant} needs torch ") and torch_version in why
