@@ -56,10 +56,10 @@ __global__ void __launch_bounds__(kThreads) img2gray_vec16_kernel(const uint8_t*
                                                                   uint8_t* __restrict__ gray,
                                                                   int64_t n_groups, int tail, bool trigger) {
   const int64_t i = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x;
-  farm_pdl::wait_for_previous_grid();
+  const uint4* src = reinterpret_cast<const uint4*>(rgb) + 3 * i;
+  farm_pdl::wait_for_previous_grid(src);
   uint4 a, b, c;
   if (i < n_groups) {
-    const uint4* src = reinterpret_cast<const uint4*>(rgb) + 3 * i;
     a = src[0];
     b = src[1];
     c = src[2];

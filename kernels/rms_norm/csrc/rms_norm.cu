@@ -112,29 +112,42 @@ __device__ __forceinline__ uint4 load_x(const void* p) {
   }
 }
 
-// Sum of `v` over the whole block (every thread gets it). `scratch` holds 33 floats.
+// Sum of `v` over the whole block (every thread gets it). `scratch` holds 33 floats. Each warp's sum
+// goes to scratch; with kOneBarrier every warp then adds them all up itself, so no second barrier
+// hands a total back (a kernel calls it once: a second call could overwrite sums a warp still
+// reads). Without it warp 0 adds them and hands the total back through scratch[32]: one register
+// fewer, for the forms at their register bound, where the one-barrier form spills.
+template <bool kOneBarrier = true>
 __device__ __forceinline__ float block_sum(float v, float* scratch) {
 #pragma unroll
   for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   if (lane == 0) scratch[warp] = v;
   __syncthreads();
-  if (warp == 0) {
-    const int n_warps = (blockDim.x + 31) / 32;
+  const int n_warps = (blockDim.x + 31) / 32;
+  if constexpr (kOneBarrier) {
     float s = lane < n_warps ? scratch[lane] : 0.0f;
 #pragma unroll
     for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
-    if (lane == 0) scratch[32] = s;
+    return s;
+  } else {
+    if (warp == 0) {
+      float s = lane < n_warps ? scratch[lane] : 0.0f;
+#pragma unroll
+      for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
+      if (lane == 0) scratch[32] = s;
+    }
+    __syncthreads();
+    return scratch[32];
   }
-  __syncthreads();
-  return scratch[32];
 }
 
 // Sum of `v` over a row's `split` blocks, every thread of them gets it: over the block, then, with
 // split > 1 (sm_90 and later), over the thread-block cluster the row's blocks form, through
 // distributed shared memory. `scratch` holds 33 floats and `sums` 2.
+template <bool kOneBarrier = true>
 __device__ __forceinline__ float row_sum(float v, int split, float* scratch, float* sums) {
-  v = block_sum(v, scratch);
+  v = block_sum<kOneBarrier>(v, scratch);
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   if (split > 1) {
     namespace cg = cooperative_groups;
@@ -187,7 +200,11 @@ __global__ void __launch_bounds__(kBoundThreads, RMS_NORM_VEC_MIN_BLOCKS(kMinBlo
   const P* x = reinterpret_cast<const P*>(in) + row * packs;
   const uint4* w = reinterpret_cast<const uint4*>(weight);
   uint4 v[CPT], wv[kHoldWeight ? CPT : 1];  // raw 16-byte packs of x and weight
-  farm_pdl::wait_for_previous_grid();
+  if constexpr (kHoldWeight) {
+    farm_pdl::wait_for_previous_grid(x + lane, w + lane);
+  } else {
+    farm_pdl::wait_for_previous_grid(x + lane);  // the weight's address is computed at the store
+  }
 #pragma unroll
   for (int c = 0; c < CPT; ++c) {
     const int p = lane + c * group;
@@ -254,9 +271,10 @@ __global__ void __launch_bounds__(kTileThreads) rms_norm_tile_kernel(T* __restri
   const int64_t warp = static_cast<int64_t>(blockIdx.x) * (kTileThreads / 32) + threadIdx.x / 32;
   const int64_t total = rows * packs;
   const int64_t base = warp * (32 * kTileLoads) + lane;
-  farm_pdl::wait_for_previous_grid();
-  const uint4 wv = __ldg(reinterpret_cast<const uint4*>(weight) + (lane & (packs - 1)));
+  const uint4* wp = reinterpret_cast<const uint4*>(weight) + (lane & (packs - 1));
   const uint4* x = reinterpret_cast<const uint4*>(in);
+  farm_pdl::wait_for_previous_grid(x + base, wp);
+  const uint4 wv = __ldg(wp);
   uint4 v[kTileLoads];
   float ss[kTileLoads];
 #pragma unroll
@@ -350,8 +368,15 @@ __global__ void __launch_bounds__(kRowsThreads, hold_weight<T, BYTES, CPT>() ? 0
   __shared__ float scratch[33];
   __shared__ float cluster_sums[2];
   const int group = static_cast<int>(blockDim.x);
-  const int64_t row = blockIdx.x / split;
-  const int part = static_cast<int>(blockIdx.x % split);
+  // Forms holding up to 32 bytes a thread: no division where a row has one block (split 1), as
+  // short rows are bound by latency and a division adds a chain of dependent instructions before
+  // the first load; the row's address computed ahead of the wait (pdl.cuh); and the block's sum
+  // with one barrier (block_sum). The forms holding more are at their register bound, where each
+  // of these spills.
+  constexpr bool kLight = CPT * BYTES <= 32;
+  const bool whole_row = kLight && split == 1;
+  const int64_t row = whole_row ? blockIdx.x : blockIdx.x / split;
+  const int part = whole_row ? 0 : static_cast<int>(blockIdx.x % split);
   const int lane = threadIdx.x;
   const bool row_ok = row < rows;
   const int64_t lo = part * chunk;
@@ -360,7 +385,11 @@ __global__ void __launch_bounds__(kRowsThreads, hold_weight<T, BYTES, CPT>() ? 0
   const R* w = reinterpret_cast<const R*>(weight);
   constexpr bool kHoldWeight = hold_weight<T, BYTES, CPT>();  // loaded with x: no round trip after the reduction
   R v[CPT], wv[kHoldWeight ? CPT : 1];
-  farm_pdl::wait_for_previous_grid();
+  if constexpr (kLight) {
+    farm_pdl::wait_for_previous_grid(x);
+  } else {
+    farm_pdl::wait_for_previous_grid();
+  }
 #pragma unroll
   for (int c = 0; c < CPT; ++c) {
     const int64_t i = lo + lane + static_cast<int64_t>(c) * group;
@@ -377,7 +406,7 @@ __global__ void __launch_bounds__(kRowsThreads, hold_weight<T, BYTES, CPT>() ? 0
 #pragma unroll(CPT > 8 ? 1 : 4)
     for (int64_t i = rest; i < hi; i += group) ss += U::sumsq(x[i]);
   }
-  ss = row_sum(ss, split, scratch, cluster_sums);
+  ss = row_sum<kLight>(ss, split, scratch, cluster_sums);
   if (!row_ok) return;
   const float rstd = rsqrtf(ss * inv_hidden + eps);
   R* y = reinterpret_cast<R*>(out + row * hidden);
@@ -415,7 +444,7 @@ __global__ void __launch_bounds__(kLoopedThreads) rms_norm_looped_kernel(T* __re
   R* y = reinterpret_cast<R*>(out + row * hidden);
   const int64_t step = blockDim.x;
   const int64_t whole = units / (step * kU) * (step * kU);  // units of the full steps
-  farm_pdl::wait_for_previous_grid();
+  farm_pdl::wait_for_previous_grid(x + threadIdx.x, w + threadIdx.x);
   float ss = 0.0f;
   for (int64_t base = threadIdx.x; base < whole; base += step * kU) {
     R v[kU];
@@ -507,9 +536,10 @@ __global__ void __launch_bounds__(kRowsThreads, 2)
   __shared__ float scratch[33];
   __shared__ float cluster_sums[2];
   const int step = kWarp ? 32 : static_cast<int>(blockDim.x);
-  const int64_t row =
-      kWarp ? static_cast<int64_t>(blockIdx.x) * (blockDim.x / 32) + threadIdx.x / 32 : blockIdx.x / split;
-  const int part = kWarp ? 0 : static_cast<int>(blockIdx.x % split);
+  const int64_t row = kWarp        ? static_cast<int64_t>(blockIdx.x) * (blockDim.x / 32) + threadIdx.x / 32
+                      : split == 1 ? blockIdx.x
+                                   : blockIdx.x / split;  // no division for a row of one block
+  const int part = kWarp || split == 1 ? 0 : static_cast<int>(blockIdx.x % split);
   const int tid = kWarp ? static_cast<int>(threadIdx.x % 32) : static_cast<int>(threadIdx.x);
   if (kWarp && row >= rows) return;  // whole warps, and no block-wide synchronisation in this form
   const T* xr = in + row * hidden;
@@ -528,7 +558,7 @@ __global__ void __launch_bounds__(kRowsThreads, 2)
   uint4 v[CPT];
   int64_t edge = -1;  // the element this thread holds outside the packs, if any
   float xe = 0.0f;
-  farm_pdl::wait_for_previous_grid();
+  farm_pdl::wait_for_previous_grid(x + first, xr);
 #pragma unroll
   for (int c = 0; c < CPT; ++c) {
     const int64_t k = first + static_cast<int64_t>(c) * step;
@@ -625,7 +655,7 @@ __global__ void __launch_bounds__(256) rms_norm_group_kernel(T* __restrict__ out
     off[c] = (kClamp && !col[c]) ? units - 1 - lane : c * G;
   }
   R v[RPT][UPT], wv[UPT];
-  farm_pdl::wait_for_previous_grid();
+  farm_pdl::wait_for_previous_grid(x, w);
 #pragma unroll
   for (int c = 0; c < UPT; ++c) wv[c] = (kClamp || col[c]) ? w[off[c]] : U::zero();
 #pragma unroll
@@ -659,8 +689,9 @@ __global__ void __launch_bounds__(256) rms_norm_group_kernel(T* __restrict__ out
 }
 
 // Rows of 2, 4 or 8 bytes (ROW elements), several to a 16-byte pack: the tensor as flat packs,
-// PPT per thread, all loaded before any is reduced; the last n % kVec elements (whole rows), if
-// any, are the first thread past the packs'. Needs 16-byte aligned x and out.
+// PPT per thread, all loaded before any is reduced; the last n % kVec elements (whole rows, fewer
+// than a pack), if any, are the first thread past the packs', loaded with them. Needs 16-byte
+// aligned x and out.
 template <typename T, int ROW, int PPT>
 __global__ void __launch_bounds__(256) rms_norm_tiny_kernel(T* __restrict__ out, const T* __restrict__ in,
                                                             const T* __restrict__ weight, int64_t n_packs,
@@ -668,17 +699,23 @@ __global__ void __launch_bounds__(256) rms_norm_tiny_kernel(T* __restrict__ out,
                                                             bool trigger) {
   using P = Pack<T>;
   constexpr int kVec = P::kVec;
+  constexpr int kTail = kVec - ROW;  // elements of the tail at most
   const int64_t first = static_cast<int64_t>(blockIdx.x) * (256 * PPT) + threadIdx.x;
-  farm_pdl::wait_for_previous_grid();
+  const int64_t to_tail = n_packs - first;  // 256 * u for the u at which this thread holds the tail
+  const bool has_tail = to_tail >= 0 && to_tail < 256 * PPT && to_tail % 256 == 0;
+  const int n_tail = static_cast<int>(n_elems - n_packs * kVec);
+  const T* tail = in + n_packs * kVec;
+  const uint4* x = reinterpret_cast<const uint4*>(in) + first;
+  farm_pdl::wait_for_previous_grid(x, weight);
   float wf[ROW];
 #pragma unroll
   for (int k = 0; k < ROW; ++k) wf[k] = to_float(weight[k]);
   uint4 v[PPT];
 #pragma unroll
-  for (int u = 0; u < PPT; ++u) {
-    const int64_t p = first + u * 256;
-    v[u] = p < n_packs ? __ldcs(reinterpret_cast<const uint4*>(in) + p) : make_uint4(0u, 0u, 0u, 0u);
-  }
+  for (int u = 0; u < PPT; ++u) v[u] = first + u * 256 < n_packs ? __ldcs(x + u * 256) : make_uint4(0u, 0u, 0u, 0u);
+  float t[kTail];
+#pragma unroll
+  for (int k = 0; k < kTail; ++k) t[k] = has_tail && k < n_tail ? to_float(tail[k]) : 0.0f;
   farm_pdl::allow_next_grid(trigger);
 #pragma unroll
   for (int u = 0; u < PPT; ++u) {
@@ -696,12 +733,18 @@ __global__ void __launch_bounds__(256) rms_norm_tiny_kernel(T* __restrict__ out,
         for (int k = 0; k < ROW; ++k) o.v[r * ROW + k] = from_float<T>(to_float(pv.v[r * ROW + k]) * rstd * wf[k]);
       }
       __stcs(reinterpret_cast<uint4*>(out) + p, *reinterpret_cast<const uint4*>(&o));
-    } else if (p == n_packs) {  // the tail: fewer than kVec elements, whole rows
-      for (int64_t e = n_packs * kVec; e < n_elems; e += ROW) {
-        float ss = 0.0f;
-        for (int k = 0; k < ROW; ++k) ss += to_float(in[e + k]) * to_float(in[e + k]);
-        const float rstd = rsqrtf(ss * inv_hidden + eps);
-        for (int k = 0; k < ROW; ++k) out[e + k] = from_float<T>(to_float(in[e + k]) * rstd * wf[k]);
+    } else if (p == n_packs) {  // the tail
+      T* y = out + n_packs * kVec;
+#pragma unroll
+      for (int r = 0; r < kTail / ROW; ++r) {
+        if (r * ROW < n_tail) {
+          float ss = 0.0f;
+#pragma unroll
+          for (int k = 0; k < ROW; ++k) ss += t[r * ROW + k] * t[r * ROW + k];
+          const float rstd = rsqrtf(ss * inv_hidden + eps);
+#pragma unroll
+          for (int k = 0; k < ROW; ++k) y[r * ROW + k] = from_float<T>(t[r * ROW + k] * rstd * wf[k]);
+        }
       }
     }
   }
@@ -764,7 +807,7 @@ __global__ void __launch_bounds__(kFlatThreads, 4) rms_norm_flat_kernel(T* __res
   const int nv = static_cast<int>((t + E - 1) / E - v0);
   const uint4* x4 = reinterpret_cast<const uint4*>(in) + v0;
   uint4 r[K];
-  farm_pdl::wait_for_previous_grid();
+  farm_pdl::wait_for_previous_grid(x4 + threadIdx.x);
 #pragma unroll
   for (int k = 0; k < K; ++k) {
     const int j = threadIdx.x + k * kFlatThreads;
@@ -871,7 +914,7 @@ __global__ void __launch_bounds__(256) rms_norm_partial_kernel(float* __restrict
   __shared__ float scratch[33];
   const auto [row, lo, hi] = row_part(units, parts, chunk);
   const R* x = reinterpret_cast<const R*>(in + row * hidden);
-  farm_pdl::wait_for_previous_grid();
+  farm_pdl::wait_for_previous_grid(x + lo + threadIdx.x);
   farm_pdl::allow_next_grid(trigger);
   float ss = 0.0f;
   for (int64_t i = lo + threadIdx.x; i < hi; i += 4 * 256) {
@@ -898,7 +941,7 @@ __global__ void __launch_bounds__(256) rms_norm_apply_kernel(T* __restrict__ out
   const R* x = reinterpret_cast<const R*>(in + row * hidden);
   const R* w = reinterpret_cast<const R*>(weight);
   R* y = reinterpret_cast<R*>(out + row * hidden);
-  farm_pdl::wait_for_previous_grid();
+  farm_pdl::wait_for_previous_grid(partial + row * parts + threadIdx.x, x + lo + threadIdx.x);
   farm_pdl::allow_next_grid(trigger);
   float s = 0.0f;
   for (int r = threadIdx.x; r < parts; r += 256) s += partial[row * parts + r];
@@ -1520,9 +1563,7 @@ void launch_tiny(T* o, const T* x, const T* w, int64_t rows, int64_t hidden, flo
   const int64_t n_packs = n / kVec;
   const auto blocks = static_cast<unsigned>((n_packs + 1 + 256 * kPpt - 1) / (256 * kPpt));
   // The bytes a block moves, not what it could: an input of a few rows fits one block that moves
-  // far less than 6 KB, and such grids are no faster with the trigger (on an H100, slower): the
-  // device processes triggers at a fixed pace per block, which a block that moves little does not
-  // repay.
+  // far less than 6 KB (grids of up to 1024 blocks trigger whatever they move, pdl.cuh).
   const int64_t moved = (2 * n * static_cast<int64_t>(sizeof(T)) + blocks - 1) / blocks;
   const int64_t full = int64_t{256} * kPpt * 32;
   const bool trigger = pdl && farm_pdl::trigger_pays(moved < full ? moved : full, blocks);

@@ -373,10 +373,15 @@ SHORT = [
 ]
 
 
+# Rows of 2, 4 or 8 bytes whose last elements are no whole 16-byte pack (the tiny kernel's tail,
+# loaded with the packs), down to a tail alone.
+TAILS = [(1, 1), (3, 1), (7, 1), (1, 2), (5, 2), (3, 4), (65, 4)]
+
+
 @pytest.mark.gpu
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
-@pytest.mark.parametrize("rows, hidden", WIDE + SHORT, ids=str)
+@pytest.mark.parametrize("rows, hidden", WIDE + SHORT + TAILS, ids=str)
 def test_cuda_rows_of_any_width(kernel, rows, hidden, dtype):
     """Every output is right, and no row past the output is written."""
     seed = zlib.crc32(repr(("wide", rows, hidden, str(dtype))).encode())

@@ -31,6 +31,26 @@ __device__ __forceinline__ void wait_for_previous_grid() {
 #endif
 }
 
+// The same, with the addresses the kernel is about to load from already computed: the compiler
+// otherwise sinks index arithmetic below the wait, next to the loads that use it, where it runs
+// after the previous grid has completed instead of while it finishes. Taking them as operands of
+// the wait keeps that arithmetic ahead of it.
+__device__ __forceinline__ void wait_for_previous_grid(const void* a) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::"l"(a) : "memory");
+#else
+  (void)a;
+#endif
+}
+__device__ __forceinline__ void wait_for_previous_grid(const void* a, const void* b) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::"l"(a), "l"(b) : "memory");
+#else
+  (void)a;
+  (void)b;
+#endif
+}
+
 // `trigger` is the same for every thread of the grid (a kernel argument).
 __device__ __forceinline__ void allow_next_grid(bool trigger) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
@@ -45,14 +65,14 @@ __device__ __forceinline__ void allow_next_grid(bool trigger) {
 constexpr int64_t kTriggerMinBytesPerBlock = 6 << 10;
 inline bool trigger_pays(int64_t bytes_per_block) { return bytes_per_block >= kTriggerMinBytesPerBlock; }
 
-// The same for a grid of `blocks` blocks: a grid of kTriggerMinSmallGrid to kTriggerMaxSmallGrid
-// blocks triggers whatever its blocks move: so few triggers are processed quickly, and without them
-// its dependents wait until its last block exits. Grids of fewer blocks keep the
-// one-argument rule: there the trigger helped on one device and cost on the other.
-constexpr int64_t kTriggerMinSmallGrid = 128;
+// The same for a grid of `blocks` blocks: a grid of up to kTriggerMaxSmallGrid blocks triggers
+// whatever its blocks move: so few triggers are processed quickly, and without them its dependents
+// wait until its last block exits. Grids of a few blocks need the address arithmetic ahead of the
+// wait for it to pay (wait_for_previous_grid's overloads): the dependents' blocks, launched early,
+// do that arithmetic while this grid finishes.
 constexpr int64_t kTriggerMaxSmallGrid = 1024;
 inline bool trigger_pays(int64_t bytes_per_block, int64_t blocks) {
-  return trigger_pays(bytes_per_block) || (blocks >= kTriggerMinSmallGrid && blocks <= kTriggerMaxSmallGrid);
+  return trigger_pays(bytes_per_block) || blocks <= kTriggerMaxSmallGrid;
 }
 
 // Whether launches on the current device take the attribute: compute capability 9.0 or later,
