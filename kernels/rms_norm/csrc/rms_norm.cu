@@ -114,9 +114,9 @@ __device__ __forceinline__ uint4 load_x(const void* p) {
 
 // Sum of `v` over the whole block (every thread gets it). `scratch` holds 33 floats. Each warp's sum
 // goes to scratch; with kOneBarrier every warp then adds them all up itself, so no second barrier
-// hands a total back (a kernel calls it once: a second call could overwrite sums a warp still
-// reads). Without it warp 0 adds them and hands the total back through scratch[32]: one register
-// fewer, for the forms at their register bound, where the one-barrier form spills.
+// hands a total back (each kernel here calls it once: a second call could overwrite sums a warp
+// still reads). Without it warp 0 adds them and hands the total back through scratch[32]: the form
+// for the rows kernel's forms that hold 64 bytes a thread, where the one-barrier form spills.
 template <bool kOneBarrier = true>
 __device__ __forceinline__ float block_sum(float v, float* scratch) {
 #pragma unroll
@@ -371,8 +371,8 @@ __global__ void __launch_bounds__(kRowsThreads, hold_weight<T, BYTES, CPT>() ? 0
   // Forms holding up to 32 bytes a thread: no division where a row has one block (split 1), as
   // short rows are bound by latency and a division adds a chain of dependent instructions before
   // the first load; the row's address computed ahead of the wait (pdl.cuh); and the block's sum
-  // with one barrier (block_sum). The forms holding more are at their register bound, where each
-  // of these spills.
+  // with one barrier (block_sum). In the forms holding 64 bytes a thread, which ptxas fits in 64
+  // registers, each of these spills (the kernel's spill test), so they keep the plain forms.
   constexpr bool kLight = CPT * BYTES <= 32;
   const bool whole_row = kLight && split == 1;
   const int64_t row = whole_row ? blockIdx.x : blockIdx.x / split;
@@ -1562,11 +1562,9 @@ void launch_tiny(T* o, const T* x, const T* w, int64_t rows, int64_t hidden, flo
   const int64_t n = rows * hidden;
   const int64_t n_packs = n / kVec;
   const auto blocks = static_cast<unsigned>((n_packs + 1 + 256 * kPpt - 1) / (256 * kPpt));
-  // The bytes a block moves, not what it could: an input of a few rows fits one block that moves
-  // far less than 6 KB (grids of up to 1024 blocks trigger whatever they move, pdl.cuh).
-  const int64_t moved = (2 * n * static_cast<int64_t>(sizeof(T)) + blocks - 1) / blocks;
-  const int64_t full = int64_t{256} * kPpt * 32;
-  const bool trigger = pdl && farm_pdl::trigger_pays(moved < full ? moved : full, blocks);
+  // Grids of up to 1024 blocks trigger whatever they move, and the blocks of larger ones move 16 KB
+  // each (x and y), past the 6 KB from which a block's trigger pays (pdl.cuh).
+  const bool trigger = pdl && farm_pdl::trigger_pays(int64_t{256} * kPpt * 32, blocks);
   switch (hidden) {
     case 1:
       farm_pdl::launch(rms_norm_tiny_kernel<T, 1, kPpt>, blocks, 256, s, pdl, o, x, w, n_packs, n, inv_h, eps, trigger);

@@ -374,8 +374,8 @@ SHORT = [
 
 
 # Rows of 2, 4 or 8 bytes whose last elements are no whole 16-byte pack (the tiny kernel's tail,
-# loaded with the packs), down to a tail alone.
-TAILS = [(1, 1), (3, 1), (7, 1), (1, 2), (5, 2), (3, 4), (65, 4)]
+# loaded with the packs), down to a tail alone, and tails held by a thread of a later block.
+TAILS = [(1, 1), (3, 1), (7, 1), (1, 2), (5, 2), (3, 4), (65, 4), (4097, 1), (1025, 2), (1025, 4)]
 
 
 @pytest.mark.gpu

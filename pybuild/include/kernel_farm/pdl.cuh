@@ -67,9 +67,9 @@ inline bool trigger_pays(int64_t bytes_per_block) { return bytes_per_block >= kT
 
 // The same for a grid of `blocks` blocks: a grid of up to kTriggerMaxSmallGrid blocks triggers
 // whatever its blocks move: so few triggers are processed quickly, and without them its dependents
-// wait until its last block exits. Grids of a few blocks need the address arithmetic ahead of the
-// wait for it to pay (wait_for_previous_grid's overloads): the dependents' blocks, launched early,
-// do that arithmetic while this grid finishes.
+// wait until its last block exits. Grids of a few blocks gain most with the address arithmetic
+// ahead of the wait (wait_for_previous_grid's overloads): the dependents' blocks, launched early,
+// do that arithmetic while this grid finishes (docs/performance.md, short calls).
 constexpr int64_t kTriggerMaxSmallGrid = 1024;
 inline bool trigger_pays(int64_t bytes_per_block, int64_t blocks) {
   return trigger_pays(bytes_per_block) || blocks <= kTriggerMaxSmallGrid;
