@@ -3,7 +3,7 @@ table of docs/performance.md.
 
     python3 benchmarks/table.py benchmarks/results/gpu-nvidia-h200.json
     python3 benchmarks/table.py benchmarks/results/sweep-rms_norm-nvidia-h200.json
-    python3 benchmarks/table.py benchmarks/results/sweeps/sweep-rms_norm-nvidia-h200-seed2.json.gz
+    python3 benchmarks/table.py benchmarks/results/sweeps/sweep-rms_norm-nvidia-h200-torch211-cxx11-cu130-seed2.json.gz
 """
 
 from __future__ import annotations

@@ -497,11 +497,12 @@ def test_a_run_of_a_named_variant_records_it_and_is_kept_under_its_torch(monkeyp
     assert "variant" not in environment("cpu")
     monkeypatch.setenv("PYBUILD_TEST_VARIANT", "torch215-cxx11-cu132-x86_64-linux")
     assert environment("cpu")["variant"] == "torch215-cxx11-cu132-x86_64-linux"
-    doc = sweep_report.read(RESULTS / "sweeps" / "sweep-rms_norm-nvidia-h200-seed2.json.gz")
-    assert sweep_report.kept_name(doc) == "sweep-rms_norm-nvidia-h200-seed2.json.gz"
+    doc = sweep_report.read(RESULTS / "sweeps" / "sweep-activation-nvidia-h200-seed2.json.gz")
+    assert sweep_report.kept_name(doc) == "sweep-activation-nvidia-h200-seed2.json.gz"
     assert device_slug(doc) == "gpu-nvidia-h200"  # the default name of bench --out
     doc["environment"]["variant"] = "torch211-cxx11-cu126-x86_64-linux"  # another CUDA than the machine's
-    assert sweep_report.kept_name(doc) == "sweep-rms_norm-nvidia-h200-torch211-cxx11-cu126-seed2.json.gz"
+    assert sweep_report.kept_name(doc) == "sweep-activation-nvidia-h200-torch211-cxx11-cu126-seed2.json.gz"
     assert device_slug(doc) == "gpu-nvidia-h200-torch211-cxx11-cu126"
     doc["environment"]["variant"] = "torch-stable-abi211-cu130-x86_64-linux"  # run under torch 2.11
-    assert sweep_report.kept_name(doc) == "sweep-rms_norm-nvidia-h200-torch-stable-abi211-cu130-torch211-seed2.json.gz"
+    kept = "sweep-activation-nvidia-h200-torch-stable-abi211-cu130-torch211-seed2.json.gz"
+    assert sweep_report.kept_name(doc) == kept
