@@ -127,9 +127,10 @@ class Hub:
         *,
         retries: int,
         info: Callable[[str], None],
-        sleep: Callable[[float], None] = time.sleep,
+        sleep: Callable[[float], None] | None = None,
     ):
-        self.api, self.plan, self.retries, self.info, self.sleep = api, plan, max(0, retries), info, sleep
+        self.api, self.plan, self.retries, self.info = api, plan, max(0, retries), info
+        self.sleep = time.sleep if sleep is None else sleep  # looked up here: a patched time.sleep applies
         self._exponential = wait_exponential(multiplier=BACKOFF_BASE_S, max=BACKOFF_MAX_S)
         self.step = "start"  # what the run is doing, for the message if it fails
         self.wrote = False  # a write of this run was accepted (so the token may write)

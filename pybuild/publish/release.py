@@ -73,13 +73,14 @@ def publish_plan(
     retries: int = DEFAULT_RETRIES,
     info: Callable[[str], None] = print,
     progress: Callable[[str, float | None], None] | None = None,
-    sleep: Callable[[float], None] = time.sleep,
+    sleep: Callable[[float], None] | None = None,
 ) -> PublishResult:
     """Write ``plan`` to the Hub (see :mod:`pybuild.publish` for the guarantees). A failure leaves the
     refs as they were (the branch is rolled back if the tag fails) and raises a PublishError; one
     from the Hub is a :class:`HubError` wrapping what huggingface_hub raised, with the step that
-    failed and what the remote holds now."""
-    hub = Hub(api, plan, retries=retries, info=info, sleep=sleep)
+    failed and what the remote holds now. ``sleep`` waits between retries (``time.sleep`` when None,
+    looked up at the call)."""
+    hub = Hub(api, plan, retries=retries, info=info, sleep=time.sleep if sleep is None else sleep)
     try:
         return _publish(hub, plan, progress or (lambda message, fraction: None))
     except PublishError:

@@ -441,6 +441,9 @@ class Faults:
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"  # keep-alive, as huggingface_hub's pooled client expects
+    # A response goes out in two writes (headers, then body): with Nagle's algorithm the body waits
+    # for the client's delayed ACK of the headers (40 ms on Linux) on every request.
+    disable_nagle_algorithm = True
     server: _HTTPServer
 
     def log_message(self, format, *args):  # keep test output quiet

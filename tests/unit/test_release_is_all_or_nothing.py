@@ -111,7 +111,7 @@ def inject(hub: HubServer, fault: str, route: str, method: str, skip: int) -> No
         hub.faults.drop_next(route, method=method, skip=skip, after_apply=True)
 
 
-@pytest.mark.slow  # a publish per Hub call and fault: about a minute
+@pytest.mark.slow  # a publish per Hub call and fault: about 5 s each
 @pytest.mark.parametrize("setup", [fresh_repo, earlier_release], ids=["fresh-repo", "earlier-release"])
 def test_every_hub_call_failed_in_turn_leaves_refs_unchanged_or_complete(
     kernel: Path, tmp_path: Path, monkeypatch, capsys, setup
