@@ -257,6 +257,9 @@ def test_quick_start_test_command_is_what_ci_runs() -> None:
     activate = next(i for i, line in enumerate(rest) if line.startswith("source ") and "bin/activate" in line)
     assert "bash .ci/setup && python3 -m pybuild build" in rest[activate:]
     assert any(line.startswith("python3 -m pytest -q") for line in rest[activate:])
+    # the run waits for that leg, and either leg's failure fails it
+    assert 'wait "$venv_leg" || venv_status=$?' in ci
+    assert ci[-1] == '[ "$status" = 0 ] && [ "$venv_status" = 0 ]'
 
 
 def _headline_row(result: dict) -> str:
