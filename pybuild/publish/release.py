@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Iterable
 from functools import partial
 from typing import Any, BinaryIO, cast
@@ -78,9 +77,8 @@ def publish_plan(
     """Write ``plan`` to the Hub (see :mod:`pybuild.publish` for the guarantees). A failure leaves the
     refs as they were (the branch is rolled back if the tag fails) and raises a PublishError; one
     from the Hub is a :class:`HubError` wrapping what huggingface_hub raised, with the step that
-    failed and what the remote holds now. ``sleep`` waits between retries (``time.sleep`` when None,
-    looked up at the call)."""
-    hub = Hub(api, plan, retries=retries, info=info, sleep=time.sleep if sleep is None else sleep)
+    failed and what the remote holds now. ``sleep`` waits between retries (``time.sleep`` when None)."""
+    hub = Hub(api, plan, retries=retries, info=info, sleep=sleep)
     try:
         return _publish(hub, plan, progress or (lambda message, fraction: None))
     except PublishError:

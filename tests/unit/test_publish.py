@@ -236,6 +236,16 @@ def test_retry_after_is_bounded(header: str, slept: float) -> None:
     assert sleeps == [slept]
 
 
+def test_the_default_sleep_is_time_sleep_as_it_is_when_the_hub_client_is_made(monkeypatch) -> None:
+    # A test that patches time.sleep must not wait through the retries of a publish it runs: the
+    # client takes time.sleep when it is made, not when its module was imported.
+    slept: list[float] = []
+    monkeypatch.setattr("time.sleep", slept.append)
+    hub = Hub(None, None, retries=1, info=lambda line: None)  # type: ignore[arg-type]
+    hub.sleep(1.5)
+    assert slept == [1.5]
+
+
 def test_retries_back_off_and_honour_retry_after() -> None:
     """Each Hub call: 1 s, 2 s, 4 s ... (at most 30 s) or the server's Retry-After; a refusal is not retried."""
 
