@@ -49,13 +49,21 @@ def randn(shape, dtype, device, seed: int, scale: float = 1.0, shift: float = 0.
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 @pytest.mark.parametrize("rows", ROWS)
 @pytest.mark.parametrize("hidden", HIDDEN)
-def test_matches_reference(kernel, hidden, rows, dtype, device):
+@pytest.mark.parametrize("form", ("out", "new"))
+def test_matches_reference(kernel, hidden, rows, dtype, device, form):
     seed = zlib.crc32(repr((hidden, rows, str(dtype))).encode())
     x = randn((rows, hidden), dtype, device, seed, scale=2.0)
     w = randn((hidden,), dtype, device, seed + 1, scale=0.5, shift=1.0)
-    out = torch.full_like(x, float("nan"))  # sentinel: every element must be written
-    got = kernel.rms_norm(x, w, eps=1e-6, out=out)
-    assert got is out
+    if form == "out":
+        out = torch.full_like(x, float("nan"))  # sentinel: every element must be written
+        got = kernel.rms_norm(x, w, eps=1e-6, out=out)
+        assert got is out
+    else:
+        # the op that allocates its output (the plain call's path); NaN-filled memory handed
+        # back to the caching allocator first makes an unwritten element show
+        torch.full_like(x, float("nan"))
+        got = kernel.rms_norm(x, w, eps=1e-6)
+        assert got.shape == x.shape and got.dtype == x.dtype and got.is_contiguous()
     assert not torch.isnan(got).any(), "some outputs were not written"
     torch.testing.assert_close(got.cpu(), reference(x.cpu(), w.cpu(), 1e-6), **TOL[dtype])
 
@@ -522,6 +530,16 @@ ERRORS = [
         "rms_norm: has no backward",
     ),
     (
+        lambda k: k.ops.rms_norm_alloc(torch.ones(4, 2).t(), torch.ones(4), 1e-6),
+        RuntimeError,
+        "rms_norm: input must be contiguous",
+    ),
+    (
+        lambda k: k.ops.rms_norm_alloc(torch.ones(2, 4), torch.ones(4, dtype=torch.float16), 1e-6),
+        RuntimeError,
+        "rms_norm: expected weight of dtype Float, got Half",
+    ),
+    (
         lambda k: k.ops.rms_norm(torch.ones(2, 4), torch.ones(3), 1e-6, torch.empty(2, 4)),
         RuntimeError,
         "rms_norm: expected weight of shape [4], got [3]",
@@ -545,6 +563,7 @@ def test_opcheck(kernel, hidden, device):
     x = randn((3, 5, hidden), torch.float32, device, seed=24)
     w = randn((hidden,), torch.float32, device, seed=25)
     torch.library.opcheck(kernel.ops.rms_norm, (x, w, 1e-6, torch.empty_like(x)))
+    torch.library.opcheck(kernel.ops.rms_norm_alloc, (x, w, 1e-6))
 
 
 @pytest.mark.parametrize("device", DEVICES)

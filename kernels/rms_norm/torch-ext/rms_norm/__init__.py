@@ -21,6 +21,11 @@ def _rms_norm_fake(input: torch.Tensor, weight: torch.Tensor, eps: float, out: t
     return None
 
 
+@torch.library.register_fake(add_op_namespace_prefix("rms_norm_alloc"))
+def _rms_norm_alloc_fake(input: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
+    return input.new_empty(input.shape)
+
+
 def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float = 1e-6, out: torch.Tensor | None = None) -> torch.Tensor:
     """RMS-normalise ``x`` ``[..., hidden]`` over its last dimension and scale by ``weight`` ``[hidden]``.
 
@@ -39,9 +44,7 @@ def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float = 1e-6, out: torc
             and x.is_contiguous()
             and not (x.requires_grad or weight.requires_grad)
         ):
-            out = torch.empty_like(x)
-            ops.rms_norm(x, weight, eps, out)
-            return out
+            return ops.rms_norm_alloc(x, weight, eps)
     except (AttributeError, RuntimeError, TypeError, ValueError):
         out = None
     return _checked(x, weight, eps, out)
