@@ -1482,7 +1482,7 @@ void launch_units(T* o, const T* x, const T* w, float* partial, int64_t rows, in
         // than this needs. upt 1 never gets here: its rows halve their lanes first (upt 2).
         if (upt == 2) launch_group<T, BYTES, 2, 8>(o, x, w, rows, hidden, group, inv_h, eps, s, pdl);
         else if (upt <= 4) launch_group<T, BYTES, 4, 4>(o, x, w, rows, hidden, group, inv_h, eps, s, pdl);
-        else launch_group<T, BYTES, 8, 2>(o, x, w, rows, hidden, group, inv_h, eps, s, pdl);
+        else launch_group_fit<T, BYTES, 5, 8>(upt, 2, o, x, w, rows, hidden, inv_h, eps, s, pdl);
         return;
       }
     }
