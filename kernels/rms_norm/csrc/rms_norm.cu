@@ -1480,9 +1480,13 @@ void launch_units(T* o, const T* x, const T* w, float* partial, int64_t rows, in
       if (upt >= 2 && (rows + 2 * rpt * slice - 1) / (2 * rpt * slice) >= wave) {
         // rpt is still its first value (4, 2, 1 for upt 2, 4, 8): a smaller one left fewer blocks
         // than this needs. upt 1 never gets here: its rows halve their lanes first (upt 2).
+        // Rows of 129 to 192 elements take 5 or 6 a lane, the fewest that hold them: at 8 a lane a
+        // quarter or more of the loads would be clamped ones that count for nothing, and these rows
+        // are bound by instruction issue. At 7 a lane the two forms were even (docs/performance.md).
         if (upt == 2) launch_group<T, BYTES, 2, 8>(o, x, w, rows, hidden, group, inv_h, eps, s, pdl);
         else if (upt <= 4) launch_group<T, BYTES, 4, 4>(o, x, w, rows, hidden, group, inv_h, eps, s, pdl);
-        else launch_group_fit<T, BYTES, 5, 8>(upt, 2, o, x, w, rows, hidden, inv_h, eps, s, pdl);
+        else if (upt <= 6) launch_group_fit<T, BYTES, 5, 6>(upt, 2, o, x, w, rows, hidden, inv_h, eps, s, pdl);
+        else launch_group<T, BYTES, 8, 2>(o, x, w, rows, hidden, group, inv_h, eps, s, pdl);
         return;
       }
     }
