@@ -48,6 +48,32 @@ def source_commit(root: Path = FARM_ROOT) -> str | None:
     return commit + ("-dirty" if dirty else "")
 
 
+def builds_of(kernels: Any) -> dict[str, Any]:
+    """Per kernel of ``(name, loaded package, cases module)`` triples, what its loaded build says it
+    was built from (its ``metadata.json``: variant, the kernel's commit, the source hash), or
+    ``None`` for a package without one. This names the code that ran even when the checkout that
+    runs the bench is not the one the build came from (a build carried to another machine)."""
+    import json
+
+    builds: dict[str, Any] = {}
+    for name, package, _ in kernels:
+        meta = Path(getattr(package, "__file__", None) or ".").resolve().parent.parent / "metadata.json"
+        try:
+            doc = json.loads(meta.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            builds[name] = None
+            continue
+        kernel = (doc.get("provenance") or {}).get("kernel") or {}
+        info = doc.get("pybuild") or {}
+        builds[name] = {
+            "variant": info.get("variant"),
+            "commit": kernel.get("commit"),
+            "dirty": kernel.get("dirty"),
+            "source-hash": info.get("source-hash"),
+        }
+    return builds
+
+
 def environment(device: str) -> dict[str, Any]:
     """Python, torch, triton, nvcc, driver and device, and the source commit, for the JSON."""
     import torch

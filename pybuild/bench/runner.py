@@ -21,7 +21,7 @@ from typing import Any
 
 from ..errors import UsageError
 from .cases import Case, Target, cases_of
-from .environment import environment
+from .environment import builds_of, environment
 from .timing import (
     DEFAULT_L2_BYTES,
     L2_MULTIPLE,
@@ -289,6 +289,7 @@ def run(
         "command": command,
         "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "environment": env,
+        "builds": builds_of(kernels),
         "method": _method(device, compile_, reps),
         "copy_large": asdict(copy_first),
         "copy_large_runs": [asdict(copy_first)],

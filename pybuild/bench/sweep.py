@@ -19,7 +19,7 @@ from typing import Any
 
 from ..errors import UsageError
 from .compile_workers import compile_static, warm_compiles
-from .environment import device_slug, environment
+from .environment import builds_of, device_slug, environment
 from .runner import configure_dynamo
 from .sweep_op import SweepOp
 from .sweep_report import summarize
@@ -337,6 +337,7 @@ def run(
         "command": command,
         "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "environment": env,
+        "builds": builds_of(kernels),
         "distribution": dist.describe(),
         "method": _method(device, compile_),
         "results": [],

@@ -110,9 +110,22 @@ def markdown_table(doc: dict[str, Any]) -> list[str]:
         + (f"{doc['seconds']:.0f} s; " if "seconds" in doc else "")
         + f"source {env.get('git')}"
         + (f"; variant {env['variant']}" if env.get("variant") else "")
+        + built_note(doc)
         + partial_note(doc),
     ]
     return out
+
+
+def built_note(doc: dict[str, Any]) -> str:
+    """'' where every loaded build came from the source commit (or says nothing); else the commit
+    each other one was built from, which is the code that ran."""
+    source = doc["environment"].get("git")
+    other = {
+        name: b["commit"]
+        for name, b in (doc.get("builds") or {}).items()
+        if b and b.get("commit") and b["commit"] != source
+    }
+    return "".join(f"; {name} built at {commit}" for name, commit in sorted(other.items()))
 
 
 def partial_note(doc: dict[str, Any]) -> str:
