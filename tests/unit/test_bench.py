@@ -497,7 +497,9 @@ def test_a_run_of_a_named_variant_records_it_and_is_kept_under_its_torch(monkeyp
     assert "variant" not in environment("cpu")
     monkeypatch.setenv("PYBUILD_TEST_VARIANT", "torch215-cxx11-cu132-x86_64-linux")
     assert environment("cpu")["variant"] == "torch215-cxx11-cu132-x86_64-linux"
-    doc = sweep_report.read(RESULTS / "sweeps" / "sweep-activation-nvidia-h200-seed2.json.gz")
+    doc = sweep_report.read(RESULTS / "sweeps" / "sweep-activation-nvidia-h200-torch211-cxx11-cu130-seed2.json.gz")
+    assert sweep_report.kept_name(doc) == "sweep-activation-nvidia-h200-torch211-cxx11-cu130-seed2.json.gz"
+    del doc["environment"]["variant"]  # the machine's own run of that seed
     assert sweep_report.kept_name(doc) == "sweep-activation-nvidia-h200-seed2.json.gz"
     assert device_slug(doc) == "gpu-nvidia-h200"  # the default name of bench --out
     doc["environment"]["variant"] = "torch211-cxx11-cu126-x86_64-linux"  # another CUDA than the machine's
@@ -506,3 +508,44 @@ def test_a_run_of_a_named_variant_records_it_and_is_kept_under_its_torch(monkeyp
     doc["environment"]["variant"] = "torch-stable-abi211-cu130-x86_64-linux"  # run under torch 2.11
     kept = "sweep-activation-nvidia-h200-torch-stable-abi211-cu130-torch211-seed2.json.gz"
     assert sweep_report.kept_name(doc) == kept
+
+
+def test_a_result_names_the_commit_each_loaded_build_came_from(tmp_path: Path) -> None:
+    # A build carried to another machine runs in a checkout that may be at another commit: the
+    # result records the build's own metadata.json, and the table's footer names that commit.
+    from types import ModuleType
+
+    from pybuild.bench import sweep_report
+    from pybuild.bench.environment import builds_of
+
+    package = tmp_path / "build" / "torch211-cxx11-cu130-x86_64-linux" / "rms_norm"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    built = "3b6ee1625d429b512ee2259a7532839627262f61"
+    (package.parent / "metadata.json").write_text(
+        json.dumps(
+            {
+                "provenance": {"kernel": {"commit": built, "dirty": False}},
+                "pybuild": {"variant": "torch211-cxx11-cu130-x86_64-linux", "source-hash": "ab12"},
+            }
+        )
+    )
+    loaded, bare = ModuleType("rms_norm"), ModuleType("bare")
+    loaded.__file__ = str(package / "__init__.py")
+    bare.__file__ = str(tmp_path / "bare" / "__init__.py")
+    builds = builds_of([("rms_norm", loaded, None), ("bare", bare, None)])
+    assert builds == {
+        "rms_norm": {
+            "variant": "torch211-cxx11-cu130-x86_64-linux",
+            "commit": built,
+            "dirty": False,
+            "source-hash": "ab12",
+        },
+        "bare": None,
+    }
+    doc = sweep_report.read(RESULTS / "sweeps" / "sweep-activation-nvidia-h200-torch211-cxx11-cu130-seed2.json.gz")
+    assert "built at" not in "\n".join(sweep_report.markdown_table(doc))  # a result from before the record
+    doc["builds"] = builds
+    assert f"; rms_norm built at {built}" in "\n".join(sweep_report.markdown_table(doc))
+    doc["environment"]["git"] = built  # built from the source it names: nothing to add
+    assert "built at" not in "\n".join(sweep_report.markdown_table(doc))
