@@ -57,14 +57,18 @@ def builds_of(kernels: Any) -> dict[str, Any]:
 
     builds: dict[str, Any] = {}
     for name, package, _ in kernels:
-        meta = Path(getattr(package, "__file__", None) or ".").resolve().parent.parent / "metadata.json"
+        where = getattr(package, "__file__", None)
         try:
-            doc = json.loads(meta.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+            doc = json.loads((Path(where).resolve().parent.parent / "metadata.json").read_text(encoding="utf-8"))
+        except (OSError, TypeError, ValueError):  # TypeError: a package with no file
+            doc = None
+        if not isinstance(doc, dict):
             builds[name] = None
             continue
-        kernel = (doc.get("provenance") or {}).get("kernel") or {}
-        info = doc.get("pybuild") or {}
+        provenance = doc.get("provenance")
+        kernel = provenance.get("kernel") if isinstance(provenance, dict) else None
+        kernel = kernel if isinstance(kernel, dict) else {}
+        info = doc.get("pybuild") if isinstance(doc.get("pybuild"), dict) else {}
         builds[name] = {
             "variant": info.get("variant"),
             "commit": kernel.get("commit"),

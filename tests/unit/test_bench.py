@@ -533,7 +533,14 @@ def test_a_result_names_the_commit_each_loaded_build_came_from(tmp_path: Path) -
     loaded, bare = ModuleType("rms_norm"), ModuleType("bare")
     loaded.__file__ = str(package / "__init__.py")
     bare.__file__ = str(tmp_path / "bare" / "__init__.py")
-    builds = builds_of([("rms_norm", loaded, None), ("bare", bare, None)])
+    fileless, listed = ModuleType("fileless"), ModuleType("listed")
+    listed_dir = tmp_path / "listed" / "pkg"
+    listed_dir.mkdir(parents=True)
+    (listed_dir.parent / "metadata.json").write_text("[1, 2]")
+    listed.__file__ = str(listed_dir / "__init__.py")
+    builds = builds_of(
+        [("rms_norm", loaded, None), ("bare", bare, None), ("fileless", fileless, None), ("listed", listed, None)]
+    )
     assert builds == {
         "rms_norm": {
             "variant": "torch211-cxx11-cu130-x86_64-linux",
@@ -542,6 +549,8 @@ def test_a_result_names_the_commit_each_loaded_build_came_from(tmp_path: Path) -
             "source-hash": "ab12",
         },
         "bare": None,
+        "fileless": None,
+        "listed": None,
     }
     doc = sweep_report.read(RESULTS / "sweeps" / "sweep-activation-nvidia-h200-torch211-cxx11-cu130-seed2.json.gz")
     assert "built at" not in "\n".join(sweep_report.markdown_table(doc))  # a result from before the record
