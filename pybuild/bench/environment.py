@@ -49,30 +49,41 @@ def source_commit(root: Path = FARM_ROOT) -> str | None:
 
 
 def builds_of(kernels: Any) -> dict[str, Any]:
-    """Per kernel of ``(name, loaded package, cases module)`` triples, what its loaded build says it
-    was built from (its ``metadata.json``: variant, the kernel's commit, the source hash), or
-    ``None`` for a package without one. This names the code that ran even when the checkout that
-    runs the bench is not the one the build came from (a build carried to another machine)."""
+    """Per kernel of ``(name, loaded package, cases module)`` triples, what its loaded build's
+    ``metadata.json`` says it was built from, or ``None`` for a package without one: the variant,
+    ``built-at`` (the farm's commit when it was built, and ``built-dirty``), ``kernel-commit`` (the
+    last commit that changed the kernel's sources, and ``kernel-dirty``) and the source hash. This
+    names the code that ran even when the checkout that runs the bench is not the one the build
+    came from (a build carried to another machine)."""
     import json
+
+    def obj(value: Any) -> dict[str, Any]:
+        return value if isinstance(value, dict) else {}
 
     builds: dict[str, Any] = {}
     for name, package, _ in kernels:
         where = getattr(package, "__file__", None)
         try:
+            if not where:
+                raise TypeError("a package with no file")
             doc = json.loads((Path(where).resolve().parent.parent / "metadata.json").read_text(encoding="utf-8"))
-        except (OSError, TypeError, ValueError):  # TypeError: a package with no file
+        except (OSError, TypeError, ValueError):
             doc = None
         if not isinstance(doc, dict):
             builds[name] = None
             continue
-        provenance = doc.get("provenance")
-        kernel = provenance.get("kernel") if isinstance(provenance, dict) else None
-        kernel = kernel if isinstance(kernel, dict) else {}
-        info = doc.get("pybuild") if isinstance(doc.get("pybuild"), dict) else {}
+        provenance = obj(doc.get("provenance"))
+        builder, kernel, info = (
+            obj(obj(provenance.get("kernel-builder")).get("git")),
+            obj(provenance.get("kernel")),
+            obj(doc.get("pybuild")),
+        )
         builds[name] = {
             "variant": info.get("variant"),
-            "commit": kernel.get("commit"),
-            "dirty": kernel.get("dirty"),
+            "built-at": builder.get("commit"),
+            "built-dirty": builder.get("dirty"),
+            "kernel-commit": kernel.get("commit"),
+            "kernel-dirty": kernel.get("dirty"),
             "source-hash": info.get("source-hash"),
         }
     return builds

@@ -117,15 +117,18 @@ def markdown_table(doc: dict[str, Any]) -> list[str]:
 
 
 def built_note(doc: dict[str, Any]) -> str:
-    """'' where every loaded build came from the source commit (or says nothing); else the commit
-    each other one was built from, which is the code that ran."""
+    """'' where every loaded build was made at the source commit the result names (or says
+    nothing); else the commit each other one was made at (``-dirty`` if its tree or the kernel's
+    sources differed from it)."""
     source = doc["environment"].get("git")
-    other = {
-        name: b["commit"]
-        for name, b in (doc.get("builds") or {}).items()
-        if b and b.get("commit") and b["commit"] != source
-    }
-    return "".join(f"; {name} built at {commit}" for name, commit in sorted(other.items()))
+    notes = []
+    for name, b in sorted((doc.get("builds") or {}).items()):
+        if not b or not b.get("built-at"):
+            continue
+        made = b["built-at"] + ("-dirty" if b.get("built-dirty") or b.get("kernel-dirty") else "")
+        if made != source:
+            notes.append(f"; {name} built at {made}")
+    return "".join(notes)
 
 
 def partial_note(doc: dict[str, Any]) -> str:

@@ -512,49 +512,58 @@ def test_a_run_of_a_named_variant_records_it_and_is_kept_under_its_torch(monkeyp
 
 def test_a_result_names_the_commit_each_loaded_build_came_from(tmp_path: Path) -> None:
     # A build carried to another machine runs in a checkout that may be at another commit: the
-    # result records the build's own metadata.json, and the table's footer names that commit.
+    # result records the build's own metadata.json, and the table's footer names the commit the
+    # build was made at where it is not the result's source commit.
     from types import ModuleType
 
     from pybuild.bench import sweep_report
     from pybuild.bench.environment import builds_of
 
-    package = tmp_path / "build" / "torch211-cxx11-cu130-x86_64-linux" / "rms_norm"
-    package.mkdir(parents=True)
-    (package / "__init__.py").write_text("")
-    built = "3b6ee1625d429b512ee2259a7532839627262f61"
-    (package.parent / "metadata.json").write_text(
-        json.dumps(
-            {
-                "provenance": {"kernel": {"commit": built, "dirty": False}},
-                "pybuild": {"variant": "torch211-cxx11-cu130-x86_64-linux", "source-hash": "ab12"},
-            }
-        )
-    )
-    loaded, bare = ModuleType("rms_norm"), ModuleType("bare")
-    loaded.__file__ = str(package / "__init__.py")
-    bare.__file__ = str(tmp_path / "bare" / "__init__.py")
-    fileless, listed = ModuleType("fileless"), ModuleType("listed")
-    listed_dir = tmp_path / "listed" / "pkg"
-    listed_dir.mkdir(parents=True)
-    (listed_dir.parent / "metadata.json").write_text("[1, 2]")
-    listed.__file__ = str(listed_dir / "__init__.py")
-    builds = builds_of(
-        [("rms_norm", loaded, None), ("bare", bare, None), ("fileless", fileless, None), ("listed", listed, None)]
-    )
+    def package(folder: Path, metadata: str | None) -> ModuleType:
+        (folder / "pkg").mkdir(parents=True)
+        if metadata is not None:
+            (folder / "metadata.json").write_text(metadata)
+        module = ModuleType("pkg")
+        module.__file__ = str(folder / "pkg" / "__init__.py")
+        return module
+
+    made, last = "3b6ee1625d429b512ee2259a7532839627262f61", "c1d4618bbceebedc2cca9146013726abc1423b8a"
+    meta = {
+        "provenance": {
+            "kernel-builder": {"version": "pybuild-0.1.0", "git": {"commit": made, "dirty": False}},
+            "kernel": {"commit": last, "dirty": False},
+        },
+        "pybuild": {"variant": "torch211-cxx11-cu130-x86_64-linux", "source-hash": "ab12"},
+    }
+    fileless, empty_file = ModuleType("fileless"), ModuleType("empty_file")
+    empty_file.__file__ = ""
+    kernels = [
+        ("rms_norm", package(tmp_path / "built", json.dumps(meta)), None),
+        ("bare", package(tmp_path / "bare", None), None),
+        ("listed", package(tmp_path / "listed", "[1, 2]"), None),
+        ("fileless", fileless, None),
+        ("empty_file", empty_file, None),
+    ]
+    builds = builds_of(kernels)
     assert builds == {
         "rms_norm": {
             "variant": "torch211-cxx11-cu130-x86_64-linux",
-            "commit": built,
-            "dirty": False,
+            "built-at": made,
+            "built-dirty": False,
+            "kernel-commit": last,
+            "kernel-dirty": False,
             "source-hash": "ab12",
         },
         "bare": None,
-        "fileless": None,
         "listed": None,
+        "fileless": None,
+        "empty_file": None,
     }
     doc = sweep_report.read(RESULTS / "sweeps" / "sweep-activation-nvidia-h200-torch211-cxx11-cu130-seed2.json.gz")
     assert "built at" not in "\n".join(sweep_report.markdown_table(doc))  # a result from before the record
     doc["builds"] = builds
-    assert f"; rms_norm built at {built}" in "\n".join(sweep_report.markdown_table(doc))
-    doc["environment"]["git"] = built  # built from the source it names: nothing to add
+    assert f"; rms_norm built at {made}" in "\n".join(sweep_report.markdown_table(doc))
+    doc["environment"]["git"] = made  # made at the source commit the result names: nothing to add
     assert "built at" not in "\n".join(sweep_report.markdown_table(doc))
+    builds["rms_norm"]["kernel-dirty"] = True  # the kernel's sources differed from that commit
+    assert f"; rms_norm built at {made}-dirty" in "\n".join(sweep_report.markdown_table(doc))
