@@ -1352,8 +1352,9 @@ void launch_group(T* out, const T* in, const T* weight, int64_t rows, int64_t hi
 // rms_norm_group_kernel at a warp a row, UPT the first form from UPT up that holds `upt` units a
 // lane (3 to 8; past 8, 9 to kWideGroupFitUnits, then 16), at most kTop, and `rpt` rows a thread
 // (2 only in forms of up to 8 units a lane): rows of more than 64 units, whose group is a warp.
-// Rows of 65 to 256 units climb from 3 to 8, rows of 257 to 512 4-byte units from 9 to 16, rows
-// of 257 to kWideGroupMaxElems elements from 9 to kWideGroupFitUnits: no other form is compiled.
+// Rows of 65 to 256 units of 4 or 8 bytes climb from 3 to 8, odd 16-bit rows of 129 to 192
+// elements from 5 to 6, rows of 257 to 512 4-byte units from 9 to 16, rows of 257 to
+// kWideGroupMaxElems elements from 9 to kWideGroupFitUnits: no other form is compiled.
 template <typename T, int BYTES, int UPT, int kTop>
 void launch_group_fit(int upt, int rpt, T* out, const T* in, const T* weight, int64_t rows, int64_t hidden,
                       float inv_h, float eps, cudaStream_t s, bool pdl) {
@@ -1482,7 +1483,7 @@ void launch_units(T* o, const T* x, const T* w, float* partial, int64_t rows, in
         // than this needs. upt 1 never gets here: its rows halve their lanes first (upt 2).
         // Rows of 129 to 192 elements take 5 or 6 a lane, the fewest that hold them: at 8 a lane a
         // quarter or more of the loads would be clamped ones that count for nothing, and these rows
-        // are bound by instruction issue. At 7 a lane the two forms were even (docs/performance.md).
+        // are bound by instruction issue. At 7 a lane the two forms were mixed (docs/performance.md).
         if (upt == 2) launch_group<T, BYTES, 2, 8>(o, x, w, rows, hidden, group, inv_h, eps, s, pdl);
         else if (upt <= 4) launch_group<T, BYTES, 4, 4>(o, x, w, rows, hidden, group, inv_h, eps, s, pdl);
         else if (upt <= 6) launch_group_fit<T, BYTES, 5, 6>(upt, 2, o, x, w, rows, hidden, inv_h, eps, s, pdl);
