@@ -9,7 +9,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from ..errors import UsageError
+from ..errors import PybuildError, UsageError
 
 FARM_ROOT = Path(__file__).resolve().parents[2]
 
@@ -55,7 +55,7 @@ def builds_of(kernels: Any) -> dict[str, Any]:
     last commit that changed the kernel's sources, and ``kernel-dirty``) and the source hash. This
     names the code that ran even when the checkout that runs the bench is not the one the build
     came from (a build carried to another machine)."""
-    import json
+    from ..metadata import read_metadata
 
     def obj(value: Any) -> dict[str, Any]:
         return value if isinstance(value, dict) else {}
@@ -64,12 +64,11 @@ def builds_of(kernels: Any) -> dict[str, Any]:
     for name, package, _ in kernels:
         where = getattr(package, "__file__", None)
         try:
-            if not where:
-                raise TypeError("a package with no file")
-            doc = json.loads((Path(where).resolve().parent.parent / "metadata.json").read_text(encoding="utf-8"))
-        except (OSError, TypeError, ValueError):
+            # the package folder's parent is the variant folder, which holds metadata.json
+            doc = read_metadata(Path(where).resolve().parent.parent) if where else None
+        except (OSError, PybuildError):  # missing, unreadable, not a JSON object
             doc = None
-        if not isinstance(doc, dict):
+        if doc is None:
             builds[name] = None
             continue
         provenance = obj(doc.get("provenance"))
