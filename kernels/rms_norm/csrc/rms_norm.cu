@@ -1473,11 +1473,11 @@ void launch_units(T* o, const T* x, const T* w, float* partial, int64_t rows, in
     const int64_t enough = 2 * int64_t{device_info().sms};
     int rpt = upt <= 2 ? 4 : upt <= 4 ? 2 : 1;
     while (rpt > 1 && (rows + rpt * slice - 1) / (rpt * slice) < enough) rpt /= 2;
+    const int64_t wave = int64_t{device_info().sms} * device_info().threads_per_sm / 256;  // blocks resident at once
     // 2-byte units (odd 16-bit rows): twice the rows a thread where the blocks still bring one
     // resident wave, for as many bytes in flight as 4-byte units get; with fewer blocks the SMs
     // would idle. From kFlatFrom bytes of x most such rows take the flat kernel instead.
     if constexpr (BYTES == 2) {
-      const int64_t wave = int64_t{device_info().sms} * device_info().threads_per_sm / 256;
       if (upt >= 2 && (rows + 2 * rpt * slice - 1) / (2 * rpt * slice) >= wave) {
         // rpt is still its first value (4, 2, 1 for upt 2, 4, 8): a smaller one left fewer blocks
         // than this needs. upt 1 never gets here: its rows halve their lanes first (upt 2).
@@ -1497,6 +1497,16 @@ void launch_units(T* o, const T* x, const T* w, float* partial, int64_t rows, in
         else if (rpt == 2) launch_group<T, BYTES, 1, 2>(o, x, w, rows, hidden, group, inv_h, eps, s, pdl);
         else launch_group<T, BYTES, 1, 1>(o, x, w, rows, hidden, group, inv_h, eps, s, pdl);
       } else if (upt == 2) {
+        // 16-bit rows of up to 32 4-byte units (widths of 2 modulo 4 up to 62 elements, or rows off
+        // 8-byte alignment), their group halved: 8 rows a thread, as odd rows take above, where
+        // those blocks still bring one resident wave (0.954x-1.003x the time at 4 rows on eight
+        // such shapes; with fewer blocks mixed, up to 1.13x slower: docs/performance.md).
+        if constexpr (BYTES == 4 && sizeof(T) == 2) {
+          if (units <= 32 && (rows + 8 * slice - 1) / (8 * slice) >= wave) {
+            launch_group<T, BYTES, 2, 8>(o, x, w, rows, hidden, group, inv_h, eps, s, pdl);
+            return;
+          }
+        }
         if (rpt == 4) launch_group<T, BYTES, 2, 4>(o, x, w, rows, hidden, group, inv_h, eps, s, pdl);
         else if (rpt == 2) launch_group<T, BYTES, 2, 2>(o, x, w, rows, hidden, group, inv_h, eps, s, pdl);
         else launch_group<T, BYTES, 2, 1>(o, x, w, rows, hidden, group, inv_h, eps, s, pdl);
@@ -1504,6 +1514,8 @@ void launch_units(T* o, const T* x, const T* w, float* partial, int64_t rows, in
         if (upt <= 4) {
           if (rpt == 2) launch_group<T, BYTES, 4, 2>(o, x, w, rows, hidden, group, inv_h, eps, s, pdl);
           else launch_group<T, BYTES, 4, 1>(o, x, w, rows, hidden, group, inv_h, eps, s, pdl);
+        } else if (upt <= 6) {  // 129 to 192 elements: 5 or 6 a lane, as in the two-rows form above
+          launch_group_fit<T, BYTES, 5, 6>(upt, 1, o, x, w, rows, hidden, inv_h, eps, s, pdl);
         } else {
           launch_group<T, BYTES, 8, 1>(o, x, w, rows, hidden, group, inv_h, eps, s, pdl);
         }
@@ -1514,7 +1526,6 @@ void launch_units(T* o, const T* x, const T* w, float* partial, int64_t rows, in
         // Fewer units a lane waste no loads on units past the row's end. 2 rows a thread at 5 to 8 units a lane
         // gain nothing measurable over 1 (docs/performance.md): a candidate to drop, with its compiled forms,
         // once the GPU tests run on that change.
-        const int64_t wave = int64_t{device_info().sms} * device_info().threads_per_sm / 256;
         const bool two = upt > 4 && (rows + 2 * slice - 1) / (2 * slice) >= wave;
         launch_group_fit<T, BYTES, 3, 8>(upt, two ? 2 : rpt, o, x, w, rows, hidden, inv_h, eps, s, pdl);
       }

@@ -357,7 +357,8 @@ WIDE = [
 # Rows of up to 64 units of 2, 4 or 8 bytes take rms_norm_group_kernel in compile-time groups of 2 to
 # 32 lanes (2: 300001x3; rows of 3 to 5 units and 7, 9, 11, 17, 33, 63 units of 2 bytes in 16-bit
 # dtypes, 4 in fp32), 1 or 2 units a lane (2 in a group of 4: 100001x7), 1 to 8 rows a thread (8,
-# on devices of 132 SMs: 280001x11 and 70001x33 in 16-bit dtypes), lanes past the row's end (loads
+# on devices of 132 SMs: 280001x11 and 70001x33 in 16-bit dtypes; 16-bit rows of 4-byte units from one
+# resident wave of such blocks: 300001x26, 300000x38), lanes past the row's end (loads
 # predicated off, or clamped for 2-byte units), rows past the end in the last block.
 SHORT = [
     (280001, 11),
@@ -382,6 +383,7 @@ SHORT = [
     (20000, 7),
     (300001, 3),
     (100001, 7),
+    (300001, 26),
 ]
 
 
