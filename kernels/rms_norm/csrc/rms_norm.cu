@@ -892,15 +892,24 @@ __global__ void __launch_bounds__(kFlatThreads, 4) rms_norm_flat_kernel(T* __res
 // Very wide rows, too few to fill the device even with a cluster of blocks per row: two kernels.
 // The first sums the squares of 1/parts of a row per block into partial[row * parts + part]; the
 // second (a dependent launch) adds a row's partial sums and writes its part of the row, reading x
-// again (from L2: such rows are few). Each thread keeps 4 loads in flight.
-// This block's part of its row: the row blockIdx.x / parts, and its units [lo, hi).
+// again, its blocks in reverse order: its first blocks re-read the parts the first kernel read last,
+// the likeliest to be in L2 still. Each thread keeps kPartialLoads<BYTES> loads in flight: 16 of
+// 4-byte units, 4 of others. Predicated 2-byte loads wait on each other (see
+// rms_norm_group_kernel), and 16 16-byte units a thread, with the weight's, hold 128 registers
+// (H200: 16 loads and the reverse order took 0.67x-1.02x the time of 4 in order on ten shapes of
+// 4-byte units; 16 loads were up to 1.33x and 1.70x as slow on 2- and 16-byte units:
+// docs/performance.md).
+template <int BYTES>
+constexpr int kPartialLoads = BYTES == 4 ? 16 : 4;
+
+// This block's part of its row: the row b / parts, and its units [lo, hi), for block b.
 struct RowPart {
   int64_t row, lo, hi;
 };
 
-__device__ __forceinline__ RowPart row_part(int64_t units, int parts, int64_t chunk) {
-  const int64_t row = blockIdx.x / parts;
-  const int part = static_cast<int>(blockIdx.x % parts);
+__device__ __forceinline__ RowPart row_part(int64_t units, int parts, int64_t chunk, int64_t b) {
+  const int64_t row = b / parts;
+  const int part = static_cast<int>(b % parts);
   const int64_t lo = part * chunk;
   return {row, lo, lo + chunk < units ? lo + chunk : units};
 }
@@ -912,17 +921,18 @@ __global__ void __launch_bounds__(256) rms_norm_partial_kernel(float* __restrict
   using U = Unit<T, BYTES>;
   using R = typename U::R;
   __shared__ float scratch[33];
-  const auto [row, lo, hi] = row_part(units, parts, chunk);
+  constexpr int K = kPartialLoads<BYTES>;
+  const auto [row, lo, hi] = row_part(units, parts, chunk, blockIdx.x);
   const R* x = reinterpret_cast<const R*>(in + row * hidden);
   farm_pdl::wait_for_previous_grid(x + lo + threadIdx.x);
   farm_pdl::allow_next_grid(trigger);
   float ss = 0.0f;
-  for (int64_t i = lo + threadIdx.x; i < hi; i += 4 * 256) {
-    R v[4];
+  for (int64_t i = lo + threadIdx.x; i < hi; i += K * 256) {
+    R v[K];
 #pragma unroll
-    for (int c = 0; c < 4; ++c) v[c] = i + c * 256 < hi ? x[i + c * 256] : U::zero();
+    for (int c = 0; c < K; ++c) v[c] = i + c * 256 < hi ? x[i + c * 256] : U::zero();
 #pragma unroll
-    for (int c = 0; c < 4; ++c) ss += U::sumsq(v[c]);
+    for (int c = 0; c < K; ++c) ss += U::sumsq(v[c]);
   }
   ss = block_sum(ss, scratch);
   if (threadIdx.x == 0) partial[blockIdx.x] = ss;
@@ -937,7 +947,8 @@ __global__ void __launch_bounds__(256) rms_norm_apply_kernel(T* __restrict__ out
   using U = Unit<T, BYTES>;
   using R = typename U::R;
   __shared__ float scratch[33];
-  const auto [row, lo, hi] = row_part(units, parts, chunk);
+  constexpr int K = kPartialLoads<BYTES>;
+  const auto [row, lo, hi] = row_part(units, parts, chunk, int64_t{gridDim.x} - 1 - blockIdx.x);
   const R* x = reinterpret_cast<const R*>(in + row * hidden);
   const R* w = reinterpret_cast<const R*>(weight);
   R* y = reinterpret_cast<R*>(out + row * hidden);
@@ -946,16 +957,16 @@ __global__ void __launch_bounds__(256) rms_norm_apply_kernel(T* __restrict__ out
   float s = 0.0f;
   for (int r = threadIdx.x; r < parts; r += 256) s += partial[row * parts + r];
   const float rstd = rsqrtf(block_sum(s, scratch) * inv_hidden + eps);
-  for (int64_t i = lo + threadIdx.x; i < hi; i += 4 * 256) {
-    R v[4], wv[4];
+  for (int64_t i = lo + threadIdx.x; i < hi; i += K * 256) {
+    R v[K], wv[K];
 #pragma unroll
-    for (int c = 0; c < 4; ++c) {
+    for (int c = 0; c < K; ++c) {
       const bool ok = i + c * 256 < hi;
       v[c] = ok ? x[i + c * 256] : U::zero();
       wv[c] = ok ? w[i + c * 256] : U::zero();
     }
 #pragma unroll
-    for (int c = 0; c < 4; ++c) {
+    for (int c = 0; c < K; ++c) {
       if (i + c * 256 < hi) y[i + c * 256] = U::scale(v[c], wv[c], rstd);
     }
   }
