@@ -893,14 +893,14 @@ __global__ void __launch_bounds__(kFlatThreads, 4) rms_norm_flat_kernel(T* __res
 // The first sums the squares of 1/parts of a row per block into partial[row * parts + part]; the
 // second (a dependent launch) adds a row's partial sums and writes its part of the row, reading x
 // again, its blocks in reverse order: its first blocks re-read the parts the first kernel read last,
-// the likeliest to be in L2 still. Each thread keeps kPartialLoads<BYTES> loads in flight: 16 of
-// 4-byte units, 4 of others. Predicated 2-byte loads wait on each other (see
-// rms_norm_group_kernel), and 16 16-byte units a thread, with the weight's, hold 128 registers
-// (H200: 16 loads and the reverse order took 0.67x-1.02x the time of 4 in order on ten shapes of
-// 4-byte units; 16 loads were up to 1.33x and 1.70x as slow on 2- and 16-byte units:
-// docs/performance.md).
-template <int BYTES>
-constexpr int kPartialLoads = BYTES == 4 ? 16 : 4;
+// the likeliest to be in L2 still. Each thread keeps kPartialLoads<T, BYTES> loads in flight: 16
+// of 16-bit rows' 4-byte units, 4 of others. Predicated 2-byte loads wait on each other (see
+// rms_norm_group_kernel), 16 16-byte units a thread, with the weight's, hold 128 registers, and
+// fp32 rows of 4-byte units were slower at 16 (H200, against 4 in order: 16-bit 4-byte units
+// 0.64x-0.95x on seven shapes of eight; fp32 ones up to 1.24x, 2- and 16-byte units up to 1.33x and
+// 1.70x: docs/performance.md).
+template <typename T, int BYTES>
+constexpr int kPartialLoads = BYTES == 4 && sizeof(T) == 2 ? 16 : 4;
 
 // This block's part of its row: the row b / parts, and its units [lo, hi), for block b.
 struct RowPart {
@@ -921,7 +921,7 @@ __global__ void __launch_bounds__(256) rms_norm_partial_kernel(float* __restrict
   using U = Unit<T, BYTES>;
   using R = typename U::R;
   __shared__ float scratch[33];
-  constexpr int K = kPartialLoads<BYTES>;
+  constexpr int K = kPartialLoads<T, BYTES>;
   const auto [row, lo, hi] = row_part(units, parts, chunk, blockIdx.x);
   const R* x = reinterpret_cast<const R*>(in + row * hidden);
   farm_pdl::wait_for_previous_grid(x + lo + threadIdx.x);
@@ -947,7 +947,7 @@ __global__ void __launch_bounds__(256) rms_norm_apply_kernel(T* __restrict__ out
   using U = Unit<T, BYTES>;
   using R = typename U::R;
   __shared__ float scratch[33];
-  constexpr int K = kPartialLoads<BYTES>;
+  constexpr int K = kPartialLoads<T, BYTES>;
   const auto [row, lo, hi] = row_part(units, parts, chunk, int64_t{gridDim.x} - 1 - blockIdx.x);
   const R* x = reinterpret_cast<const R*>(in + row * hidden);
   const R* w = reinterpret_cast<const R*>(weight);

@@ -220,9 +220,9 @@ def test_cuda_back_to_back_launches(kernel, graph, hidden):
 # pack (1000x2, 999x4 in 16-bit dtypes, 5x1), rows in units of 8, 4 or 2 bytes where 16 do not
 # divide them (odd, prime and even-unaligned widths), rows too few to fill the device shared by a
 # cluster of blocks from 48 KB (8x16384 in float32) or, wider still, by two kernels meeting in a
-# workspace (1x327680, 3x151936, 7x65544, 8x20000 in float32; 4-byte units 16 loads a thread, a
-# block's part of 2048 to 4096 units in one pass: 1x301526 and 64x160246 in 16-bit dtypes, 12x500001
-# in float32), narrower ones a block each (8x16384
+# workspace (1x327680, 3x151936, 7x65544, 8x20000 in float32; 16-bit rows of 4-byte units 16 loads
+# a thread, a block's part of 2048 to 4096 units in one pass: 1x301526 and 64x160246; fp32 ones 4:
+# 12x500001), narrower ones a block each (8x16384
 # and 8x20000 in 16-bit dtypes, 2x3394) unless a block cannot hold them (a cluster: 2x6717, 1x9358);
 # rows of more than 4096 16-byte packs, as many as the SMs or more, take a block of 1024 threads a
 # row that reads the row twice (300x40000, 600x20000 and 700x16392 in float32, 300x40000 and
