@@ -896,9 +896,9 @@ __global__ void __launch_bounds__(kFlatThreads, 4) rms_norm_flat_kernel(T* __res
 // the likeliest to be in L2 still. Each thread keeps kPartialLoads<T, BYTES> loads in flight: 16
 // of 16-bit rows' 4-byte units, 4 of others. Predicated 2-byte loads wait on each other (see
 // rms_norm_group_kernel), 16 16-byte units a thread, with the weight's, hold 128 registers, and
-// fp32 rows of 4-byte units were slower at 16 (H200, against 4 in order: 16-bit rows' 4-byte units
-// 0.64x-0.97x on 13 shapes of 14, 1.08x on one; fp32 ones up to 1.24x; 2- and 16-byte units up to
-// 1.33x and 1.70x: docs/performance.md).
+// fp32 rows of 4-byte units were slower at 16 (H200, against 4 loads in order: 16-bit rows' 4-byte
+// units 0.64x-0.97x on every shape of an A/B and two sweeps but one, which took 1.08x-1.10x; fp32
+// ones up to 1.24x; 2- and 16-byte units up to 1.33x and 1.70x: docs/performance.md).
 template <typename T, int BYTES>
 constexpr int kPartialLoads = BYTES == 4 && sizeof(T) == 2 ? 16 : 4;
 
