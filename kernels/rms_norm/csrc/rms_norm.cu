@@ -894,11 +894,10 @@ __global__ void __launch_bounds__(kFlatThreads, 4) rms_norm_flat_kernel(T* __res
 // second (a dependent launch) adds a row's partial sums and writes its part of the row, reading x
 // again, its blocks in reverse order: its first blocks re-read the parts the first kernel read last,
 // the likeliest to be in L2 still. Each thread keeps kPartialLoads<T, BYTES> loads in flight: 16
-// of 16-bit rows' 4-byte units, 4 of others. Predicated 2-byte loads wait on each other (see
-// rms_norm_group_kernel), 16 16-byte units a thread, with the weight's, hold 128 registers, and
-// fp32 rows of 4-byte units were slower at 16 (H200, against 4 loads in order: 16-bit rows' 4-byte
-// units 0.64x-0.97x on every shape of an A/B and two sweeps but one, which took 1.08x-1.10x; fp32
-// ones up to 1.24x; 2- and 16-byte units up to 1.33x and 1.70x: docs/performance.md).
+// of 16-bit rows' 4-byte units, a block's part in one round of loads, and 4 of others. Predicated
+// 2-byte loads wait on each other (see rms_norm_group_kernel), 16 16-byte units a thread, with the
+// weight's, hold 128 registers, and fp32 rows of 4-byte units measured slower at 16 than at 4 on
+// the H200 (docs/performance.md, the two-kernel path).
 template <typename T, int BYTES>
 constexpr int kPartialLoads = BYTES == 4 && sizeof(T) == 2 ? 16 : 4;
 
@@ -1510,8 +1509,8 @@ void launch_units(T* o, const T* x, const T* w, float* partial, int64_t rows, in
       } else if (upt == 2) {
         // 16-bit rows of up to 32 4-byte units (widths of 2 modulo 4 up to 62 elements, or rows off
         // 8-byte alignment), their group halved: 8 rows a thread, as odd rows take above, where
-        // those blocks still bring one resident wave (0.954x-1.003x the time at 4 rows on eight
-        // such shapes; with fewer blocks mixed, up to 1.13x slower: docs/performance.md).
+        // those blocks still bring one resident wave. With fewer blocks 8 rows were as often slower
+        // as faster on the H200 (docs/performance.md), so those rows keep the rpt chosen above.
         if constexpr (BYTES == 4 && sizeof(T) == 2) {
           if (units <= 32 && (rows + 8 * slice - 1) / (8 * slice) >= wave) {
             launch_group<T, BYTES, 2, 8>(o, x, w, rows, hidden, group, inv_h, eps, s, pdl);
